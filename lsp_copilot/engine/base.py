@@ -1,0 +1,68 @@
+"""The engine protocol: what the completion pipeline needs from any model backend."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from lsp_copilot.context.budget import TokenCounter
+
+
+class EngineUnavailable(RuntimeError):
+    """The engine is loading, failed or stopped: the caller answers with an empty result."""
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """What `complete --json` and `lspCopilot/stats` report under ``engine``."""
+
+    backend: str
+    model: str
+    device: str
+    prefix_caching: bool
+    speculative: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class EngineRequest:
+    """One generation: ``stop_at`` inspects the text so far and says where to cut it."""
+
+    request_id: str
+    prompt: str
+    max_tokens: int
+    temperature: float = 0.0
+    priority: int = 0
+    stop: tuple[str, ...] = ()
+    # Returns the index at which to cut the text generated so far, or None to go on.
+    stop_at: Callable[[str], int | None] | None = None
+
+
+@dataclass
+class EngineResult:
+    text: str = ""
+    finish_reason: str | None = None
+    stopped_early: bool = False
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    generated_tokens: int = 0
+    first_token_ms: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Engine(Protocol):
+    """A model backend. ``generate`` raises ``CancelledError`` after aborting on cancel."""
+
+    info: EngineInfo
+    counter: TokenCounter
+
+    async def generate(self, request: EngineRequest) -> EngineResult: ...
+
+    async def abort(self, request_id: str) -> None: ...
+
+    def stats(self) -> dict[str, int]: ...
+
+    async def shutdown(self) -> None: ...

@@ -1,0 +1,1 @@
+"""Thin LSP handlers: take a snapshot, call the logic, convert the result."""

@@ -1,0 +1,84 @@
+"""`textDocument/inlineCompletion` (ghost text) and `textDocument/completion` (one item)."""
+
+from __future__ import annotations
+
+import time
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+
+from lsp_copilot.completion import Outcome
+from lsp_copilot.documents.buffer import PositionError
+from lsp_copilot.documents.store import DocumentError
+from lsp_copilot.scheduling import Superseded
+from lsp_copilot.server import CopilotServer
+
+
+async def _complete(ls: CopilotServer, uri: str, position: types.Position) -> Outcome | None:
+    """Convert the position once, snapshot, run the pipeline; None when superseded."""
+    try:
+        snapshot = ls.store.snapshot(uri)
+        offset = ls.store.get_offset(uri, position.line, position.character, ls.encoding)
+    except (DocumentError, PositionError) as exc:
+        ls.telemetry.count("rejected_input")
+        raise JsonRpcInvalidParams(str(exc)) from None
+    try:
+        return await ls.scheduler.run(uri, lambda: ls.completer.complete(snapshot, offset))
+    except Superseded:
+        return None
+
+
+async def inline_completion(
+    ls: CopilotServer, params: types.InlineCompletionParams
+) -> types.InlineCompletionList:
+    started = time.perf_counter()
+    ls.telemetry.count("requests")
+    outcome = await _complete(ls, params.text_document.uri, params.position)
+    ls.telemetry.answered(started)
+    if outcome is None or not outcome.text:
+        return types.InlineCompletionList(items=[])
+    item = types.InlineCompletionItem(
+        insert_text=outcome.text,
+        range=types.Range(params.position, params.position),
+    )
+    return types.InlineCompletionList(items=[item])
+
+
+def _word_before(line_before: str) -> str:
+    """ASCII identifier before the cursor: its length is the same in every encoding."""
+    n = len(line_before)
+    while n > 0 and (line_before[n - 1].isascii() and
+                     (line_before[n - 1].isalnum() or line_before[n - 1] == "_")):
+        n -= 1
+    return line_before[n:]
+
+
+async def completion(ls: CopilotServer, params: types.CompletionParams) -> types.CompletionList:
+    """One item carrying the suggestion, for clients without inline completion (eglot)."""
+    started = time.perf_counter()
+    ls.telemetry.count("requests")
+    outcome = await _complete(ls, params.text_document.uri, params.position)
+    ls.telemetry.answered(started)
+    if outcome is None or not outcome.text:
+        return types.CompletionList(is_incomplete=True, items=[])
+    pos = params.position
+    line_before = ""
+    if outcome.context is not None:
+        line_before = outcome.context.prefix.rsplit("\n", 1)[-1]
+    word = _word_before(line_before)
+    new_text = word + outcome.text
+    start = types.Position(pos.line, max(0, pos.character - len(word)))
+    first_line = new_text.split("\n", 1)[0].strip() or new_text.strip().split("\n", 1)[0]
+    item = types.CompletionItem(
+        label=first_line[:80] + ("…" if len(first_line) > 80 or "\n" in new_text.strip() else ""),
+        kind=types.CompletionItemKind.Text,
+        detail="lsp-copilot",
+        documentation=types.MarkupContent(
+            kind=types.MarkupKind.Markdown, value=f"```\n{new_text}\n```"),
+        filter_text=new_text,
+        sort_text="0",
+        preselect=True,
+        text_edit=types.TextEdit(range=types.Range(start, pos), new_text=new_text),
+        insert_text_format=types.InsertTextFormat.PlainText,
+    )
+    return types.CompletionList(is_incomplete=True, items=[item])

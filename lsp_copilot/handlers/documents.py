@@ -1,0 +1,51 @@
+"""Document sync: edits update the store synchronously; nothing here awaits."""
+
+from __future__ import annotations
+
+import logging
+
+from lsprotocol import types
+
+from lsp_copilot.documents.buffer import PositionError
+from lsp_copilot.documents.store import DocumentError
+from lsp_copilot.server import CopilotServer
+
+log = logging.getLogger(__name__)
+
+
+def _tell_once(ls: CopilotServer, uri: str) -> None:
+    snap = ls.store.snapshot(uri)
+    if (snap.too_large or snap.binary) and uri not in ls.told_once:
+        ls.told_once.add(uri)
+        why = "is binary" if snap.binary else (
+            f"is larger than maxDocumentBytes ({ls.settings.max_document_bytes} bytes)")
+        ls.show(types.MessageType.Info, f"lsp-copilot: {uri} {why}; no completions for it.")
+
+
+def did_open(ls: CopilotServer, params: types.DidOpenTextDocumentParams) -> None:
+    doc = params.text_document
+    ls.store.open(doc.uri, doc.language_id, doc.version, doc.text)
+    _tell_once(ls, doc.uri)
+
+
+def did_change(ls: CopilotServer, params: types.DidChangeTextDocumentParams) -> None:
+    changes: list[tuple[tuple[int, int, int, int] | None, str]] = []
+    for change in params.content_changes:
+        if isinstance(change, types.TextDocumentContentChangePartial):
+            r = change.range
+            changes.append(((r.start.line, r.start.character, r.end.line, r.end.character),
+                            change.text))
+        else:
+            changes.append((None, change.text))
+    uri = params.text_document.uri
+    try:
+        ls.store.change(uri, params.text_document.version, changes, ls.encoding)
+    except (DocumentError, PositionError) as exc:
+        log.warning("didChange for %s not applied: %s", uri, exc)
+        return
+    _tell_once(ls, uri)
+
+
+def did_close(ls: CopilotServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.store.close(params.text_document.uri)
+    ls.told_once.discard(params.text_document.uri)

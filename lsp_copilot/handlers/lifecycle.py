@@ -1,0 +1,100 @@
+"""initialize / initialized / shutdown / exit and settings changes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any
+
+from lsprotocol import types
+
+from lsp_copilot.config import parse_settings
+from lsp_copilot.server import CopilotServer
+
+log = logging.getLogger(__name__)
+_background: set[asyncio.Task[Any]] = set()
+
+
+def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
+    """Merge settings; report bad values; return whether the engine must restart."""
+    before = ls.settings.engine_key()
+    ls.settings, problems = parse_settings(raw, ls.settings)
+    ls.store.max_parse_bytes = ls.settings.max_document_bytes
+    for problem in problems:
+        ls.show(types.MessageType.Warning, f"lsp-copilot: {problem}")
+    return ls.settings.engine_key() != before
+
+
+def initialize(ls: CopilotServer, params: types.InitializeParams) -> None:
+    _apply_settings(ls, params.initialization_options)
+
+
+async def _load_engine(ls: CopilotServer) -> None:
+    """Load the engine with work-done progress; a failure is shown, never raised."""
+    token: str | None = None
+    caps = ls.client_capabilities.window
+    if caps is not None and caps.work_done_progress:
+        token = f"lsp-copilot-load-{uuid.uuid4().hex[:8]}"
+        try:
+            await ls.work_done_progress.create_async(token)
+            ls.work_done_progress.begin(
+                token, types.WorkDoneProgressBegin(title="lsp-copilot", message="starting engine")
+            )
+        except Exception:
+            log.warning("client refused a progress token; loading without progress")
+            token = None
+
+    loop = asyncio.get_running_loop()
+
+    def report(message: str) -> None:  # called from the loading thread
+        log.info("engine: %s", message)
+        if token is not None:
+            loop.call_soon_threadsafe(
+                ls.work_done_progress.report, token, types.WorkDoneProgressReport(message=message)
+            )
+
+    result = await ls.engines.start(ls.settings, report)
+    if token is not None:
+        ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=result.message))
+    if result.ok:
+        ls.window_log_message(
+            types.LogMessageParams(
+                type=types.MessageType.Info, message=f"lsp-copilot: engine {result.message}"
+            )
+        )
+    elif ls.engines.state == "failed":
+        ls.show(
+            types.MessageType.Error,
+            f"lsp-copilot: the engine could not start: {result.message} "
+            "Completions stay off until it is fixed.",
+        )
+
+
+def _spawn(ls: CopilotServer) -> None:
+    task = asyncio.ensure_future(_load_engine(ls))
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
+def initialized(ls: CopilotServer, params: types.InitializedParams) -> None:
+    _spawn(ls)
+
+
+async def did_change_configuration(
+    ls: CopilotServer, params: types.DidChangeConfigurationParams
+) -> None:
+    if _apply_settings(ls, params.settings):
+        ls.show(types.MessageType.Info, "lsp-copilot: engine settings changed, restarting it")
+        await ls.engines.shutdown()
+        _spawn(ls)
+
+
+async def shutdown(ls: CopilotServer, params: None) -> None:
+    ls.scheduler.cancel_all()
+    await ls.engines.shutdown()
+
+
+def exit_(ls: CopilotServer, params: None) -> None:
+    # Without a prior shutdown the engine may still run; the CLI's exit path kills it.
+    log.info("exit received")

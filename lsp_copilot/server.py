@@ -1,0 +1,146 @@
+"""The language server: its state, its protocol fixes, and the one place features are registered."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from types import SimpleNamespace
+from typing import Any
+
+import cattrs
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, lsp_method
+
+from lsp_copilot import __version__
+from lsp_copilot.completion import Completer
+from lsp_copilot.config import Settings
+from lsp_copilot.documents.buffer import Encoding
+from lsp_copilot.documents.store import DocumentStore
+from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.scheduling import Scheduler
+from lsp_copilot.telemetry import Telemetry
+
+log = logging.getLogger(__name__)
+
+STATS = "lspCopilot/stats"
+
+
+def choose_encoding(capabilities: types.ClientCapabilities) -> Encoding:
+    """UTF-8 when the client offers it (no conversion at all), else LSP's mandatory UTF-16."""
+    general = capabilities.general
+    offered = (general.position_encodings if general else None) or []
+    return "utf-8" if types.PositionEncodingKind.Utf8 in offered else "utf-16"
+
+
+class CopilotProtocol(LanguageServerProtocol):
+    """pygls' protocol with three changes the editors need.
+
+    - Requests whose params fail to deserialize get InvalidParams naming the field; pygls
+      would send nothing, and the client would wait forever.
+    - The position encoding is ours (UTF-8 when offered), not the client's first choice.
+    - Documents live in our own store (bytes + tree); pygls' copy is skipped.
+    """
+
+    _server: CopilotServer
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except Exception as exc:
+            cause = exc.__cause__ or exc
+            detail = "; ".join(cattrs.transform_error(cause)) if isinstance(
+                cause, cattrs.ClassValidationError) else str(cause)
+            method = data.get("method", "?")
+            message = f"invalid params for {method}: {detail}"
+            log.warning("%s\n%s", message, traceback.format_exc(limit=3))
+            if "id" in data and "method" in data:
+                self._send_response(
+                    data["id"],
+                    error=types.ResponseError(
+                        code=types.ErrorCodes.InvalidParams, message=message
+                    ),
+                )
+            return SimpleNamespace(jsonrpc="skipped")  # handle_message ignores it
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams) -> Any:
+        self._server.encoding = choose_encoding(params.capabilities)
+        result = yield from super().lsp_initialize(params)
+        result.capabilities.position_encoding = self._server.encoding
+        return result
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> Any:
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Any:
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> Any:
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
+            yield handler, (params,), None
+
+
+class CopilotServer(LanguageServer):
+    """Holds the state every handler reads; handlers hold none."""
+
+    def __init__(self, engines: EngineManager | None = None) -> None:
+        super().__init__(
+            "lsp-copilot",
+            __version__,
+            protocol_cls=CopilotProtocol,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
+        self.settings = Settings()
+        self.encoding: Encoding = "utf-16"
+        self.telemetry = Telemetry()
+        self.store = DocumentStore(self.settings.max_document_bytes)
+        self.engines = engines or EngineManager()
+        self.completer = Completer(self.engines, self.telemetry, lambda: self.settings)
+        self.scheduler = Scheduler(self.telemetry)
+        self.told_once: set[str] = set()
+
+    def show(self, kind: types.MessageType, message: str) -> None:
+        log.log(logging.ERROR if kind == types.MessageType.Error else logging.INFO, message)
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def stats(self) -> dict[str, Any]:
+        out = self.telemetry.snapshot()
+        out.update({"spec_draft_tokens": 0, "spec_accepted_tokens": 0})
+        out.update(self.engines.stats())
+        out["queue_depth"] = self.scheduler.queue_depth
+        out["documents"] = len(self.store)
+        out["engine_state"] = self.engines.state
+        out["engine_error"] = self.engines.error
+        out["engine_load_seconds"] = self.engines.load_seconds
+        info = self.engines.info
+        out["engine"] = info.as_dict() if info else None
+        return out
+
+
+def create_server(engines: EngineManager | None = None) -> CopilotServer:
+    """Build the server and register every feature: the only place that does."""
+    from lsp_copilot.handlers import completion, documents, lifecycle, stats
+
+    server = CopilotServer(engines)
+    server.feature(types.INITIALIZE)(lifecycle.initialize)
+    server.feature(types.INITIALIZED)(lifecycle.initialized)
+    server.feature(types.SHUTDOWN)(lifecycle.shutdown)
+    server.feature(types.EXIT)(lifecycle.exit_)
+    server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(lifecycle.did_change_configuration)
+    server.feature(types.TEXT_DOCUMENT_DID_OPEN)(documents.did_open)
+    server.feature(types.TEXT_DOCUMENT_DID_CHANGE)(documents.did_change)
+    server.feature(types.TEXT_DOCUMENT_DID_CLOSE)(documents.did_close)
+    server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())(
+        completion.inline_completion
+    )
+    server.feature(
+        types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=[".", "("])
+    )(completion.completion)
+    server.feature(STATS)(stats.stats)
+    return server

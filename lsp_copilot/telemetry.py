@@ -1,0 +1,72 @@
+"""Counters and latencies that users can ask for through ``lspCopilot/stats``.
+
+Counters only ever count what happened; nothing here estimates. Latencies are kept in a
+bounded window so that a server running for days uses constant memory.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+COUNTERS = (
+    "requests",
+    "engine_requests",
+    "engine_aborted",
+    "engine_stopped_early",
+    "engine_errors",
+    "cache_hits",
+    "typed_through",
+    "merged",
+    "cancelled",
+    "superseded",
+    "not_ready",
+    "empty_mode",
+    "rejected_input",
+    "prompt_tokens",
+    "cached_prompt_tokens",
+    "generated_tokens",
+)
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Nearest-rank percentile; 0.0 for no data."""
+    if not sorted_values:
+        return 0.0
+    rank = max(0, min(len(sorted_values) - 1, round(q * (len(sorted_values) - 1))))
+    return sorted_values[rank]
+
+
+@dataclass
+class Telemetry:
+    """Process-wide counters and a window of request latencies."""
+
+    window: int = 2000
+    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    _latencies: deque[float] = field(default_factory=deque)
+    last_timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def count(self, name: str, n: int = 1) -> None:
+        self.counters[name] = self.counters.get(name, 0) + n
+
+    def answered(self, started: float) -> float:
+        """Record the latency of a request from ``started`` (perf_counter) to now."""
+        ms = (time.perf_counter() - started) * 1000.0
+        self._latencies.append(ms)
+        while len(self._latencies) > self.window:
+            self._latencies.popleft()
+        return ms
+
+    def latency_ms(self) -> dict[str, float]:
+        values = sorted(self._latencies)
+        return {
+            "p50": round(percentile(values, 0.50), 2),
+            "p90": round(percentile(values, 0.90), 2),
+            "p99": round(percentile(values, 0.99), 2),
+            "count": len(values),
+        }
+
+    def snapshot(self) -> dict[str, Any]:
+        return {**self.counters, "latency_ms": self.latency_ms()}
