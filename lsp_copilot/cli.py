@@ -23,6 +23,10 @@ def _setup_logging(level: str) -> None:
         level=getattr(logging, level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if level.lower() != "debug":
+        # pygls logs every message it sends, source text included, at INFO.
+        for noisy in ("pygls", "pygls.protocol", "pygls.feature_manager"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
     # vLLM reads this at import time; stdout belongs to JSON-RPC or to --json output.
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
 
@@ -99,7 +103,7 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
         text = path.read_bytes().decode("utf-8", "surrogateescape")
     except OSError as exc:
         raise SystemExit(f"error: cannot read {path}: {exc.strerror}") from None
-    settings = Settings()
+    settings = Settings(model=args.model or "")
     store = DocumentStore(settings.max_document_bytes)
     uri = path.resolve().as_uri()
     store.open(uri, language_id_for_path(str(path)), 0, text)
@@ -192,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     complete.add_argument("location", metavar="FILE:LINE:COL")
     complete.add_argument("--root", type=Path, help="workspace folder (default: nearest .git)")
     complete.add_argument("--json", action="store_true", help="print a JSON object")
+    complete.add_argument("--model", help="model folder or hub id (default: SmolLM2-135M)")
     complete.set_defaults(func=cmd_complete)
 
     doctor = sub.add_parser("doctor", help="what engine, model, grammars and caches are found")

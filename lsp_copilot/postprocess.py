@@ -53,7 +53,12 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
         complete = lines[:-1]  # the last piece may still grow
         if not complete:
             return None
-        first = complete[0] if cursor.prompt_dropped_indent else cursor.line_before + complete[0]
+        if cursor.prompt_dropped_indent:
+            first = complete[0]
+            if first.strip() and _indent(first) < len(cursor.prompt_dropped_indent):
+                return skipped  # the model left the cursor's block at once: nothing to add
+        else:
+            first = cursor.line_before + complete[0]
         base = _indent(first) if first.strip() else _indent(cursor.line_before)
         blank_run = 0
         pos = skipped + len(complete[0]) + 1
@@ -63,9 +68,10 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
                 if blank_run >= 2:
                     return pos - 1
             else:
+                if _indent(line) < base or (blank_run and _indent(line) == base):
+                    # Dedent: the block has ended. A blank line then a sibling: a new item.
+                    return pos - 1
                 blank_run = 0
-                if _indent(line) < base:
-                    return pos - 1  # dedent: the block the cursor is in has ended
             if n >= MAX_LINES:
                 return pos - 1
             pos += len(line) + 1

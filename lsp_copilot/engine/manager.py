@@ -107,6 +107,14 @@ class EngineManager:
             self.error = explain_failure(exc)
             log.exception("engine failed to start")
             return LoadResult(False, self.error, time.perf_counter() - started)
+        if self.state != "stopped":
+            report("warming up")
+            try:
+                await engine.warm_up()
+            except Exception as exc:
+                self.state, self.error = "failed", explain_failure(exc)
+                await engine.shutdown()
+                return LoadResult(False, self.error, time.perf_counter() - started)
         self.load_seconds = time.perf_counter() - started
         if self.state == "stopped":  # shut down while loading
             await engine.shutdown()

@@ -163,5 +163,22 @@ class VllmEngine:
     def errored(self) -> bool:
         return bool(getattr(self._llm, "errored", False))
 
+    async def warm_up(self) -> None:
+        """One tiny request, so that the user's first completion doesn't pay for first-run
+        costs (about 2 s on CPU for SmolLM2)."""
+        from vllm import SamplingParams
+
+        gen = self._llm.generate(
+            {"prompt": "def main():\n"}, SamplingParams(max_tokens=4), "lsp-copilot-warm-up"
+        )
+        async with contextlib.aclosing(gen):
+            async for _ in gen:
+                pass
+
     async def shutdown(self) -> None:
-        await asyncio.to_thread(self._llm.shutdown)
+        llm, self._llm = self._llm, None
+        if llm is not None:
+            await asyncio.to_thread(llm.shutdown)
+            # AsyncLLM.__del__ shuts down a second time, which at interpreter exit (module
+            # globals already gone) prints a TypeError; it is done, so make __del__ a no-op.
+            llm.__class__ = type("ClosedAsyncLLM", (type(llm),), {"__del__": lambda _: None})

@@ -78,13 +78,19 @@ def _spawn(ls: CopilotServer) -> None:
 
 
 def initialized(ls: CopilotServer, params: types.InitializedParams) -> None:
-    _spawn(ls)
+    if ls.settings.enable:  # disabled: keep the GPU/RAM free until the user enables it
+        _spawn(ls)
 
 
 async def did_change_configuration(
     ls: CopilotServer, params: types.DidChangeConfigurationParams
 ) -> None:
-    if _apply_settings(ls, params.settings):
+    engine_changed = _apply_settings(ls, params.settings)
+    if not ls.settings.enable:
+        return
+    if ls.engines.state in ("idle", "stopped"):
+        _spawn(ls)
+    elif engine_changed:
         ls.show(types.MessageType.Info, "lsp-copilot: engine settings changed, restarting it")
         await ls.engines.shutdown()
         _spawn(ls)
