@@ -179,7 +179,7 @@ async def test_newer_request_supersedes_older(engine_client: LanguageClient) -> 
     await _wait_engine_request(engine_client, before["engine_requests"] + 1)
     second = await _inline(engine_client, uri, 2, 0)
     first_result = await first
-    assert first_result is not None and first_not result.items
+    assert first_result is not None and not first_result.items
     assert second is not None
     after = await stats(engine_client)
     assert after["engine_aborted"] == before["engine_aborted"] + 1
