@@ -1,0 +1,41 @@
+from lsp_copilot.config import Settings, parse_settings, setting_docs
+
+
+def test_defaults_and_docs_for_every_setting() -> None:
+    docs = setting_docs()
+    assert len(docs) == len(Settings.__dataclass_fields__)
+    assert all(doc for _, _, doc in docs)
+
+
+def test_camel_case_nested_and_flat() -> None:
+    s, errors = parse_settings({"lspCopilot": {"maxPromptTokens": 512, "model": "/m"}})
+    assert (s.max_prompt_tokens, s.model, errors) == (512, "/m", [])
+    s, errors = parse_settings({"max_prompt_tokens": 256})
+    assert s.max_prompt_tokens == 256 and not errors
+
+
+def test_bad_values_are_reported_and_replaced_by_default() -> None:
+    base = Settings(max_prompt_tokens=999)
+    s, errors = parse_settings(
+        {"maxPromptTokens": "lots", "temperature": 9, "speculativeMethod": "magic", "nope": 1},
+        base,
+    )
+    assert s.max_prompt_tokens == Settings().max_prompt_tokens
+    assert s.temperature == Settings().temperature
+    assert s.speculative_method == "ngram"
+    assert len(errors) == 4
+    assert any("maxPromptTokens" in e and "integer" in e for e in errors)
+    assert any("unknown setting 'nope'" in e for e in errors)
+
+
+def test_not_an_object() -> None:
+    s, errors = parse_settings(["x"])
+    assert s == Settings() and errors
+
+
+def test_engine_key_changes_only_for_engine_settings() -> None:
+    a = Settings()
+    assert parse_settings({"temperature": 0.5}, a)[0].engine_key() == a.engine_key()
+    assert parse_settings({"blockSize": 64}, a)[0].engine_key() != a.engine_key()
+    _, errors = parse_settings({"blockSize": 33}, a)
+    assert errors
