@@ -110,8 +110,8 @@ class Settings:
         0.5, "Share of GPU memory vLLM may take (leave room for the desktop).",
         _float_range(0.05, 0.98)
     )
-    cpu_kv_cache_gib: float = _setting(
-        1.0, "KV-cache space on CPU in GiB (VLLM_CPU_KVCACHE_SPACE).", _float_range(0.25, 512)
+    cpu_kv_cache_gib: int = _setting(
+        1, "KV-cache space on CPU in GiB (VLLM_CPU_KVCACHE_SPACE).", _int_range(1, 1024)
     )
     quantization: str | None = _setting(
         None, "vLLM quantization method (awq, gptq, fp8, ...), null for none.", _opt_str

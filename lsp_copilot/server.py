@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import traceback
 from types import SimpleNamespace
 from typing import Any
@@ -51,6 +52,8 @@ class CopilotProtocol(LanguageServerProtocol):
             cause = exc.__cause__ or exc
             detail = "; ".join(cattrs.transform_error(cause)) if isinstance(
                 cause, cattrs.ClassValidationError) else str(cause)
+            # Name fields as the client spelled them: $.params.text_document -> textDocument.
+            detail = re.sub(r"(?<=[a-z])_([a-z])", lambda m: m.group(1).upper(), detail)
             method = data.get("method", "?")
             message = f"invalid params for {method}: {detail}"
             log.warning("%s\n%s", message, traceback.format_exc(limit=3))

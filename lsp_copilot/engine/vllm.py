@@ -39,7 +39,7 @@ def prepare_environment(settings: Settings, device: str) -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if device == "cpu":
         os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
-        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(max(1, round(settings.cpu_kv_cache_gib)))
+        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(settings.cpu_kv_cache_gib)
 
 
 def speculative_config(settings: Settings) -> dict[str, Any] | None:

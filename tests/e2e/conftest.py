@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from pathlib import Path
@@ -16,10 +17,31 @@ SERVER = [sys.executable, "-m", "lsp_copilot", "serve"]
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def plain(value: Any) -> Any:
+    """pygls' client turns unknown JSON objects into namedtuples; make them dicts again."""
+    if hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+async def send_raw(client: LanguageClient, msg_id: str, method: str, params: Any) -> Any:
+    """Send a request as raw JSON: params the typed client would refuse to serialize."""
+    fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    client.protocol._request_futures[msg_id] = fut
+    body = json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+    data = body.encode()
+    client.protocol.writer.write(b"Content-Length: %d\r\n\r\n" % len(data) + data)
+    return await asyncio.wait_for(fut, timeout=30)
+
+
 async def stats(client: LanguageClient) -> dict[str, Any]:
-    result = await client.protocol.send_request_async("lspCopilot/stats", {})
-    return result if isinstance(result, dict) else dict(result._asdict()) if hasattr(
-        result, "_asdict") else vars(result)
+    result: dict[str, Any] = plain(
+        await client.protocol.send_request_async("lspCopilot/stats", {}))
+    return result
 
 
 async def wait_for_engine(client: LanguageClient, timeout: float = 600) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from tests.e2e.conftest import ROOT, stats
+from tests.e2e.conftest import ROOT, send_raw, stats
 
 pytestmark = pytest.mark.engine
 
@@ -142,7 +142,7 @@ async def test_repeated_prompt_hits_prefix_cache(engine_client: LanguageClient) 
 async def _wait_engine_request(client: LanguageClient, count: int) -> None:
     deadline = time.monotonic() + 60
     while (await stats(client))["engine_requests"] < count:
-        assert time.monotonic() < deadline, "request never reached the engine"
+        assert time.monotonic() < deadline, f"never reached the engine: {await stats(client)}"
         await asyncio.sleep(0.02)
 
 
@@ -158,8 +158,10 @@ async def test_cancel_request_aborts_engine(engine_client: LanguageClient) -> No
             trigger_kind=types.InlineCompletionTriggerKind.Invoked
         ),
     )
-    fut = engine_client.protocol.send_request_async(
-        types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=msg_id
+    fut = asyncio.ensure_future(  # pytest-lsp's send_request_async is a coroutine
+        engine_client.protocol.send_request_async(
+            types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=msg_id
+        )
     )
     await _wait_engine_request(engine_client, before["engine_requests"] + 1)
     engine_client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
@@ -200,8 +202,8 @@ async def test_bad_input_keeps_server_answering(engine_client: LanguageClient) -
     assert "never_opened" in str(err.value)
     # Params that do not deserialize: pygls alone would never answer this one.
     with pytest.raises(JsonRpcException) as err:
-        await engine_client.protocol.send_request_async(
-            types.TEXT_DOCUMENT_INLINE_COMPLETION,
+        await send_raw(
+            engine_client, "bad-params-1", types.TEXT_DOCUMENT_INLINE_COMPLETION,
             {"textDocument": {"uri": uri}, "position": {"line": "zero", "character": 0},
              "context": {"triggerKind": 1}},
         )

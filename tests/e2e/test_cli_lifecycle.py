@@ -1,0 +1,125 @@
+"""The command line and the server's lifecycle, through real processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+from tests.e2e.conftest import ROOT, plain
+
+CLI = [sys.executable, "-m", "lsp_copilot"]
+
+
+def test_version() -> None:
+    out = subprocess.run([*CLI, "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("lsp-copilot ")
+
+
+def test_doctor_finds_engine_model_and_grammars() -> None:
+    out = subprocess.run([*CLI, "doctor", "--json"], capture_output=True, text=True)
+    report = json.loads(out.stdout)
+    checks = {c["name"]: c for c in report["checks"]}
+    assert checks["engine (vLLM)"]["ok"], checks
+    assert checks["default model"]["ok"], checks
+    assert checks["grammars"]["ok"] and "grammars" in checks["grammars"]["detail"]
+    assert out.returncode == (0 if report["ok"] else 1)
+
+
+def test_complete_bad_location_is_a_clear_error() -> None:
+    out = subprocess.run([*CLI, "complete", "README.md:99999:1"], capture_output=True, text=True)
+    assert out.returncode != 0
+    assert "past the end" in out.stderr
+
+
+@pytest.mark.engine
+def test_complete_json_with_the_real_default_model() -> None:
+    out = subprocess.run(
+        [*CLI, "complete", "tests/fixtures/demo/geometry.py:13:12", "--json"],
+        capture_output=True, text=True, cwd=ROOT, timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout)  # stdout holds the JSON alone: vLLM logs go to stderr
+    assert result["mode"] == "single-line"
+    assert result["completion"].strip(), result
+    assert set(result["timings_ms"]) >= {"context", "engine", "total"}
+    assert result["engine"] == {
+        "backend": "vllm", "model": "SmolLM2-135M (default)", "device": "cpu",
+        "prefix_caching": True, "speculative": "ngram",
+    }
+
+
+async def _wait_ready(client: LanguageClient) -> dict[str, object]:
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        s = plain(await client.protocol.send_request_async("lspCopilot/stats", {}))
+        if s["engine_state"] != "loading":
+            return s  # type: ignore[no-any-return]
+        await asyncio.sleep(0.5)
+    raise TimeoutError
+
+
+@pytest.mark.engine
+async def test_shutdown_exit_leave_no_engine_process() -> None:
+    client = LanguageClient("test", "1")
+    await client.start_io(*CLI, "serve")
+    server = client._server
+    assert server is not None
+    await client.initialize_async(
+        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=ROOT.as_uri())
+    )
+    client.initialized(types.InitializedParams())
+    s = await _wait_ready(client)
+    assert s["engine_state"] == "ready"
+    children = psutil.Process(server.pid).children(recursive=True)
+    assert children, "vLLM's EngineCore should run in a child process"
+    await client.shutdown_async(None)
+    client.exit(None)
+    await asyncio.wait_for(server.wait(), timeout=60)
+    assert server.returncode == 0
+    _, alive = psutil.wait_procs(children, timeout=30)
+    assert not alive, f"orphaned: {alive}"
+    await client.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_serve_tcp_binds_loopback() -> None:
+    port = _free_port()
+    proc = subprocess.Popen([*CLI, "serve", "--tcp", str(port)], stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                await asyncio.sleep(0.2)
+        conns = [c for c in psutil.Process(proc.pid).net_connections("tcp")
+                 if c.status == psutil.CONN_LISTEN]
+        assert conns and all(c.laddr.ip == "127.0.0.1" for c in conns)
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "capabilities": {}, "initializationOptions": {"enable": False}}}).encode()
+        writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        await writer.drain()
+        header = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+        length = int(header.split(b":")[1].split(b"\r\n")[0])
+        reply = json.loads(await reader.readexactly(length))
+        assert reply["id"] == 1 and "inlineCompletionProvider" in reply["result"]["capabilities"]
+        writer.close()
+    finally:
+        proc.kill()
+        proc.wait()
