@@ -8,6 +8,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.dup2(2, 1)
         sys.stdout = sys.stderr
     server = create_server()
+    # An editor that stops us with SIGTERM must not leave vLLM's EngineCore behind:
+    # SystemExit unwinds through pygls to the `finally` below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         if args.tcp is None:
             server.start_io(sys.stdin.buffer, rpc_out)
@@ -178,6 +182,23 @@ def cmd_model_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from lsp_copilot import bench
+
+    result = bench.run(args.what, args.corpus, args.count, args.model)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    elif isinstance(result, list):
+        keys = list(result[0])
+        print(" | ".join(keys))
+        for row in result:
+            print(" | ".join(str(row[k]) for k in keys))
+    else:
+        for key, value in result.items():
+            print(f"{key}: {value}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lsp-copilot", description="Copilot-style completions from your own model."
@@ -202,6 +223,14 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="what engine, model, grammars and caches are found")
     doctor.add_argument("--json", action="store_true")
     doctor.set_defaults(func=cmd_doctor)
+
+    bench = sub.add_parser("bench", help="measure through the real engine")
+    bench.add_argument("what", choices=["engine", "prompt"])
+    bench.add_argument("--corpus", type=Path, help="folder of code (default: Python's stdlib)")
+    bench.add_argument("--count", type=int, default=40, help="holes / requests to run")
+    bench.add_argument("--model", help="model folder or hub id (default: SmolLM2-135M)")
+    bench.add_argument("--json", action="store_true")
+    bench.set_defaults(func=cmd_bench)
 
     model = sub.add_parser("model", help="manage the default model")
     model_sub = model.add_subparsers(dest="model_command", required=True)

@@ -1,0 +1,61 @@
+from lsp_copilot.context import build_context
+from lsp_copilot.context.budget import ApproxTokenCounter
+from lsp_copilot.context.trigger import completion_mode
+from lsp_copilot.context.window import ANCHOR_LINES, cursor_window
+from lsp_copilot.documents.store import DocumentStore
+from lsp_copilot.prompts import template_for
+
+SOURCE = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(200))
+
+
+def _snap(text: str, language: str = "python"):  # type: ignore[no-untyped-def]
+    store = DocumentStore()
+    store.open("file:///t.py", language, 1, text)
+    return store, store.snapshot("file:///t.py")
+
+
+def test_window_respects_budget_and_starts_on_an_anchor() -> None:
+    data = SOURCE.encode()
+    counter = ApproxTokenCounter()
+    offset = len(data) - 10
+    w = cursor_window(data, offset, counter, 300, 0)
+    assert w.prefix_tokens <= 300
+    assert w.first_line % ANCHOR_LINES == 0
+    assert data[:offset].decode().endswith(w.prefix)
+
+
+def test_window_start_is_stable_while_typing() -> None:
+    counter = ApproxTokenCounter()
+    base = SOURCE + "def g(y):\n    return "
+    starts = set()
+    for typed in ("", "y", "y +", "y + 1"):
+        data = (base + typed).encode()
+        starts.add(cursor_window(data, len(data), counter, 300, 0).first_line)
+    assert len(starts) == 1  # same first line: the engine's prefix cache keeps hitting
+
+
+def test_huge_single_line_is_cut_to_budget() -> None:
+    data = ("x = [" + "1, " * 5000).encode()
+    w = cursor_window(data, len(data), ApproxTokenCounter(), 100, 0)
+    assert 0 < w.prefix_tokens <= 100
+
+
+def test_same_input_same_prompt() -> None:
+    _, snap = _snap(SOURCE)
+    counter = ApproxTokenCounter()
+    a = build_context(snap, len(snap.data), counter, template_for(None), 256)
+    b = build_context(snap, len(snap.data), counter, template_for(None), 256)
+    assert a.prompt == b.prompt and a.prompt_tokens <= 256 + 1
+
+
+def test_modes() -> None:
+    cases = {
+        "def f(x):\n    ": "multi-line",  # blank line after a block opener
+        "x = foo(": "single-line",
+        "x = fo|o": "none",  # in the middle of a word
+        "# a comm": "none",  # prose in a comment
+    }
+    for text, expected in cases.items():
+        before, _, after = text.partition("|")
+        _, snap = _snap(before + after)
+        assert completion_mode(snap, len(before.encode())) == expected, text
