@@ -1,0 +1,41 @@
+// The lsp-copilot server's custom protocol, as the extension uses it.
+
+export const STATS = 'lspCopilot/stats';
+export const DID_SHOW = 'lspCopilot/didShow';
+export const DID_ACCEPT = 'lspCopilot/didAccept';
+export const DID_REJECT = 'lspCopilot/didReject';
+
+export type EngineState = 'loading' | 'ready' | 'failed' | 'idle' | 'stopped';
+
+export interface Stats {
+  engine_state: EngineState;
+  engine_error: string | null;
+  latency_ms: { p50: number | null; p90: number | null; p99: number | null };
+  requests: number;
+  [counter: string]: unknown;
+}
+
+export interface Position {
+  line: number;
+  character: number;
+}
+
+/** Params of didShow / didAccept / didReject. */
+export interface FeedbackParams {
+  uri: string;
+  position: Position;
+  text: string;
+}
+
+/** What the extension needs from a JSON-RPC connection: a LanguageClient, or a bare
+ * vscode-languageserver-protocol connection in the protocol tests. */
+export interface Disposable {
+  dispose(): void;
+}
+
+export interface Rpc {
+  onRequest(method: string, handler: (params: any) => unknown): Disposable;
+  onNotification(method: string, handler: (params: any) => void): Disposable;
+  sendRequest<R>(method: string, params?: unknown): Promise<R>;
+  sendNotification(method: string, params?: unknown): Promise<void>;
+}

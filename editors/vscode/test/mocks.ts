@@ -1,0 +1,161 @@
+// A mocked `vscode` module and a fake `vscode-languageclient/node`, installed into Node's
+// module loader so that the compiled extension can be loaded outside VS Code.
+import Module = require('module');
+
+export interface FakeItem {
+  text: string;
+  tooltip: string | object | undefined;
+  command: string | object | undefined;
+  shown: boolean;
+  show(): void;
+  dispose(): void;
+}
+
+export class FakeClient {
+  static instances: FakeClient[] = [];
+  started = false;
+  proposed = false;
+  features: Array<{ initialize(): void }> = [];
+  notifications: Array<{ method: string; params: unknown }> = [];
+  requestHandlers = new Map<string, (params: any) => unknown>();
+  notificationHandlers = new Map<string, (params: any) => void>();
+  constructor(
+    readonly id: string,
+    readonly name: string,
+    readonly serverOptions: any,
+    readonly clientOptions: any,
+  ) {
+    FakeClient.instances.push(this);
+  }
+  registerProposedFeatures(): void {
+    this.proposed = true;
+  }
+  registerFeature(feature: { initialize(): void }): void {
+    this.features.push(feature);
+  }
+  async start(): Promise<void> {
+    this.started = true;
+    for (const feature of this.features) {
+      feature.initialize();
+    }
+  }
+  async stop(): Promise<void> {
+    this.started = false;
+  }
+  isRunning(): boolean {
+    return this.started;
+  }
+  onRequest(method: string, handler: (params: any) => unknown) {
+    this.requestHandlers.set(method, handler);
+    return { dispose: () => this.requestHandlers.delete(method) };
+  }
+  onNotification(method: string, handler: (params: any) => void) {
+    this.notificationHandlers.set(method, handler);
+    return { dispose: () => this.notificationHandlers.delete(method) };
+  }
+  async sendNotification(method: string, params?: unknown): Promise<void> {
+    this.notifications.push({ method, params });
+  }
+  stats: Record<string, unknown> = { engine_state: 'ready', engine_error: null, latency_ms: { p50: 120, p90: 200, p99: 300 }, requests: 1 };
+  async sendRequest<R>(method: string): Promise<R> {
+    if (method === 'lspCopilot/stats') {
+      return this.stats as R;
+    }
+    throw new Error(`unexpected request ${method}`);
+  }
+}
+
+export class FakeConfig {
+  constructor(readonly values: Record<string, unknown>) {}
+  get<T>(key: string): T | undefined {
+    return this.values[key] as T | undefined;
+  }
+  async update(key: string, value: unknown): Promise<void> {
+    this.values[key] = value;
+    const event = { affectsConfiguration: (section: string) => section === 'lspCopilot' || section === `lspCopilot.${key}` };
+    for (const listener of vscodeMock.listeners.config) {
+      await listener(event);
+    }
+  }
+}
+
+export const vscodeMock = {
+  config: new FakeConfig({}),
+  commands: new Map<string, (...args: any[]) => unknown>(),
+  items: [] as FakeItem[],
+  messages: [] as Array<{ level: string; text: string }>,
+  opened: [] as Array<{ language: string; content: string }>,
+  listeners: { config: [] as Array<(event: any) => unknown>, close: [] as Array<() => void> },
+  workspaceFolders: [] as Array<{ uri: { fsPath: string } }>,
+  reset(values: Record<string, unknown>): void {
+    this.config = new FakeConfig(values);
+    this.commands.clear();
+    this.items.length = 0;
+    this.messages.length = 0;
+    this.opened.length = 0;
+    this.listeners.config.length = 0;
+    this.listeners.close.length = 0;
+    FakeClient.instances.length = 0;
+  },
+};
+
+const disposable = { dispose: () => undefined };
+
+const vscode = {
+  StatusBarAlignment: { Left: 1, Right: 2 },
+  ConfigurationTarget: { Global: 1, Workspace: 2, WorkspaceFolder: 3 },
+  window: {
+    createOutputChannel: (name: string) => ({ name, shown: false, show() { this.shown = true; }, appendLine: () => undefined, dispose: () => undefined }),
+    createStatusBarItem: (): FakeItem => {
+      const item: FakeItem = { text: '', tooltip: undefined, command: undefined, shown: false, show() { this.shown = true; }, dispose: () => undefined };
+      vscodeMock.items.push(item);
+      return item;
+    },
+    showErrorMessage: async (text: string) => { vscodeMock.messages.push({ level: 'error', text }); return undefined; },
+    showWarningMessage: async (text: string) => { vscodeMock.messages.push({ level: 'warning', text }); return undefined; },
+    showInformationMessage: async (text: string) => { vscodeMock.messages.push({ level: 'info', text }); return undefined; },
+    showTextDocument: async () => undefined,
+  },
+  commands: {
+    registerCommand: (name: string, fn: (...args: any[]) => unknown) => {
+      vscodeMock.commands.set(name, fn);
+      return disposable;
+    },
+    executeCommand: async (name: string, ...args: any[]) => vscodeMock.commands.get(name)?.(...args),
+  },
+  workspace: {
+    get workspaceFolders() {
+      return vscodeMock.workspaceFolders;
+    },
+    getConfiguration: () => vscodeMock.config,
+    onDidChangeConfiguration: (listener: (event: any) => unknown) => {
+      vscodeMock.listeners.config.push(listener);
+      return disposable;
+    },
+    onDidCloseTextDocument: (listener: () => void) => {
+      vscodeMock.listeners.close.push(listener);
+      return disposable;
+    },
+    openTextDocument: async (doc: { language: string; content: string }) => {
+      vscodeMock.opened.push(doc);
+      return doc;
+    },
+  },
+};
+
+const languageClient = {
+  LanguageClient: FakeClient,
+  TransportKind: { stdio: 0, ipc: 1, pipe: 2, socket: 3 },
+};
+
+const loader = Module as unknown as { _load(request: string, parent: unknown, isMain: boolean): unknown };
+const originalLoad = loader._load;
+loader._load = function (request: string, parent: unknown, isMain: boolean): unknown {
+  if (request === 'vscode') {
+    return vscode;
+  }
+  if (request === 'vscode-languageclient/node') {
+    return languageClient;
+  }
+  return originalLoad.call(this, request, parent, isMain);
+};

@@ -1,0 +1,161 @@
+// Unit tests: pure modules, and the extension's activate() against a mocked `vscode`.
+import { FakeClient, vscodeMock } from './mocks'; // must come first: installs the mocks
+import assert from 'node:assert/strict';
+import * as path from 'node:path';
+import { beforeEach, describe, test } from 'node:test';
+import { Feedback } from '../src/feedback';
+import { DID_ACCEPT, DID_REJECT, DID_SHOW, FeedbackParams, Stats } from '../src/protocol';
+import { resolveServerCommand } from '../src/serverPath';
+import { serverSettings, settingsPayload } from '../src/settings';
+import { Item, Status } from '../src/status';
+import * as extension from '../src/extension';
+
+function item(): Item & { shown: boolean } {
+  return { text: '', tooltip: undefined, command: undefined, shown: false, show() { this.shown = true; } };
+}
+
+function stats(partial: Partial<Stats>): Stats {
+  return { engine_state: 'ready', engine_error: null, latency_ms: { p50: null, p90: null, p99: null }, requests: 0, ...partial };
+}
+
+describe('settings', () => {
+  test('only set, well-typed server settings are sent', () => {
+    const config = { get: <T>(key: string) => ({ enable: false, model: '', temperature: 0.2, maxPromptTokens: null, serverPath: '/x', device: 3 } as Record<string, unknown>)[key] as T };
+    assert.deepEqual(serverSettings(config), { enable: false, temperature: 0.2 });
+    assert.deepEqual(settingsPayload(config), { lspCopilot: { enable: false, temperature: 0.2 } });
+  });
+});
+
+describe('server path', () => {
+  const exists = (files: string[]) => (file: string) => files.includes(file);
+  test('the setting wins', () => {
+    assert.equal(resolveServerCommand('/opt/lsp-copilot', ['/ws'], '/usr/bin', exists(['/ws/.venv/bin/lsp-copilot']), 'linux'), '/opt/lsp-copilot');
+  });
+  test('then a virtual environment in a workspace folder', () => {
+    assert.equal(resolveServerCommand('', ['/a', '/ws'], '/usr/bin', exists(['/ws/venv/bin/lsp-copilot', '/usr/bin/lsp-copilot']), 'linux'), '/ws/venv/bin/lsp-copilot');
+  });
+  test('then PATH, else nothing', () => {
+    const envPath = ['/bin', '/usr/local/bin'].join(path.delimiter);
+    assert.equal(resolveServerCommand(undefined, [], envPath, exists(['/usr/local/bin/lsp-copilot']), 'linux'), '/usr/local/bin/lsp-copilot');
+    assert.equal(resolveServerCommand(undefined, ['/ws'], envPath, exists([]), 'linux'), undefined);
+  });
+});
+
+describe('status bar', () => {
+  test('loading shows progress, ready shows latency, failure is clickable', () => {
+    const it = item();
+    const status = new Status(it);
+    assert.ok(it.shown);
+    status.onProgress({ kind: 'begin', title: 'lsp-copilot', message: 'starting engine' });
+    assert.match(it.text, /loading|starting engine/);
+    status.onProgress({ kind: 'report', message: 'loading weights' });
+    assert.match(it.text, /loading weights/);
+    assert.equal(status.state, 'loading');
+    status.onStats(stats({ engine_state: 'ready', latency_ms: { p50: 80, p90: 90, p99: 99 } }));
+    status.onLatency(123.4);
+    assert.equal(status.state, 'ready');
+    assert.match(it.text, /123 ms/);
+    assert.match(String(it.tooltip), /p50 80 ms/);
+    status.onStats(stats({ engine_state: 'failed', engine_error: 'no such model' }));
+    assert.equal(status.state, 'error');
+    assert.equal(it.command, 'lspCopilot.showError');
+    assert.match(String(it.tooltip), /no such model/);
+  });
+  test('idle stats do not hide a disabled state', () => {
+    const status = new Status(item());
+    status.onDisabled();
+    status.onStats(stats({ engine_state: 'idle' }));
+    assert.equal(status.state, 'disabled');
+  });
+});
+
+describe('feedback', () => {
+  const at = (text: string, character = 4): FeedbackParams => ({ uri: 'file:///a.py', position: { line: 1, character }, text });
+  test('shown, then accepted', () => {
+    const sent: string[] = [];
+    const fb = new Feedback((method) => sent.push(method));
+    fb.shown(at('a + b'));
+    fb.shown(at('a + b')); // the same suggestion again is shown once
+    fb.accepted(at('a + b'));
+    assert.deepEqual(sent, [DID_SHOW, DID_ACCEPT]);
+  });
+  test('replaced or dismissed without accepting is rejected', () => {
+    const sent: Array<[string, string]> = [];
+    const fb = new Feedback((method, params) => sent.push([method, params.text]));
+    fb.shown(at('x'));
+    fb.shown(at('y', 5));
+    fb.dismissed();
+    fb.dismissed();
+    assert.deepEqual(sent, [[DID_SHOW, 'x'], [DID_REJECT, 'x'], [DID_SHOW, 'y'], [DID_REJECT, 'y']]);
+  });
+});
+
+describe('activate() with a mocked vscode', () => {
+  beforeEach(() => {
+    vscodeMock.reset({ serverPath: '/opt/bin/lsp-copilot', serverArgs: ['serve'], enable: true, temperature: 0.1 });
+  });
+
+  test('spawns the server with the settings and the proposed features', async () => {
+    await extension.activate({ subscriptions: [] } as any);
+    const [client] = FakeClient.instances;
+    assert.ok(client, 'a LanguageClient was created');
+    assert.deepEqual(client.serverOptions.command, '/opt/bin/lsp-copilot');
+    assert.deepEqual(client.serverOptions.args, ['serve']);
+    assert.deepEqual(client.clientOptions.initializationOptions, { lspCopilot: { enable: true, temperature: 0.1 } });
+    assert.ok(client.proposed, 'registerProposedFeatures() was called');
+    assert.ok(client.started);
+    for (const name of ['lspCopilot.enable', 'lspCopilot.disable', 'lspCopilot.toggle', 'lspCopilot.showStats', 'lspCopilot.showLog']) {
+      assert.ok(vscodeMock.commands.has(name), name);
+    }
+    await extension.deactivate();
+  });
+
+  test('progress and errors reach the status bar; stats open as JSON', async () => {
+    await extension.activate({ subscriptions: [] } as any);
+    const [client] = FakeClient.instances;
+    const [bar] = vscodeMock.items;
+    client.requestHandlers.get('window/workDoneProgress/create')!({ token: 't1' });
+    client.notificationHandlers.get('$/progress')!({ token: 't1', value: { kind: 'begin', title: 'lsp-copilot', message: 'loading model' } });
+    assert.match(bar.text, /loading model/);
+    client.stats = { ...client.stats, engine_state: 'failed', engine_error: 'model not found' };
+    client.notificationHandlers.get('$/progress')!({ token: 't1', value: { kind: 'end', message: 'failed' } });
+    client.notificationHandlers.get('window/showMessage')!({ type: 1, message: 'lsp-copilot: the engine could not start: model not found' });
+    assert.equal(bar.command, 'lspCopilot.showError');
+    assert.deepEqual(vscodeMock.messages.at(-1), { level: 'error', text: 'lsp-copilot: the engine could not start: model not found' });
+    await vscodeMock.commands.get('lspCopilot.showStats')!();
+    assert.equal(JSON.parse(vscodeMock.opened[0].content).engine_error, 'model not found');
+    await extension.deactivate();
+  });
+
+  test('inline items are reported shown, and accepted through their command', async () => {
+    await extension.activate({ subscriptions: [] } as any);
+    const [client] = FakeClient.instances;
+    const provide = client.clientOptions.middleware.provideInlineCompletionItems;
+    const document = { uri: { toString: () => 'file:///w/a.py' } };
+    const position = { line: 1, character: 11 };
+    const token = { isCancellationRequested: false };
+    const items = [{ insertText: 'a + b' }];
+    const result = await provide(document, position, {}, token, async () => items);
+    assert.equal(result, items);
+    const expected = { uri: 'file:///w/a.py', position: { line: 1, character: 11 }, text: 'a + b' };
+    assert.deepEqual(client.notifications, [{ method: 'lspCopilot/didShow', params: expected }]);
+    const command = (items[0] as any).command;
+    await vscodeMock.commands.get(command.command)!(...command.arguments);
+    assert.deepEqual(client.notifications.at(-1), { method: 'lspCopilot/didAccept', params: expected });
+    await provide(document, { line: 2, character: 0 }, {}, token, async () => ({ items: [] }));
+    assert.equal(client.notifications.length, 2, 'an accepted suggestion is not rejected later');
+    await extension.deactivate();
+  });
+
+  test('toggle sends enable through didChangeConfiguration', async () => {
+    await extension.activate({ subscriptions: [] } as any);
+    const [client] = FakeClient.instances;
+    await vscodeMock.commands.get('lspCopilot.toggle')!();
+    assert.deepEqual(client.notifications.at(-1), {
+      method: 'workspace/didChangeConfiguration',
+      params: { settings: { lspCopilot: { enable: false, temperature: 0.1 } } },
+    });
+    assert.match(vscodeMock.items[0].text, /circle-slash/);
+    await extension.deactivate();
+  });
+});
