@@ -1,7 +1,10 @@
 """The completion pipeline shared by the server and `lsp-copilot complete`.
 
-snapshot -> mode -> context -> prompt -> engine (streaming, early stop) -> post-processing.
-Cancellation is an exception: it aborts the engine request and propagates.
+snapshot -> checks -> typing-through -> context -> cache -> shared flight (merge/reuse)
+-> debounce -> engine (streaming, early stop) -> post-processing.
+Cancellation is an exception: it propagates; an engine generation nobody waits for any
+more is aborted (at once when a request needs something else, after the merge window
+when the client cancelled, since the next keystroke's request may still reuse it).
 """
 
 from __future__ import annotations
@@ -13,14 +16,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from lsp_copilot.cache import CompletionCache, cache_key
 from lsp_copilot.config import Settings
 from lsp_copilot.context import Context, build_context
 from lsp_copilot.context.trigger import Mode, completion_mode
 from lsp_copilot.documents.store import Snapshot
-from lsp_copilot.engine.base import EngineRequest, EngineUnavailable
+from lsp_copilot.engine.base import Engine, EngineRequest, EngineResult, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.postprocess import Cursor, finalize, stop_rule
+from lsp_copilot.privacy import secret_reason
 from lsp_copilot.prompts import template_for
+from lsp_copilot.scheduling import Debouncer, Flight
 from lsp_copilot.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -36,6 +42,17 @@ class Outcome:
     timings_ms: dict[str, float] = field(default_factory=dict)
     reason: str | None = None
     context: Context | None = None
+    source: str = "engine"  # engine | cache | typed_through | merged | none
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """The last suggestion answered for a document, for typing-through."""
+
+    prefix: bytes
+    suffix: bytes
+    text: str
+    mode: Mode
 
 
 def _cursor(snapshot: Snapshot, offset: int) -> Cursor:
@@ -50,37 +67,80 @@ def _cursor(snapshot: Snapshot, offset: int) -> Cursor:
 
 
 class Completer:
-    """Runs one completion end to end; scheduling (debounce, supersede) sits in front."""
+    """Runs completions; per-request scheduling (supersede) sits in front of it."""
 
     def __init__(
-        self, engines: EngineManager, telemetry: Telemetry, settings: Callable[[], Settings]
+        self,
+        engines: EngineManager,
+        telemetry: Telemetry,
+        settings: Callable[[], Settings],
+        cache: Callable[[], CompletionCache | None] = lambda: None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.engines = engines
         self.telemetry = telemetry
         self._settings = settings
+        self._cache = cache
+        self.debouncer = Debouncer(clock)
+        self._flights: dict[str, Flight] = {}  # uri -> the document's current generation
+        self._shown: dict[str, _Shown] = {}
+        self._secret: dict[tuple[str, int], str | None] = {}
 
-    async def complete(self, snapshot: Snapshot, offset: int) -> Outcome:
+    @property
+    def queue_depth(self) -> int:
+        return sum(1 for f in self._flights.values() if not f.done)
+
+    def forget(self, uri: str) -> None:
+        """The document closed: free what we keep for it."""
+        self._shown.pop(uri, None)
+        self.debouncer.forget(uri)
+        self._secret = {k: v for k, v in self._secret.items() if k[0] != uri}
+        flight = self._flights.pop(uri, None)
+        if flight is not None and flight.task is not None and not flight.done:
+            flight.task.cancel()
+
+    def _secret_reason(self, snapshot: Snapshot) -> str | None:
+        key = (snapshot.uri, snapshot.version)
+        if key not in self._secret:
+            if len(self._secret) > 256:
+                self._secret.clear()
+            self._secret[key] = secret_reason(snapshot.uri, snapshot.data)
+        return self._secret[key]
+
+    async def complete(
+        self, snapshot: Snapshot, offset: int, *, prefetch: bool = False
+    ) -> Outcome:
         settings = self._settings()
         started = time.perf_counter()
+        waited = 0.0  # debounce and engine time, excluded from server time
         if not settings.enable:
-            return Outcome("", "none", reason="disabled by the `enable` setting")
-        if snapshot.binary:
+            return Outcome("", "none", reason="disabled by the `enable` setting", source="none")
+        if snapshot.binary or snapshot.too_large:
             self.telemetry.count("rejected_input")
-            return Outcome("", "none", reason="binary document")
-        if snapshot.too_large:
-            self.telemetry.count("rejected_input")
-            return Outcome("", "none", reason="document larger than maxDocumentBytes")
+            why = "binary document" if snapshot.binary else "larger than maxDocumentBytes"
+            return Outcome("", "none", reason=why, source="none")
+        secret = self._secret_reason(snapshot)
+        if secret is not None:
+            self.telemetry.count("secret_skipped")
+            return Outcome("", "none", reason=f"private file: {secret}", source="none")
         mode = completion_mode(snapshot, offset)
         if mode == "none":
             self.telemetry.count("empty_mode")
-            return Outcome("", mode, reason="no completion at this position")
+            return Outcome("", mode, reason="no completion at this position", source="none")
+        cursor = _cursor(snapshot, offset)
+
+        if settings.typing_through and not prefetch:
+            through = self._typed_through(snapshot, offset)
+            if through is not None:
+                self.telemetry.server_time((time.perf_counter() - started) * 1000)
+                return self._typed(through, mode, started)
+
         try:
             engine = self.engines.engine()
         except EngineUnavailable as exc:
             self.telemetry.count("not_ready")
-            return Outcome("", mode, reason=f"engine not ready: {exc}")
+            return Outcome("", mode, reason=f"engine not ready: {exc}", source="none")
 
-        cursor = _cursor(snapshot, offset)
         prompt_offset = offset
         if cursor.line_before and not cursor.line_before.strip():
             # End the prompt at the line start: models write indentation better than they
@@ -91,45 +151,191 @@ class Completer:
         context = build_context(
             snapshot, prompt_offset, engine.counter, template, settings.max_prompt_tokens, mode
         )
-        context_done = time.perf_counter()
-        request = EngineRequest(
-            request_id=f"lsp-copilot-{next(_ids)}",
-            prompt=context.prompt,
-            max_tokens=(
-                settings.max_tokens_single_line
-                if mode == "single-line"
-                else settings.max_tokens_multi_line
-            ),
-            temperature=settings.temperature,
-            priority=0 if mode == "single-line" else 1,
-            stop=template.stop,
-            stop_at=stop_rule(mode, cursor),
+        max_tokens = (
+            settings.max_tokens_single_line if mode == "single-line"
+            else settings.max_tokens_multi_line
         )
+        key = cache_key(engine.info.model, template.name, mode, max_tokens,
+                        settings.temperature, context.prompt)
+        cache = self._cache() if settings.cache else None
+        context_ms = (time.perf_counter() - started) * 1000
+
+        raw: str | None = cache.get(key) if cache is not None else None
+        source = "cache"
+        if raw is not None:
+            self.telemetry.count("cache_hits")
+        else:
+            got = await self._from_flight(snapshot.uri, context.prompt, settings) if (
+                settings.merge) else None
+            if got is not None:
+                raw, source = got, "merged"
+                self.telemetry.count("merged")
+            else:
+                if self.queue_depth >= settings.max_queue:
+                    self.telemetry.count("overloaded")
+                    return Outcome("", mode, reason="too many requests in flight; try again",
+                                   context=context, source="none")
+                t0 = time.perf_counter()
+                if not prefetch:
+                    delay = self.debouncer.delay_ms(
+                        snapshot.uri, settings.debounce_mode, settings.debounce_ms,
+                        settings.debounce_max_ms, cursor.line_before, cursor.line_after)
+                    if delay > 0:
+                        self.telemetry.count("debounced")
+                        await asyncio.sleep(delay / 1000)  # a newer keystroke cancels us here
+                request = EngineRequest(
+                    request_id=f"lsp-copilot-{next(_ids)}",
+                    prompt=context.prompt,
+                    max_tokens=max_tokens,
+                    temperature=settings.temperature,
+                    priority=2 if prefetch else (0 if mode == "single-line" else 1),
+                    stop=template.stop,
+                    stop_at=stop_rule(mode, cursor),
+                )
+                result = await self._fly(engine, snapshot.uri, key, mode, request, settings,
+                                         cache)
+                waited += (time.perf_counter() - t0) * 1000
+                if result is None:
+                    return Outcome("", mode, reason="engine error", context=context,
+                                   source="none")
+                raw, source = result.text, "engine"
+        text = finalize(raw, mode, cursor)
+        total_ms = (time.perf_counter() - started) * 1000
+        self.telemetry.server_time(max(0.0, total_ms - waited))
+        timings = {"context": round(context_ms, 2), "engine": round(waited, 2),
+                   "total": round(total_ms, 2)}
+        self.telemetry.last_timings_ms = timings
+        if text and not prefetch:
+            self._remember_shown(snapshot, offset, text, mode)
+        return Outcome(text, mode, timings, None if text else "the model gave nothing usable",
+                       context, source)
+
+    # -- typing-through -------------------------------------------------------------
+
+    def _remember_shown(self, snapshot: Snapshot, offset: int, text: str, mode: Mode) -> None:
+        self._shown[snapshot.uri] = _Shown(snapshot.data[:offset], snapshot.data[offset:],
+                                           text, mode)
+
+    def _typed_through(self, snapshot: Snapshot, offset: int) -> str | None:
+        shown = self._shown.get(snapshot.uri)
+        if shown is None:
+            return None
+        data = snapshot.data
+        if (len(data) - offset != len(shown.suffix) or not data.endswith(shown.suffix)
+                or not data.startswith(shown.prefix) or offset < len(shown.prefix)):
+            return None
+        typed = data[len(shown.prefix):offset].decode("utf-8", "replace")
+        if not shown.text.startswith(typed) or len(typed) >= len(shown.text):
+            return None
+        return shown.text[len(typed):]
+
+    def _typed(self, text: str, mode: Mode, started: float) -> Outcome:
+        self.telemetry.count("typed_through")
+        ms = round((time.perf_counter() - started) * 1000, 2)
+        return Outcome(text, mode, {"context": 0.0, "engine": 0.0, "total": ms}, None, None,
+                       "typed_through")
+
+    # -- shared generations -----------------------------------------------------------
+
+    async def _from_flight(self, uri: str, prompt: str, settings: Settings) -> str | None:
+        """Text for ``prompt`` from the document's in-flight generation, if it has it."""
+        flight = self._flights.get(uri)
+        if flight is None or flight.task is None:
+            return None
+        relation = flight.relation(prompt)
+        if relation is None:
+            return None
+        kind, delta = relation
+        self._attach(flight)
+        try:
+            while True:
+                text = flight.text
+                if kind == "forward" and not (text.startswith(delta) or delta.startswith(text)):
+                    return None  # the generation went elsewhere
+                if flight.done:
+                    break
+                await flight.wait_change()
+            result = flight.task.result() if not flight.task.cancelled() else None
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            return None
+        finally:
+            self._detach(flight, settings)
+        if result is None:
+            return None
+        if kind == "forward":
+            return result.text[len(delta):] if result.text.startswith(delta) else None
+        return delta + result.text
+
+    def _attach(self, flight: Flight) -> None:
+        flight.consumers += 1
+        if flight.abort_timer is not None:
+            flight.abort_timer.cancel()
+            flight.abort_timer = None
+
+    def _detach(self, flight: Flight, settings: Settings) -> None:
+        flight.consumers -= 1
+        if flight.consumers > 0 or flight.done or flight.task is None:
+            return
+        task = flight.task
+        if settings.merge and settings.merge_window_ms > 0:
+            # The next keystroke's request may still reuse it: abort after the window.
+            flight.abort_timer = asyncio.get_running_loop().call_later(
+                settings.merge_window_ms / 1000, task.cancel)
+        else:
+            task.cancel()
+
+    async def _fly(
+        self, engine: Engine, uri: str, key: str, mode: Mode, request: EngineRequest,
+        settings: Settings, cache: CompletionCache | None,
+    ) -> EngineResult | None:
+        """Start the document's new generation (aborting the old one) and wait for it."""
+        old = self._flights.get(uri)
+        if old is not None and old.task is not None and not old.done:
+            old.task.cancel()  # superseded by a request it cannot serve: abort at once
+        flight = Flight(key=key, prompt=request.prompt, mode=mode)
+        inner_stop = request.stop_at
+
+        def stop_at(text: str) -> int | None:
+            flight.publish(text)
+            return inner_stop(text) if inner_stop else None
+
+        request = EngineRequest(**{**request.__dict__, "stop_at": stop_at})
+        flight.task = asyncio.ensure_future(self._generate(engine, request, cache, key))
+        self._flights[uri] = flight
+        self._attach(flight)
+        try:
+            return await asyncio.shield(flight.task)
+        except asyncio.CancelledError:
+            if flight.task.cancelled():
+                current = asyncio.current_task()
+                if current is None or not current.cancelling():
+                    return None
+            raise
+        except Exception:
+            return None
+        finally:
+            self._detach(flight, settings)
+
+    async def _generate(
+        self, engine: Engine, request: EngineRequest, cache: CompletionCache | None, key: str
+    ) -> EngineResult:
         self.telemetry.count("engine_requests")
         try:
             result = await engine.generate(request)
         except asyncio.CancelledError:
             self.telemetry.count("engine_aborted")
             raise
-        except Exception as exc:
+        except Exception:
             self.telemetry.count("engine_errors")
             log.exception("engine request failed")
-            return Outcome("", mode, reason=f"engine error: {exc}", context=context)
-        engine_done = time.perf_counter()
+            raise
         self.telemetry.count("prompt_tokens", result.prompt_tokens)
         self.telemetry.count("cached_prompt_tokens", result.cached_prompt_tokens)
         self.telemetry.count("generated_tokens", result.generated_tokens)
         if result.stopped_early:
             self.telemetry.count("engine_stopped_early")
-        text = finalize(result.text, mode, cursor)
-        timings = {
-            "context": round((context_done - started) * 1000, 2),
-            "engine": round((engine_done - context_done) * 1000, 2),
-            "total": round((time.perf_counter() - started) * 1000, 2),
-        }
-        if result.first_token_ms is not None:
-            timings["first_token"] = round(result.first_token_ms, 2)
-        self.telemetry.last_timings_ms = timings
-        return Outcome(
-            text, mode, timings, None if text else "the model gave nothing usable", context
-        )
+        if cache is not None:
+            cache.put(key, result.text)
+        return result

@@ -136,6 +136,44 @@ class Settings:
         128, "Most tokens generated for a multi-line completion.", _int_range(1, 4096)
     )
     temperature: float = _setting(0.0, "Sampling temperature (0: greedy).", _float_range(0, 2))
+    debounce_mode: str = _setting(
+        "adaptive",
+        "adaptive (learns your keystroke gap), fixed (debounceMs) or off.",
+        _one_of("adaptive", "fixed", "off"),
+    )
+    debounce_ms: int = _setting(75, "Wait in fixed mode, in ms.", _int_range(0, 5000))
+    debounce_max_ms: int = _setting(
+        250, "Longest adaptive wait before calling the engine, in ms.", _int_range(0, 5000)
+    )
+    merge: bool = _setting(
+        True, "Let requests share an in-flight generation their prompt extends.", _is_bool
+    )
+    merge_window_ms: int = _setting(
+        100, "How long an orphaned generation waits for a request to reuse it before abort.",
+        _int_range(0, 5000)
+    )
+    typing_through: bool = _setting(
+        True, "Answer from the suggestion on screen while the user types it.", _is_bool
+    )
+    cache: bool = _setting(True, "Cache completions in memory and on disk.", _is_bool)
+    cache_dir: str = _setting(
+        "", "Folder of the completion cache; empty: ~/.cache/lsp-copilot/completions.", _is_str
+    )
+    cache_ttl_seconds: int = _setting(
+        7 * 24 * 3600, "How long a cached completion stays valid.", _int_range(1, 10**9)
+    )
+    cache_max_mb: int = _setting(64, "Disk space of the cache per workspace, in MB.",
+                                 _int_range(1, 100_000))
+    cache_memory_entries: int = _setting(
+        512, "Completions kept in memory (LRU).", _int_range(1, 1_000_000)
+    )
+    max_queue: int = _setting(
+        8, "Most engine generations at once; beyond, requests get an empty answer.",
+        _int_range(1, 1024)
+    )
+    prefetch: bool = _setting(
+        True, "After an accepted suggestion, compute the next one ahead.", _is_bool
+    )
     max_document_bytes: int = _setting(
         2_000_000, "Larger documents are tracked but never parsed or sent to the model.",
         _int_range(1_000, 1_000_000_000)

@@ -1,19 +1,30 @@
-"""Turn a stream of requests into few engine calls.
+"""Turn a stream of keystroke requests into few engine calls.
 
-The spine's rule: one request in flight per document. A newer request for the same
-document supersedes the older one, whose engine request is aborted at once; the older
-LSP request is answered with an empty result (its client has moved on).
+Three pieces, used by the Completer:
+
+- ``Scheduler``: one request in flight per document. A newer request supersedes the
+  older one, which is answered empty (its client has moved on).
+- ``Debouncer``: learns each document's keystroke gap and decides how long to wait
+  before calling the engine; a pause, a trigger character or the end of a line shortens it.
+- ``Flight``: one engine generation that several requests can share: a request whose
+  prompt extends (typed forward) or is a prefix of (deleted back) the flight's prompt
+  attaches to it instead of starting another.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from lsp_copilot.engine.base import EngineResult
 from lsp_copilot.telemetry import Telemetry
 
 T = TypeVar("T")
+
+TRIGGER_CHARS = frozenset(".(,[{:= ")
 
 
 class Superseded(Exception):
@@ -33,7 +44,7 @@ class Scheduler:
         """Run ``work`` as the only request in flight for ``key``.
 
         Raises ``Superseded`` if a newer request replaced it, and ``CancelledError`` if
-        the caller itself was cancelled (``$/cancelRequest``); both abort the engine call.
+        the caller itself was cancelled (``$/cancelRequest``).
         """
         previous = self._inflight.get(key)
         if previous is not None and not previous.done():
@@ -56,3 +67,90 @@ class Scheduler:
     def cancel_all(self) -> None:
         for task in self._inflight.values():
             task.cancel()
+
+
+@dataclass
+class _Typing:
+    last: float | None = None
+    gap_ms: float | None = None  # exponential moving average of keystroke gaps
+
+
+class Debouncer:
+    """Adaptive per-document debounce (in the spirit of Tabby's agent)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._docs: dict[str, _Typing] = {}
+
+    def forget(self, uri: str) -> None:
+        self._docs.pop(uri, None)
+
+    def delay_ms(
+        self, uri: str, mode: str, fixed_ms: float, max_ms: float, line_before: str,
+        line_after: str,
+    ) -> float:
+        """Record a keystroke now and return how long to wait before calling the engine."""
+        now = self._clock()
+        state = self._docs.setdefault(uri, _Typing())
+        gap = None if state.last is None else (now - state.last) * 1000
+        state.last = now
+        if mode == "off":
+            return 0.0
+        if mode == "fixed":
+            return fixed_ms
+        if gap is not None and gap < 2000:  # gaps longer than that are pauses, not typing
+            state.gap_ms = gap if state.gap_ms is None else 0.7 * state.gap_ms + 0.3 * gap
+        if state.gap_ms is None or (gap is not None and gap > 2.5 * state.gap_ms):
+            return 0.0  # first request, or the user paused before this one: start now
+        # Wait a bit longer than the user's usual gap: if no keystroke follows, they paused.
+        wait = 1.3 * state.gap_ms
+        if not line_after.strip() and line_before.rstrip() != line_before:
+            wait *= 0.6  # end of line after a space: a likely pause
+        elif line_before[-1:] in TRIGGER_CHARS:
+            wait *= 0.6
+        return float(min(max_ms, wait))
+
+
+@dataclass
+class Flight:
+    """One engine generation, shared by every request that can use its text."""
+
+    key: str
+    prompt: str
+    mode: str
+    task: asyncio.Task[EngineResult] | None = None
+    text: str = ""
+    consumers: int = 0
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    abort_timer: asyncio.TimerHandle | None = None
+
+    def publish(self, text: str) -> None:
+        self.text = text
+        self.changed.set()
+
+    @property
+    def done(self) -> bool:
+        return self.task is None or self.task.done()
+
+    async def wait_change(self) -> None:
+        self.changed.clear()
+        if self.done:
+            return
+        waiter = asyncio.ensure_future(self.changed.wait())
+        assert self.task is not None
+        await asyncio.wait({waiter, self.task}, return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+
+    def relation(self, prompt: str) -> tuple[str, str] | None:
+        """('forward', typed) or ('back', deleted) when ``prompt`` can reuse this flight."""
+        if prompt.startswith(self.prompt):
+            typed = prompt[len(self.prompt) :]
+            if "\n" in typed and self.mode == "single-line":
+                return None
+            return "forward", typed
+        if self.prompt.startswith(prompt):
+            deleted = self.prompt[len(prompt) :]
+            if "\n" in deleted:
+                return None
+            return "back", deleted
+        return None

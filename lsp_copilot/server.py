@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from pathlib import Path
 import traceback
 from types import SimpleNamespace
 from typing import Any
@@ -14,6 +15,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from lsp_copilot import __version__
+from lsp_copilot.cache import CompletionCache, cache_root, workspace_folder
 from lsp_copilot.completion import Completer
 from lsp_copilot.config import Settings
 from lsp_copilot.documents.buffer import Encoding
@@ -104,7 +106,10 @@ class CopilotServer(LanguageServer):
         self.telemetry = Telemetry()
         self.store = DocumentStore(self.settings.max_document_bytes)
         self.engines = engines or EngineManager()
-        self.completer = Completer(self.engines, self.telemetry, lambda: self.settings)
+        self.cache: CompletionCache | None = None
+        self.completer = Completer(
+            self.engines, self.telemetry, lambda: self.settings, lambda: self.cache
+        )
         self.scheduler = Scheduler(self.telemetry)
         self.told_once: set[str] = set()
 
@@ -112,11 +117,24 @@ class CopilotServer(LanguageServer):
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.INFO, message)
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
+    def open_cache(self, workspace: str) -> None:
+        """One persistent cache per workspace: no entry crosses workspaces."""
+        if self.cache is not None:
+            self.cache.close()
+        s = self.settings
+        root = Path(s.cache_dir).expanduser() if s.cache_dir else cache_root()
+        self.cache = CompletionCache(
+            workspace_folder(root, workspace),
+            memory_entries=s.cache_memory_entries,
+            disk_bytes=s.cache_max_mb * 1024 * 1024,
+            ttl_seconds=s.cache_ttl_seconds,
+        )
+
     def stats(self) -> dict[str, Any]:
         out = self.telemetry.snapshot()
         out.update({"spec_draft_tokens": 0, "spec_accepted_tokens": 0})
         out.update(self.engines.stats())
-        out["queue_depth"] = self.scheduler.queue_depth
+        out["queue_depth"] = self.completer.queue_depth
         out["documents"] = len(self.store)
         out["engine_state"] = self.engines.state
         out["engine_error"] = self.engines.error
@@ -128,7 +146,7 @@ class CopilotServer(LanguageServer):
 
 def create_server(engines: EngineManager | None = None) -> CopilotServer:
     """Build the server and register every feature: the only place that does."""
-    from lsp_copilot.handlers import completion, documents, lifecycle, stats
+    from lsp_copilot.handlers import completion, documents, feedback, lifecycle, stats
 
     server = CopilotServer(engines)
     server.feature(types.INITIALIZE)(lifecycle.initialize)
@@ -146,4 +164,8 @@ def create_server(engines: EngineManager | None = None) -> CopilotServer:
         types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=[".", "("])
     )(completion.completion)
     server.feature(STATS)(stats.stats)
+    server.feature(feedback.DID_SHOW)(feedback.did_show)
+    server.feature(feedback.DID_ACCEPT)(feedback.did_accept)
+    server.feature(feedback.DID_REJECT)(feedback.did_reject)
+    server.command(feedback.ACCEPT_COMMAND)(feedback.accept_command)
     return server

@@ -28,6 +28,13 @@ COUNTERS = (
     "prompt_tokens",
     "cached_prompt_tokens",
     "generated_tokens",
+    "debounced",
+    "overloaded",
+    "secret_skipped",
+    "prefetched",
+    "shown",
+    "accepted",
+    "rejected",
 )
 
 
@@ -46,6 +53,7 @@ class Telemetry:
     window: int = 2000
     counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
     _latencies: deque[float] = field(default_factory=deque)
+    _server_ms: deque[float] = field(default_factory=deque)
     last_timings_ms: dict[str, float] = field(default_factory=dict)
 
     def count(self, name: str, n: int = 1) -> None:
@@ -59,8 +67,18 @@ class Telemetry:
             self._latencies.popleft()
         return ms
 
+    def server_time(self, ms: float) -> None:
+        """Time spent in our own code for a request (no debounce, no engine)."""
+        self._server_ms.append(ms)
+        while len(self._server_ms) > self.window:
+            self._server_ms.popleft()
+
     def latency_ms(self) -> dict[str, float]:
-        values = sorted(self._latencies)
+        return self._summary(self._latencies)
+
+    @staticmethod
+    def _summary(window: deque[float]) -> dict[str, float]:
+        values = sorted(window)
         return {
             "p50": round(percentile(values, 0.50), 2),
             "p90": round(percentile(values, 0.90), 2),
@@ -69,4 +87,5 @@ class Telemetry:
         }
 
     def snapshot(self) -> dict[str, Any]:
-        return {**self.counters, "latency_ms": self.latency_ms()}
+        return {**self.counters, "latency_ms": self.latency_ms(),
+                "server_ms": self._summary(self._server_ms)}

@@ -10,6 +10,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from lsp_copilot.completion import Outcome
 from lsp_copilot.documents.buffer import PositionError
 from lsp_copilot.documents.store import DocumentError
+from lsp_copilot.handlers.feedback import ACCEPT_COMMAND
 from lsp_copilot.scheduling import Superseded
 from lsp_copilot.server import CopilotServer
 
@@ -40,6 +41,16 @@ async def inline_completion(
     item = types.InlineCompletionItem(
         insert_text=outcome.text,
         range=types.Range(params.position, params.position),
+        command=types.Command(
+            title="lsp-copilot: accepted",
+            command=ACCEPT_COMMAND,
+            arguments=[{
+                "uri": params.text_document.uri,
+                "position": {"line": params.position.line,
+                             "character": params.position.character},
+                "text": outcome.text,
+            }],
+        ),
     )
     return types.InlineCompletionList(items=[item])
 

@@ -48,4 +48,5 @@ def did_change(ls: CopilotServer, params: types.DidChangeTextDocumentParams) -> 
 
 def did_close(ls: CopilotServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.store.close(params.text_document.uri)
+    ls.completer.forget(params.text_document.uri)
     ls.told_once.discard(params.text_document.uri)

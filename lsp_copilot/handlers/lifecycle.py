@@ -28,6 +28,9 @@ def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
 
 def initialize(ls: CopilotServer, params: types.InitializeParams) -> None:
     _apply_settings(ls, params.initialization_options)
+    folders = params.workspace_folders or []
+    workspace = params.root_uri or (folders[0].uri if folders else None) or "no-workspace"
+    ls.open_cache(workspace)
 
 
 async def _load_engine(ls: CopilotServer) -> None:
@@ -99,6 +102,8 @@ async def did_change_configuration(
 async def shutdown(ls: CopilotServer, params: None) -> None:
     ls.scheduler.cancel_all()
     await ls.engines.shutdown()
+    if ls.cache is not None:
+        ls.cache.close()
 
 
 def exit_(ls: CopilotServer, params: None) -> None:

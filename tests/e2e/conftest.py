@@ -70,9 +70,10 @@ async def initialize(
 
 
 @pytest_lsp.fixture(scope="session", config=ClientServerConfig(server_command=SERVER))
-async def engine_client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
+async def engine_client(lsp_client: LanguageClient, tmp_path_factory):  # type: ignore[no-untyped-def]
     """Client of a server with the real engine loaded (VS Code's capabilities)."""
-    await initialize(lsp_client, "visual-studio-code", {"lspCopilot": {}})
+    cache = tmp_path_factory.mktemp("completion-cache")
+    await initialize(lsp_client, "visual-studio-code", {"lspCopilot": {"cacheDir": str(cache)}})
     s = await wait_for_engine(lsp_client)
     assert s["engine_state"] == "ready", s
     yield

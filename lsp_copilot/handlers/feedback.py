@@ -1,0 +1,83 @@
+"""Feedback from the editor: shown, accepted, rejected. Counted here; nothing leaves."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from lsp_copilot.documents.buffer import PositionError
+from lsp_copilot.documents.store import DocumentError
+from lsp_copilot.server import CopilotServer
+
+log = logging.getLogger(__name__)
+
+DID_SHOW = "lspCopilot/didShow"
+DID_ACCEPT = "lspCopilot/didAccept"
+DID_REJECT = "lspCopilot/didReject"
+ACCEPT_COMMAND = "lspCopilot.didAccept"
+"""The inline item's ``command``: clients run it when the user accepts the suggestion."""
+
+PREFETCH_WAIT_S = 0.5
+_background: set[asyncio.Task[Any]] = set()
+
+
+def _field(params: Any, name: str) -> Any:
+    if isinstance(params, dict):
+        return params.get(name)
+    return getattr(params, name, None)
+
+
+def did_show(ls: CopilotServer, params: Any) -> None:
+    ls.telemetry.count("shown")
+
+
+def did_reject(ls: CopilotServer, params: Any) -> None:
+    ls.telemetry.count("rejected")
+
+
+def did_accept(ls: CopilotServer, params: Any) -> None:
+    ls.telemetry.count("accepted")
+    uri, position, text = _field(params, "uri"), _field(params, "position"), _field(
+        params, "text")
+    if not (ls.settings.prefetch and isinstance(uri, str) and isinstance(text, str) and text):
+        return
+    line, character = _field(position, "line"), _field(position, "character")
+    if not isinstance(line, int) or not isinstance(character, int):
+        return
+    task = asyncio.ensure_future(_prefetch(ls, uri, line, character, text))
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
+def accept_command(ls: CopilotServer, args: Any) -> None:
+    """``workspace/executeCommand`` form of didAccept (arguments: [{uri, position, text}])."""
+    did_accept(ls, args[0] if isinstance(args, list | tuple) and args else args)
+
+
+async def _prefetch(ls: CopilotServer, uri: str, line: int, character: int, text: str) -> None:
+    """Compute the suggestion that follows an accepted one, as llama.vim does.
+
+    The accepted text reaches us as a didChange that may come before or after this
+    notification: wait until the document holds it, then complete at its end.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + PREFETCH_WAIT_S
+    encoded = text.encode("utf-8", "surrogatepass")
+    while True:
+        try:
+            start = ls.store.get_offset(uri, line, character, ls.encoding)
+            snapshot = ls.store.snapshot(uri)
+        except (DocumentError, PositionError):
+            return
+        end = start + len(encoded)
+        if snapshot.data[start:end] == encoded:
+            break
+        if loop.time() > deadline:
+            return
+        await asyncio.sleep(0.02)
+    ls.telemetry.count("prefetched")
+    try:
+        await ls.completer.complete(snapshot, end, prefetch=True)
+    except Exception:
+        log.exception("prefetch failed")

@@ -1,0 +1,223 @@
+"""Scheduling logic (merge, reuse, typing-through, cache, debounce, overload).
+
+These tests use a FAKE engine that streams scripted text: they check the scheduling
+logic only. The same behaviours are checked through the real engine in tests/e2e.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import stat
+from pathlib import Path
+
+import pytest
+
+from lsp_copilot.cache import CompletionCache
+from lsp_copilot.completion import Completer
+from lsp_copilot.config import Settings
+from lsp_copilot.documents.store import DocumentStore, Snapshot
+from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult
+from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.privacy import secret_reason
+from lsp_copilot.scheduling import Debouncer
+from lsp_copilot.telemetry import Telemetry
+
+URI = "file:///w/calc.py"
+SOURCE = "def add(a, b):\n    return "
+
+
+class CharCounter:
+    name = "chars/3 (test)"
+
+    def count(self, text: str) -> int:
+        return (len(text) + 2) // 3
+
+
+class FakeEngine:
+    """Streams ``reply`` a few characters at a time; records every prompt it gets."""
+
+    def __init__(self, reply: str = "a + b\n", step_s: float = 0.01) -> None:
+        self.info = EngineInfo("fake", "fake-model", "cpu", True, None)
+        self.counter = CharCounter()
+        self.reply = reply
+        self.step_s = step_s
+        self.prompts: list[str] = []
+        self.aborted = 0
+
+    async def generate(self, request: EngineRequest) -> EngineResult:
+        self.prompts.append(request.prompt)
+        text = ""
+        try:
+            for i in range(0, len(self.reply), 2):
+                await asyncio.sleep(self.step_s)
+                text = self.reply[: i + 2]
+                if request.stop_at is not None:
+                    cut = request.stop_at(text)
+                    if cut is not None:
+                        return EngineResult(text=text[:cut], stopped_early=True)
+        except asyncio.CancelledError:
+            self.aborted += 1
+            raise
+        return EngineResult(text=text)
+
+    async def abort(self, request_id: str) -> None:
+        pass
+
+    async def warm_up(self) -> None:
+        pass
+
+    def stats(self) -> dict[str, int]:
+        return {}
+
+    async def shutdown(self) -> None:
+        pass
+
+
+async def _completer(
+    engine: FakeEngine, cache: CompletionCache | None = None, **settings: object
+) -> Completer:
+    manager = EngineManager(factory=lambda s, report: engine)
+    assert (await manager.start(Settings())).ok
+    s = Settings(debounce_mode="off", **settings)  # type: ignore[arg-type]
+    return Completer(manager, Telemetry(), lambda: s, lambda: cache)
+
+
+def _snap(text: str, uri: str = URI) -> Snapshot:
+    store = DocumentStore()
+    store.open(uri, "python", 1, text)
+    return store.snapshot(uri)
+
+
+async def test_fake_engine_typing_through_needs_no_call() -> None:
+    engine = FakeEngine()
+    completer = await _completer(engine)
+    first = await completer.complete(_snap(SOURCE), len(SOURCE))
+    assert first.text == "a + b" and first.source == "engine"
+    typed = SOURCE + "a +"
+    second = await completer.complete(_snap(typed), len(typed))
+    assert second.text == " b" and second.source == "typed_through"
+    assert len(engine.prompts) == 1
+    assert completer.telemetry.counters["typed_through"] == 1
+    # Typing something else: the suggestion no longer applies.
+    other = SOURCE + "x"
+    third = await completer.complete(_snap(other), len(other))
+    assert third.source == "engine" and len(engine.prompts) == 2
+
+
+async def test_fake_engine_request_extending_inflight_prompt_reuses_it() -> None:
+    engine = FakeEngine(reply="a + b + c\n", step_s=0.02)
+    completer = await _completer(engine, typing_through=False)
+    first = asyncio.ensure_future(completer.complete(_snap(SOURCE), len(SOURCE)))
+    await asyncio.sleep(0.03)  # in flight, partly generated
+    typed = SOURCE + "a "
+    second = await completer.complete(_snap(typed), len(typed))
+    assert second.source == "merged" and second.text == "+ b + c"
+    assert (await first).text == "a + b + c"
+    assert len(engine.prompts) == 1
+    assert completer.telemetry.counters["merged"] == 1
+
+
+async def test_fake_engine_backspace_reuses_inflight_generation() -> None:
+    engine = FakeEngine(reply="b\n", step_s=0.02)
+    completer = await _completer(engine, typing_through=False)
+    longer = SOURCE + "a + "
+    first = asyncio.ensure_future(completer.complete(_snap(longer), len(longer)))
+    await asyncio.sleep(0.005)
+    shorter = SOURCE + "a +"
+    second = await completer.complete(_snap(shorter), len(shorter))
+    assert second.source == "merged" and second.text == " b"
+    await first
+    assert len(engine.prompts) == 1
+
+
+async def test_fake_engine_diverging_request_aborts_old_generation() -> None:
+    engine = FakeEngine(reply="a + b + c + d + e\n", step_s=0.02)
+    completer = await _completer(engine, typing_through=False)
+    first = asyncio.ensure_future(completer.complete(_snap(SOURCE), len(SOURCE)))
+    await asyncio.sleep(0.01)
+    other = "import os\n" + SOURCE
+    await completer.complete(_snap(other), len(other))
+    assert engine.aborted == 1
+    assert completer.telemetry.counters["engine_aborted"] == 1
+    assert (await first).text == ""  # its generation was aborted: nothing to show
+
+
+async def test_fake_engine_cache_survives_restart(tmp_path: Path) -> None:
+    engine = FakeEngine()
+    cache = CompletionCache(tmp_path / "ws")
+    completer = await _completer(engine, cache, typing_through=False)
+    assert (await completer.complete(_snap(SOURCE), len(SOURCE))).source == "engine"
+    cache.close()
+    restarted = CompletionCache(tmp_path / "ws")  # a new process would open the same folder
+    completer2 = await _completer(engine, restarted, typing_through=False)
+    again = await completer2.complete(_snap(SOURCE), len(SOURCE))
+    assert again.source == "cache" and again.text == "a + b"
+    assert len(engine.prompts) == 1
+    # Owner-only permissions on everything the cache wrote.
+    for path in (tmp_path / "ws").rglob("*"):
+        mode = stat.S_IMODE(path.stat().st_mode)
+        assert mode & 0o077 == 0, (path, oct(mode))
+    restarted.close()
+
+
+async def test_fake_engine_cache_is_per_workspace(tmp_path: Path) -> None:
+    engine = FakeEngine()
+    a = await _completer(engine, CompletionCache(tmp_path / "a"), typing_through=False)
+    b = await _completer(engine, CompletionCache(tmp_path / "b"), typing_through=False)
+    await a.complete(_snap(SOURCE), len(SOURCE))
+    assert (await b.complete(_snap(SOURCE), len(SOURCE))).source == "engine"
+    assert len(engine.prompts) == 2
+
+
+async def test_fake_engine_secret_never_sent_or_cached(tmp_path: Path) -> None:
+    engine = FakeEngine()
+    cache = CompletionCache(tmp_path / "ws")
+    completer = await _completer(engine, cache)
+    for uri in ("file:///w/.env", "file:///w/deploy/id_rsa", "file:///w/server.pem"):
+        out = await completer.complete(_snap(SOURCE, uri), len(SOURCE))
+        assert out.text == "" and out.reason and "private" in out.reason
+    key_text = "KEY = '''-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n'''\n" + SOURCE
+    out = await completer.complete(_snap(key_text, "file:///w/cfg.py"), len(key_text))
+    assert out.text == ""
+    assert engine.prompts == [] and len(cache) == 0
+    assert completer.telemetry.counters["secret_skipped"] == 4
+
+
+def test_secret_patterns() -> None:
+    assert secret_reason("file:///a/.env.local", b"") is not None
+    assert secret_reason("file:///a/credentials.json", b"") is not None
+    assert secret_reason("file:///a/x.py", b"token = 'ghp_" + b"a" * 36 + b"'") is not None
+    assert secret_reason("file:///a/x.py", b"key = 'AKIAABCDEFGHIJKLMNOP'") is not None
+    assert secret_reason("file:///a/environment.py", b"def env(): pass") is None
+
+
+async def test_fake_engine_overload_answers_empty_at_once() -> None:
+    engine = FakeEngine(step_s=0.05)
+    completer = await _completer(engine, max_queue=1, typing_through=False)
+    first = asyncio.ensure_future(completer.complete(_snap(SOURCE, "file:///w/a.py"), len(SOURCE)))
+    await asyncio.sleep(0)
+    second = await completer.complete(_snap(SOURCE, "file:///w/b.py"), len(SOURCE))
+    assert second.text == "" and completer.telemetry.counters["overloaded"] == 1
+    assert (await first).text == "a + b"
+    third = await completer.complete(_snap(SOURCE, "file:///w/c.py"), len(SOURCE))
+    assert third.text == "a + b"  # recovered once the queue drained
+
+
+def test_debounce_with_a_scripted_clock() -> None:
+    now = [0.0]
+    deb = Debouncer(clock=lambda: now[0])
+
+    def keystroke(after_ms: float, before: str = "x = fo", after: str = "") -> float:
+        now[0] += after_ms / 1000
+        return deb.delay_ms("u", "adaptive", 75, 250, before, after)
+
+    assert keystroke(0) == 0.0  # first request: nothing learned yet, start now
+    assert keystroke(100) == pytest.approx(130.0)  # 1.3 x the learned gap
+    for _ in range(5):
+        keystroke(100)
+    assert keystroke(100) == pytest.approx(130.0)
+    assert keystroke(100, before="x = foo(") < 130.0  # after a trigger character: sooner
+    assert keystroke(1000) == 0.0  # the user paused before this request: start now
+    assert keystroke(90) <= 250.0
+    assert deb.delay_ms("u", "fixed", 75, 250, "", "") == 75
+    assert deb.delay_ms("u", "off", 75, 250, "", "") == 0.0
