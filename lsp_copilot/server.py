@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import re
-from pathlib import Path
 import traceback
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
