@@ -1,17 +1,48 @@
-"""Context: what the model sees for a cursor, ranked layers within a token budget."""
+"""Context: what the model sees for a cursor, ranked layers within a token budget.
+
+Layers, by priority: P0 cursor window, P1 enclosing function/class, P2 definitions of
+what is referenced near the cursor (this file, then the workspace index), P3 symbols of
+the files this one imports, P4 snippets similar to the code at the cursor from open and
+recently edited buffers. Each layer gets a share of the budget; what a layer leaves
+unused flows to the next, and what P4 leaves flows back to P0. The prompt puts the
+stable layers first in a fixed order (P1, P3, P2, P4) and P0 last, so consecutive
+prompts share their start and the engine's prefix cache hits. Extra layers are written
+as code blocks headed by a comment with their path: a prefix-only model reads them as
+other files of the repository.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from lsp_copilot.context.budget import TokenCounter
+from lsp_copilot.context.grammars import LanguageQueries, queries_for
+from lsp_copilot.context.snippets import similar_snippets
+from lsp_copilot.context.symbols import Definition, file_symbols, references_near, scopes_at
 from lsp_copilot.context.trigger import Mode, completion_mode
-from lsp_copilot.context.window import cursor_window
+from lsp_copilot.context.window import Window, cursor_window
+from lsp_copilot.context.workspace import Workspace, uri_to_path
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.prompts import Template
 
 SUFFIX_SHARE = 0.25
 """Share of the P0 budget given to the suffix (only used by fill-in-the-middle templates)."""
+
+SHARES: dict[str, float] = {"P0": 0.40, "P1": 0.20, "P2": 0.15, "P3": 0.15, "P4": 0.10}
+"""Default budget shares; configurable per call."""
+
+RENDER_ORDER = ("P1", "P3", "P2", "P4")
+LAYER_NAMES = {
+    "P0": "P0 cursor window",
+    "P1": "P1 enclosing scope",
+    "P2": "P2 referenced definitions",
+    "P3": "P3 imported symbols",
+    "P4": "P4 similar snippets",
+}
+REFERENCE_LINES = 24
+"""References are collected from this many lines above the cursor (and the cursor line)."""
+MAX_NAMES = 40
+MAX_MODULE_SYMBOLS = 30
 
 
 @dataclass(frozen=True)
@@ -35,6 +66,263 @@ class Context:
     layers: tuple[Layer, ...] = field(default_factory=tuple)
 
 
+@dataclass(frozen=True)
+class _Block:
+    path: str
+    line: int  # 0-based
+    body: str  # whole lines, ending with a newline
+
+
+@dataclass
+class _Filled:
+    blocks: list[_Block] = field(default_factory=list)
+    tokens: int = 0
+    truncated: bool = False
+
+
+def _render(q: LanguageQueries | None, blocks: list[_Block]) -> str:
+    out: list[str] = []
+    last_path = None
+    comment = q.comment if q is not None else "#"
+    for block in blocks:
+        if block.path != last_path:
+            out.append(f"{comment} {block.path}\n")
+            last_path = block.path
+        out.append(block.body)
+    return "".join(out)
+
+
+def _fill(q: LanguageQueries | None, counter: TokenCounter, candidates: list[_Block],
+          allowance: int) -> _Filled:
+    """Greedy in priority order: keep each block that still fits; never split one."""
+    filled = _Filled()
+    seen: set[tuple[str, str]] = set()
+    for block in candidates:
+        key = (block.path, block.body)
+        if key in seen:
+            continue
+        seen.add(key)
+        trial = [*filled.blocks, block]
+        tokens = counter.count(_render(q, trial))
+        if tokens <= allowance:
+            filled.blocks = trial
+            filled.tokens = tokens
+        else:
+            filled.truncated = True
+            if allowance - filled.tokens < 8:
+                break
+    return filled
+
+
+def _display_path(snapshot: Snapshot, workspace: Workspace | None) -> str:
+    if workspace is not None:
+        rel = workspace.relative(snapshot.uri)
+        if rel is not None:
+            return rel
+    path = uri_to_path(snapshot.uri)
+    return path.name if path is not None else snapshot.uri
+
+
+def _line_start(data: bytes, row_offset: int) -> int:
+    return data.rfind(b"\n", 0, row_offset) + 1
+
+
+class _Builder:
+    """One context build; holds what the layers share (symbols, visible rows)."""
+
+    def __init__(self, snapshot: Snapshot, offset: int, counter: TokenCounter,
+                 q: LanguageQueries, workspace: Workspace | None) -> None:
+        assert snapshot.tree is not None
+        self.snapshot = snapshot
+        self.offset = offset
+        self.counter = counter
+        self.q = q
+        self.workspace = workspace
+        self.index = workspace.index if workspace is not None else None
+        self.data = snapshot.data
+        self.tree = snapshot.tree
+        self.path = _display_path(snapshot, workspace)
+        self.cursor_row = self.data.count(b"\n", 0, offset)
+        self.symbols = file_symbols(q, self.tree, self.data)
+        self.scopes = scopes_at(q, self.tree, offset)
+        start = _line_start(self.data, offset)
+        for _ in range(REFERENCE_LINES):
+            if start == 0:
+                break
+            start = _line_start(self.data, start - 1)
+        # The word being typed is left out: it changes with every keystroke, and the
+        # layers built from references should stay put while the user types a word.
+        end = offset
+        while end > start and (chr(self.data[end - 1]).isalnum() or self.data[end - 1] == 95):
+            end -= 1
+        self.references = references_near(q, self.tree, self.data, start, end)[:MAX_NAMES]
+        self.rel = self.workspace.relative(snapshot.uri) if self.workspace else None
+        self.imports = self.symbols.imports
+        self.resolved: list[tuple[str, str, tuple[str, ...]]] = []
+        if self.index is not None and self.rel is not None:
+            self.resolved = self.index.resolve_imports(
+                self.rel, q.grammar, ((i.module, i.names) for i in self.imports))
+        self.used: set[tuple[str, int]] = set()
+
+    # -- helpers ------------------------------------------------------------------------
+    def visible(self, d: Definition, first_line: int) -> bool:
+        """Already in the prompt's window (the cursor's own lines)."""
+        return d.start_line >= first_line and d.start_line <= self.cursor_row
+
+    def block_for(self, path: str, d: Definition, prefer_summary: bool = False) -> _Block:
+        body = d.summary if prefer_summary or not d.full else d.full
+        return _Block(path, d.start_line, body)
+
+    # -- P1 -----------------------------------------------------------------------------
+    def p1(self, first_line: int, first_byte: int, allowance: int) -> _Filled:
+        blocks: list[_Block] = []
+        function = self.scopes.function
+        klass = self.scopes.klass
+        starts_before = first_line
+        fn_block: _Block | None = None
+        if function is not None and function.start_point.row < first_line:
+            fn_def = next((d for d in self.symbols.definitions
+                           if d.start_byte <= function.start_byte < d.end_byte
+                           and d.kind in ("function", "method")), None)
+            sig_rows = fn_def.signature.count("\n") if fn_def else 1
+            sig_first = function.start_point.row
+            # Lines from the function's first line up to the window (row numbers from sig_first).
+            seg_start = _line_start(self.data, function.start_byte)
+            lines = [""] * sig_first + self.data[seg_start:first_byte].decode(
+                "utf-8", "replace").split("\n")[:-1]
+            head = lines[sig_first:sig_first + sig_rows]
+            tail_start = max(sig_first + sig_rows, first_line - 1)
+            budget_left = allowance - self.counter.count("".join(f"{x}\n" for x in head)) - 16
+            # Lines nearest the window, as many as fit.
+            tail: list[str] = []
+            row = first_line - 1
+            while row >= sig_first + sig_rows:
+                candidate = [lines[row], *tail]
+                if self.counter.count("".join(f"{x}\n" for x in candidate)) > budget_left:
+                    break
+                tail = candidate
+                row -= 1
+            tail_start = row + 1
+            gap = tail_start > sig_first + sig_rows
+            indent = head[0][: len(head[0]) - len(head[0].lstrip())] + "    " if head else ""
+            text = "".join(f"{x}\n" for x in head)
+            if gap:
+                text += f"{indent}{self.q.comment} ...\n"
+            text += "".join(f"{x}\n" for x in tail)
+            fn_block = _Block(self.path, sig_first, text)
+            starts_before = sig_first
+        if klass is not None and klass.start_point.row < starts_before:
+            cls_def = next((d for d in self.symbols.definitions
+                            if d.start_byte == klass.start_byte or (
+                                d.start_byte <= klass.start_byte < d.end_byte
+                                and d.kind in ("class", "interface", "impl", "module", "enum"))),
+                           None)
+            if cls_def is not None:
+                blocks.append(_Block(self.path, cls_def.start_line, cls_def.summary))
+        if fn_block is not None:
+            blocks.append(fn_block)
+        # The function is what matters most: fit it first, then the class summary before it.
+        order = [b for b in blocks if b is fn_block] + [b for b in blocks if b is not fn_block]
+        filled = _fill(self.q, self.counter, order, allowance)
+        filled.blocks.sort(key=lambda b: b.line)
+        for b in filled.blocks:
+            self.used.add((b.path, b.line))
+        return filled
+
+    # -- P2 -----------------------------------------------------------------------------
+    def p2(self, first_line: int, allowance: int) -> _Filled:
+        by_name: dict[str, list[Definition]] = {}
+        for d in self.symbols.definitions:
+            by_name.setdefault(d.name, []).append(d)
+        candidates: list[_Block] = []
+        imported_files = {target for _, target, _ in self.resolved}
+        open_files, recent = self._open_and_recent()
+        for name in self.references:
+            local = [d for d in by_name.get(name, ()) if not self.visible(d, first_line)
+                     and not self._encloses(d)]
+            if local:
+                candidates.extend(self.block_for(self.path, d) for d in local[:2])
+                continue
+            if by_name.get(name):
+                continue  # defined in the window itself
+            if self.index is not None:
+                for rel, d in self.index.ranked(name, self.rel, imported_files,
+                                                open_files, recent)[:1]:
+                    candidates.append(self.block_for(rel, d))
+        # Then this file's outline: top-level definitions nearest the cursor first.
+        outline = [d for d in self.symbols.definitions
+                   if d.container is None and not self.visible(d, first_line)
+                   and not self._encloses(d)]
+        outline.sort(key=lambda d: (abs(d.start_line - self.cursor_row), d.start_line))
+        candidates.extend(_Block(self.path, d.start_line,
+                                 d.summary if d.kind in ("class", "interface") else d.signature)
+                          for d in outline)
+        return self._fill_new(candidates, allowance)
+
+    def _encloses(self, d: Definition) -> bool:
+        return d.start_byte <= self.offset < d.end_byte
+
+    def _open_and_recent(self) -> tuple[set[str], dict[str, int]]:
+        if self.workspace is None:
+            return set(), {}
+        open_files = {r for uri, _ in self.workspace.documents()
+                      if (r := self.workspace.relative(uri)) is not None}
+        recent = {r: tick for uri, tick in self.workspace.recent().items()
+                  if (r := self.workspace.relative(uri)) is not None}
+        return open_files, recent
+
+    def _fill_new(self, candidates: list[_Block], allowance: int) -> _Filled:
+        fresh = [b for b in candidates if (b.path, b.line) not in self.used]
+        filled = _fill(self.q, self.counter, fresh, allowance)
+        for b in filled.blocks:
+            self.used.add((b.path, b.line))
+        return filled
+
+    # -- P3 -----------------------------------------------------------------------------
+    def p3(self, allowance: int) -> _Filled:
+        if self.index is None:
+            return _Filled()
+        refs = {name: i for i, name in enumerate(self.references)}
+        candidates: list[tuple[int, int, _Block]] = []
+        for order, (module, target, names) in enumerate(self.resolved):
+            entry = self.index.file(target)
+            if entry is None:
+                continue
+            alias = module.rsplit(".", 1)[-1].rsplit("/", 1)[-1].lstrip(".")
+            top = [d for d in entry.symbols.definitions if d.container is None]
+            if names:
+                wanted = [d for d in top if d.name in names]
+                for d in wanted:
+                    candidates.append((refs.get(d.name, MAX_NAMES), order,
+                                       self.block_for(target, d, prefer_summary=True)))
+            else:
+                near = refs.get(alias, MAX_NAMES)
+                for d in top[:MAX_MODULE_SYMBOLS]:
+                    rank = min(refs.get(d.name, MAX_NAMES + 1), near + 1)
+                    candidates.append((rank, order, _Block(target, d.start_line, d.signature)))
+        candidates.sort(key=lambda c: (c[0], c[1], c[2].path, c[2].line))
+        return self._fill_new([c[2] for c in candidates], allowance)
+
+    # -- P4 -----------------------------------------------------------------------------
+    def p4(self, first_line: int, allowance: int) -> _Filled:
+        if self.workspace is None:
+            return _Filled()
+        docs = []
+        for uri, text in self.workspace.documents():
+            if uri == self.snapshot.uri:
+                continue
+            rel = self.workspace.relative(uri)
+            if rel is None:
+                path = uri_to_path(uri)
+                rel = path.name if path is not None else uri
+            docs.append((rel, text))
+        docs.sort()
+        query = self.data[_line_start(self.data, self.offset) - 2000 if self.offset > 2000
+                          else 0:self.offset].decode("utf-8", "replace")
+        snippets = similar_snippets(query, docs)
+        return self._fill_new([_Block(s.name, s.start_line, s.text) for s in snippets], allowance)
+
+
 def build_context(
     snapshot: Snapshot,
     offset: int,
@@ -42,19 +330,75 @@ def build_context(
     template: Template,
     budget: int,
     mode: Mode | None = None,
+    *,
+    workspace: Workspace | None = None,
+    shares: dict[str, float] | None = None,
 ) -> Context:
     """Assemble the prompt for the cursor at byte ``offset``; same input, same bytes out."""
     mode = mode or completion_mode(snapshot, offset)
-    suffix_budget = int(budget * SUFFIX_SHARE) if template.fim else 0
-    window = cursor_window(snapshot.data, offset, counter, budget - suffix_budget, suffix_budget)
-    prompt = template.render(window.prefix, window.suffix)
-    layer = Layer(
-        name="P0 cursor window",
-        source=f"{snapshot.uri}:{window.first_line + 1}",
+    shares = {**SHARES, **(shares or {})}
+    q = queries_for(snapshot.grammar) if snapshot.tree is not None else None
+    suffix_share = SUFFIX_SHARE if mode == "multi-line" else SUFFIX_SHARE * 0.6
+    overhead = counter.count(template.render("", "")) if template.fim else 0
+    p0_base = int(budget * shares["P0"]) if q is not None else budget
+    p0_base -= overhead
+    window = _window(snapshot, offset, counter, template, p0_base, suffix_share)
+    layers: dict[str, _Filled] = {}
+    carry = 0
+    builder = _Builder(snapshot, offset, counter, q, workspace) if q is not None else None
+    if builder is not None:
+        allowance = {k: int(budget * shares[k]) for k in ("P1", "P2", "P3", "P4")}
+        for key in ("P1", "P2", "P3", "P4"):
+            room = allowance[key] + carry
+            if key == "P1":
+                filled = builder.p1(window.first_line, _first_byte(window, offset), room)
+            elif key == "P2":
+                filled = builder.p2(window.first_line, room)
+            elif key == "P3":
+                filled = builder.p3(room)
+            else:
+                filled = builder.p4(window.first_line, room)
+            layers[key] = filled
+            carry = room - filled.tokens
+        # What the layers left flows back to P0: a longer window, by whole anchors.
+        if carry > 0:
+            wider = _window(snapshot, offset, counter, template, p0_base + carry, suffix_share)
+            if wider.first_line < window.first_line:
+                window = wider
+                builder.used = {u for u in builder.used if u[0] != builder.path}
+                layers["P1"] = builder.p1(window.first_line, _first_byte(window, offset),
+                                          layers["P1"].tokens)
+    here = f"{q.comment} {_display_path(snapshot, workspace)}\n" if q is not None else ""
+    header, rendered = _assemble(q, layers, here)
+    prompt = template.render(window.prefix, window.suffix, header)
+    # Token counts of parts need not add up exactly (merges across joins): check the whole
+    # and drop the lowest-priority blocks until the prompt fits.
+    while counter.count(prompt) > budget:
+        for key in ("P4", "P3", "P2", "P1"):
+            if key in layers and layers[key].blocks:
+                layers[key].blocks.pop()
+                layers[key].truncated = True
+                break
+        else:
+            window = _window(snapshot, offset, counter, template,
+                             max(0, counter.count(window.prefix) - 16), suffix_share)
+        header, rendered = _assemble(q, layers, here)
+        prompt = template.render(window.prefix, window.suffix, header)
+    out_layers = []
+    for key in RENDER_ORDER:
+        if key in layers and layers[key].blocks:
+            text = rendered[key]
+            sources = ", ".join(f"{b.path}:{b.line + 1}" for b in layers[key].blocks)
+            out_layers.append(Layer(LAYER_NAMES[key], sources, counter.count(text),
+                                    layers[key].truncated, text))
+    p0_text = window.prefix + (window.suffix if template.fim else "")
+    out_layers.append(Layer(
+        name=LAYER_NAMES["P0"],
+        source=f"{_display_path(snapshot, workspace)}:{window.first_line + 1}",
         tokens=window.prefix_tokens + window.suffix_tokens,
         truncated=window.truncated,
-        text=prompt,
-    )
+        text=p0_text,
+    ))
     return Context(
         mode=mode,
         prompt=prompt,
@@ -63,5 +407,31 @@ def build_context(
         tokenizer=counter.name,
         prefix=window.prefix,
         suffix=window.suffix,
-        layers=(layer,),
+        layers=tuple(out_layers),
     )
+
+
+def _window(snapshot: Snapshot, offset: int, counter: TokenCounter, template: Template,
+            p0_budget: int, suffix_share: float) -> Window:
+    suffix_budget = int(p0_budget * suffix_share) if template.fim else 0
+    return cursor_window(snapshot.data, offset, counter, max(0, p0_budget - suffix_budget),
+                         suffix_budget)
+
+
+def _first_byte(window: Window, offset: int) -> int:
+    return offset - len(window.prefix.encode("utf-8", "surrogateescape"))
+
+
+def _assemble(q: LanguageQueries | None, layers: dict[str, _Filled],
+              here: str) -> tuple[str, dict[str, str]]:
+    rendered = {key: _render(q, layers[key].blocks) for key in RENDER_ORDER
+                if key in layers and layers[key].blocks}
+    parts = [rendered[key] for key in RENDER_ORDER if key in rendered]
+    if not parts:
+        return "", rendered
+    # A blank line, then the current file's own header before the window: the model reads
+    # the layers as other files and the window as the file being edited.
+    return "\n".join(parts) + "\n" + here, rendered
+
+
+__all__ = ["LAYER_NAMES", "SHARES", "Context", "Layer", "build_context"]

@@ -1,5 +1,5 @@
 from lsp_copilot.context import build_context
-from lsp_copilot.context.budget import ApproxTokenCounter
+from lsp_copilot.context.budget import fallback_counter
 from lsp_copilot.context.trigger import completion_mode
 from lsp_copilot.context.window import ANCHOR_LINES, cursor_window
 from lsp_copilot.documents.store import DocumentStore
@@ -16,7 +16,7 @@ def _snap(text: str, language: str = "python"):  # type: ignore[no-untyped-def]
 
 def test_window_respects_budget_and_starts_on_an_anchor() -> None:
     data = SOURCE.encode()
-    counter = ApproxTokenCounter()
+    counter = fallback_counter()
     offset = len(data) - 10
     w = cursor_window(data, offset, counter, 300, 0)
     assert w.prefix_tokens <= 300
@@ -25,7 +25,7 @@ def test_window_respects_budget_and_starts_on_an_anchor() -> None:
 
 
 def test_window_start_is_stable_while_typing() -> None:
-    counter = ApproxTokenCounter()
+    counter = fallback_counter()
     base = SOURCE + "def g(y):\n    return "
     starts = set()
     for typed in ("", "y", "y +", "y + 1"):
@@ -36,13 +36,13 @@ def test_window_start_is_stable_while_typing() -> None:
 
 def test_huge_single_line_is_cut_to_budget() -> None:
     data = ("x = [" + "1, " * 5000).encode()
-    w = cursor_window(data, len(data), ApproxTokenCounter(), 100, 0)
+    w = cursor_window(data, len(data), fallback_counter(), 100, 0)
     assert 0 < w.prefix_tokens <= 100
 
 
 def test_same_input_same_prompt() -> None:
     _, snap = _snap(SOURCE)
-    counter = ApproxTokenCounter()
+    counter = fallback_counter()
     a = build_context(snap, len(snap.data), counter, template_for(None), 256)
     b = build_context(snap, len(snap.data), counter, template_for(None), 256)
     assert a.prompt == b.prompt and a.prompt_tokens <= 256 + 1
@@ -59,3 +59,17 @@ def test_modes() -> None:
         before, _, after = text.partition("|")
         _, snap = _snap(before + after)
         assert completion_mode(snap, len(before.encode())) == expected, text
+
+
+def test_modes_from_queries() -> None:
+    cases = {
+        ("x = 'some te", "python"): "none",  # prose in a string
+        ("// a comm", "javascript"): "none",
+        ("function f() {\n  ", "javascript"): "multi-line",
+        ("let x = foo(", "javascript"): "single-line",
+    }
+    for (text, language), expected in cases.items():
+        store = DocumentStore()
+        store.open("file:///t", language, 1, text)
+        snap = store.snapshot("file:///t")
+        assert completion_mode(snap, len(text.encode())) == expected, text

@@ -1,0 +1,3 @@
+(function_definition) @scope.function
+(comment) @comment
+[(string) (raw_string) (heredoc_body)] @string

@@ -1,0 +1,3 @@
+[(function_declaration) (function_definition)] @scope.function
+(comment) @comment
+(string) @string

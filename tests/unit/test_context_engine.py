@@ -1,0 +1,170 @@
+"""The context engine over a small workspace: import resolution (Python, TypeScript, Go,
+Rust, Java), layers, budget and determinism (hypothesis)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lsp_copilot.context import build_context
+from lsp_copilot.context.budget import fallback_counter
+from lsp_copilot.context.index import WorkspaceIndex
+from lsp_copilot.context.workspace import Workspace
+from lsp_copilot.documents.languages import language_id_for_path
+from lsp_copilot.documents.store import DocumentStore, Snapshot
+from lsp_copilot.prompts import template_for
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/geometry.py": (
+        "class Rectangle:\n"
+        '    """An axis-aligned rectangle."""\n'
+        "    width: float\n"
+        "    height: float\n\n"
+        "    def area(self) -> float:\n"
+        + "".join(f"        x{i} = {i}\n" for i in range(20))
+        + "        return self.width * self.height\n\n"
+        "    def scaled(self, k: float) -> 'Rectangle':\n"
+        "        return Rectangle()\n\n\n"
+        "def perimeter(r: Rectangle) -> float:\n"
+        '    """Sum of the four sides."""\n'
+        "    return 2 * (r.width + r.height)\n"
+    ),
+    "pkg/sub/__init__.py": "",
+    "pkg/sub/tools.py": "from ..geometry import perimeter\n\ndef twice(x):\n    return 2 * x\n",
+    "app.py": (
+        "import os\n"
+        "from pkg.geometry import Rectangle, perimeter\n"
+        "from pkg.sub import tools\n\n\n"
+        "def main():\n"
+        "    r = Rectangle()\n"
+        "    total = perimeter(r)\n"
+        "    return \n"
+    ),
+    "web/src/lib/shapes.ts": "export function makeShape(n: number): Shape { return {n}; }\n"
+                             "export interface Shape { n: number }\n",
+    "web/src/lib/index.ts": "export const ZERO = 0;\n",
+    "web/src/app.ts": "import { makeShape } from './lib/shapes';\nimport * as lib from './lib';\n"
+                      "const s = makeShape(1);\n",
+    "go/go.mod": "module example.com/m\n",
+    "go/geo/shape.go": "package geo\n\nfunc Area(w, h int) int { return w * h }\n",
+    "go/main.go": 'package main\n\nimport "example.com/m/geo"\n\nfunc main() { geo.Area(1, 2) }\n',
+    "rs/src/lib.rs": "mod util;\nuse crate::util::helper;\n",
+    "rs/src/util.rs": "pub fn helper() -> u32 { 1 }\n",
+    "java/src/main/java/com/acme/Shape.java": "package com.acme;\npublic class Shape {}\n",
+    "java/src/main/java/com/acme/app/Main.java":
+        "package com.acme.app;\nimport com.acme.Shape;\nclass Main {}\n",
+    "node_modules/dep/index.js": "function ignored() {}\n",
+    "gen/big_pb2.py": "def generated(): pass\n",
+    "skip/me.py": "def ignored_by_gitignore(): pass\n",
+    ".gitignore": "skip/\n",
+}
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, WorkspaceIndex]:
+    root = tmp_path_factory.mktemp("ws")
+    for rel, text in FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    index = WorkspaceIndex(root)
+    index.build()
+    return root, index
+
+
+def _snapshot(root: Path, rel: str, text: str | None = None) -> Snapshot:
+    store = DocumentStore()
+    path = root / rel
+    uri = path.as_uri()
+    store.open(uri, language_id_for_path(rel), 1, text if text is not None else path.read_text())
+    return store.snapshot(uri)
+
+
+def _resolved(index: WorkspaceIndex, rel: str) -> set[str]:
+    entry = index.file(rel)
+    assert entry is not None
+    imports = ((i.module, i.names) for i in entry.symbols.imports)
+    return {target for _, target, _ in index.resolve_imports(rel, entry.grammar, imports)}
+
+
+def test_index_skips_vendored_generated_and_ignored(workspace: tuple[Path, WorkspaceIndex]) -> None:
+    _, index = workspace
+    files = index.files()
+    assert "app.py" in files and "pkg/geometry.py" in files
+    assert not any(f.startswith(("node_modules", "skip/", "gen/")) for f in files)
+
+
+def test_python_imports_resolve(workspace: tuple[Path, WorkspaceIndex]) -> None:
+    _, index = workspace
+    assert _resolved(index, "app.py") == {"pkg/geometry.py", "pkg/sub/__init__.py"}
+    assert _resolved(index, "pkg/sub/tools.py") == {"pkg/geometry.py"}  # relative import
+
+
+def test_typescript_imports_resolve(workspace: tuple[Path, WorkspaceIndex]) -> None:
+    _, index = workspace
+    assert _resolved(index, "web/src/app.ts") == {"web/src/lib/shapes.ts", "web/src/lib/index.ts"}
+
+
+def test_go_imports_resolve(workspace: tuple[Path, WorkspaceIndex]) -> None:
+    _, index = workspace
+    assert _resolved(index, "go/main.go") == {"go/geo/shape.go"}
+
+
+def test_rust_and_java_imports_resolve(workspace: tuple[Path, WorkspaceIndex]) -> None:
+    _, index = workspace
+    assert _resolved(index, "rs/src/lib.rs") == {"rs/src/util.rs"}
+    assert _resolved(index, "java/src/main/java/com/acme/app/Main.java") == {
+        "java/src/main/java/com/acme/Shape.java"}
+
+
+def test_layers_bring_definitions_from_other_files(workspace: tuple[Path, WorkspaceIndex]) -> None:
+    root, index = workspace
+    snap = _snapshot(root, "app.py")
+    ctx = build_context(snap, len(snap.data), fallback_counter(), template_for(None), 512,
+                        "single-line", workspace=Workspace(index))
+    assert "def perimeter(r: Rectangle) -> float:" in ctx.prompt
+    assert "class Rectangle:" in ctx.prompt
+    # Long definitions come as summaries: signatures, not bodies.
+    assert "def area(self) -> float:" in ctx.prompt and "x19 = 19" not in ctx.prompt
+    assert ctx.prompt.endswith(ctx.prefix) and ctx.layers[-1].name.startswith("P0")
+    assert ctx.prompt_tokens <= 512
+
+
+def test_index_follows_edits(workspace: tuple[Path, WorkspaceIndex]) -> None:
+    root, index = workspace
+    ws = Workspace(index)
+    ws.edited((root / "pkg/sub/tools.py").as_uri(), b"def thrice(x):\n    return 3 * x\n")
+    ws.flush()
+    assert [rel for rel, _ in index.lookup("thrice")] == ["pkg/sub/tools.py"]
+    assert index.lookup("twice") == []
+
+
+TEXT = FILES["pkg/geometry.py"] + FILES["app.py"] * 3
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    budget=st.integers(min_value=16, max_value=1500),
+    position=st.floats(min_value=0, max_value=1),
+    fim=st.booleans(),
+)
+def test_budget_never_exceeded_and_deterministic(
+    workspace: tuple[Path, WorkspaceIndex], budget: int, position: float, fim: bool
+) -> None:
+    root, index = workspace
+    snap = _snapshot(root, "app.py", TEXT)
+    offset = int(len(snap.data) * position)
+    while 0 < offset < len(snap.data) and (snap.data[offset] & 0xC0) == 0x80:
+        offset -= 1
+    template = template_for("starcoder-fim" if fim else None)
+    counter = fallback_counter()
+    a = build_context(snap, offset, counter, template, budget, workspace=Workspace(index))
+    b = build_context(snap, offset, counter, template, budget, workspace=Workspace(index))
+    assert a.prompt == b.prompt
+    assert counter.count(a.prompt) <= budget
+    assert a.prompt_tokens <= budget

@@ -1,0 +1,76 @@
+"""Per-language fixtures: every grammars/<language>/ folder finds the enclosing scope at a
+cursor (marked § in tests/fixtures/grammars/sample.*), the definitions and the imports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import tree_sitter
+
+from lsp_copilot.context.grammars import grammars_dir, queries_for, supported
+from lsp_copilot.context.symbols import extract, scopes_at
+from lsp_copilot.documents.languages import ts_language
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "grammars"
+
+# grammar: (fixture, first line of the enclosing function, definitions, imports)
+CASES: dict[str, tuple[str, str, set[str], set[str]]] = {
+    "python": ("sample.py", "def area(self, scale):", {"Shape", "area", "helper", "sides"},
+               {"os.path", "collections"}),
+    "javascript": ("sample.js", "area(scale) {", {"Shape", "area", "helper"},
+                   {"./fsutil.js", "path"}),
+    "typescript": ("sample.ts", "area(scale: number): number {",
+                   {"Shape", "Sized", "area", "helper", "size"}, {"./fsutil"}),
+    "tsx": ("sample.tsx", "area(scale: number): number {",
+            {"Shape", "Sized", "area", "helper", "size"}, {"./fsutil"}),
+    "go": ("sample.go", "func (s *Shape) Area(scale int) int {",
+           {"Shape", "Area", "Helper", "Sides"}, {"fmt", "example.com/m/util"}),
+    "rust": ("sample.rs", "pub fn area(&self, scale: u32) -> u32 {",
+             {"Shape", "area", "helper", "sides"}, {"crate::util::fmt_area", "util"}),
+    "java": ("Sample.java", "public int area(int scale) {", {"Shape", "area", "helper", "sides"},
+             {"java.util.List"}),
+    "c": ("sample.c", "int area(struct shape *s, int scale) {",
+          {"shape", "area", "helper", "sides"}, {"stdio.h", "util.h"}),
+    "cpp": ("sample.cpp", "int area(int scale) {", {"Shape", "area", "helper", "sides"},
+            {"vector", "util.hpp"}),
+    "csharp": ("sample.cs", "public int Area(int scale) {", {"Shape", "Area", "Helper", "sides"},
+               {"System.Text"}),
+    "ruby": ("sample.rb", "def area(scale)", {"Shape", "area", "helper", "sides"},
+             {"json", "util"}),
+    "php": ("sample.php", "public function area($scale) {", {"Shape", "area", "helper", "sides"},
+            {"Geo\\Util", "util.php"}),
+    "bash": ("sample.sh", "area() {", {"area", "helper"}, {"./util.sh"}),
+    "lua": ("sample.lua", "function Shape:area(scale)", {"area", "helper", "Shape"},
+            {"geo.util"}),
+    "kotlin": ("sample.kt", "fun area(scale: Int): Int {", {"Shape", "area", "helper", "name"},
+               {"geo.util.Helper"}),
+}
+
+
+def test_every_required_language_has_queries_and_a_readme() -> None:
+    root = grammars_dir()
+    assert root is not None and (root / "README.md").is_file()
+    assert set(CASES) <= set(supported())
+
+
+@pytest.mark.parametrize("grammar", sorted(CASES))
+def test_language_fixture(grammar: str) -> None:
+    fixture, scope_line, definitions, imports = CASES[grammar]
+    text = (FIXTURES / fixture).read_text()
+    offset = text.encode().index("§".encode())
+    data = text.replace("§", "").encode()
+    q = queries_for(grammar)
+    language = ts_language(grammar)
+    assert q is not None and language is not None
+    tree = tree_sitter.Parser(language).parse(data)
+    scopes = scopes_at(q, tree, offset)
+    assert scopes.function is not None, "no enclosing function at the cursor"
+    first = data[scopes.function.start_byte:].split(b"\n", 1)[0].decode().strip()
+    assert first == scope_line
+    symbols = extract(q, tree.root_node, data)
+    names = {d.name for d in symbols.definitions}
+    assert definitions <= names, f"missing definitions: {definitions - names}"
+    found = {i.module for i in symbols.imports}
+    assert imports <= found, f"missing imports: {imports - found}"
+    assert not scopes.in_comment
