@@ -97,16 +97,22 @@ def _fill(q: LanguageQueries | None, counter: TokenCounter, candidates: list[_Bl
     """Greedy in priority order: keep each block that still fits; never split one."""
     filled = _Filled()
     seen: set[tuple[str, str]] = set()
+    comment = q.comment if q is not None else "#"
+    paths = set()
     for block in candidates:
         key = (block.path, block.body)
         if key in seen:
             continue
         seen.add(key)
-        trial = [*filled.blocks, block]
-        tokens = counter.count(_render(q, trial))
-        if tokens <= allowance:
-            filled.blocks = trial
-            filled.tokens = tokens
+        # Counted block by block (each ends with a newline, so counts nearly add up; the
+        # whole prompt is checked at the end): re-counting the layer per block is quadratic.
+        cost = counter.count(block.body)
+        if block.path not in paths:
+            cost += counter.count(f"{comment} {block.path}\n")
+        if filled.tokens + cost <= allowance:
+            filled.blocks.append(block)
+            filled.tokens += cost
+            paths.add(block.path)
         else:
             filled.truncated = True
             if allowance - filled.tokens < 8:
@@ -143,7 +149,7 @@ class _Builder:
         self.tree = snapshot.tree
         self.path = _display_path(snapshot, workspace)
         self.cursor_row = self.data.count(b"\n", 0, offset)
-        self.symbols = file_symbols(q, self.tree, self.data)
+        self.symbols = file_symbols(q, self.tree, self.data, snapshot.uri, offset)
         self.scopes = scopes_at(q, self.tree, offset)
         start = _line_start(self.data, offset)
         for _ in range(REFERENCE_LINES):
@@ -181,7 +187,7 @@ class _Builder:
         starts_before = first_line
         fn_block: _Block | None = None
         if function is not None and function.start_point.row < first_line:
-            fn_def = next((d for d in self.symbols.definitions
+            fn_def = next((d for d in self.symbols.around(function.start_byte)
                            if d.start_byte <= function.start_byte < d.end_byte
                            and d.kind in ("function", "method")), None)
             sig_rows = fn_def.signature.count("\n") if fn_def else 1
@@ -196,11 +202,13 @@ class _Builder:
             # Lines nearest the window, as many as fit.
             tail: list[str] = []
             row = first_line - 1
+            used = 0
             while row >= sig_first + sig_rows:
-                candidate = [lines[row], *tail]
-                if self.counter.count("".join(f"{x}\n" for x in candidate)) > budget_left:
+                cost = self.counter.count(lines[row] + "\n")
+                if used + cost > budget_left:
                     break
-                tail = candidate
+                tail.insert(0, lines[row])
+                used += cost
                 row -= 1
             tail_start = row + 1
             gap = tail_start > sig_first + sig_rows
@@ -212,7 +220,7 @@ class _Builder:
             fn_block = _Block(self.path, sig_first, text)
             starts_before = sig_first
         if klass is not None and klass.start_point.row < starts_before:
-            cls_def = next((d for d in self.symbols.definitions
+            cls_def = next((d for d in self.symbols.around(klass.start_byte)
                             if d.start_byte == klass.start_byte or (
                                 d.start_byte <= klass.start_byte < d.end_byte
                                 and d.kind in ("class", "interface", "impl", "module", "enum"))),
@@ -231,27 +239,25 @@ class _Builder:
 
     # -- P2 -----------------------------------------------------------------------------
     def p2(self, first_line: int, allowance: int) -> _Filled:
-        by_name: dict[str, list[Definition]] = {}
-        for d in self.symbols.definitions:
-            by_name.setdefault(d.name, []).append(d)
         candidates: list[_Block] = []
         imported_files = {target for _, target, _ in self.resolved}
         open_files, recent = self._open_and_recent()
         for name in self.references:
-            local = [d for d in by_name.get(name, ()) if not self.visible(d, first_line)
+            defined = self.symbols.named(name)
+            local = [d for d in defined if not self.visible(d, first_line)
                      and not self._encloses(d)]
             if local:
                 candidates.extend(self.block_for(self.path, d) for d in local[:2])
                 continue
-            if by_name.get(name):
+            if defined:
                 continue  # defined in the window itself
             if self.index is not None:
                 for rel, d in self.index.ranked(name, self.rel, imported_files,
                                                 open_files, recent)[:1]:
                     candidates.append(self.block_for(rel, d))
         # Then this file's outline: top-level definitions nearest the cursor first.
-        outline = [d for d in self.symbols.definitions
-                   if d.container is None and not self.visible(d, first_line)
+        outline = [d for d in self.symbols.top_level()
+                   if not self.visible(d, first_line)
                    and not self._encloses(d)]
         outline.sort(key=lambda d: (abs(d.start_line - self.cursor_row), d.start_line))
         candidates.extend(_Block(self.path, d.start_line,

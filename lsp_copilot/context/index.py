@@ -87,6 +87,9 @@ class WorkspaceIndex:
         self._dirs: dict[str, list[str]] = {}
         self._parsers: threading.local = threading.local()
         self.ready = threading.Event()
+        self.generation = 0  # bumped when the set of files changes (import caches)
+        self._resolved: dict[tuple[str, str, tuple[tuple[str, tuple[str, ...]], ...]],
+                             tuple[int, list[tuple[str, str, tuple[str, ...]]]]] = {}
         self.build_seconds: float | None = None
         self.skipped = 0
 
@@ -180,6 +183,8 @@ class WorkspaceIndex:
             return False
         entry = FileEntry(q.grammar, symbols, len(data))
         with self._lock:
+            if rel not in self._files:
+                self.generation += 1
             self._remove_locked(rel)
             self._files[rel] = entry
             folder = rel.rsplit("/", 1)[0] if "/" in rel else ""
@@ -198,6 +203,7 @@ class WorkspaceIndex:
         entry = self._files.pop(rel, None)
         if entry is None:
             return
+        self.generation += 1
         folder = rel.rsplit("/", 1)[0] if "/" in rel else ""
         if rel in self._dirs.get(folder, []):
             self._dirs[folder].remove(rel)
@@ -244,10 +250,18 @@ class WorkspaceIndex:
         q = queries_for(grammar)
         if q is None or not q.resolver:
             return []
+        wanted = tuple(imports)
+        key = (rel, grammar, wanted)
+        cached = self._resolved.get(key)
+        if cached is not None and cached[0] == self.generation:
+            return cached[1]
         out = []
-        for module, names in imports:
+        for module, names in wanted:
             for target in resolve(q.resolver, module, rel, self.exists, self.folders_ending):
                 out.append((module, target, names))
+        if len(self._resolved) > 1024:
+            self._resolved.clear()
+        self._resolved[key] = (self.generation, out)
         return out
 
     def lookup(self, name: str) -> list[tuple[str, Definition]]:

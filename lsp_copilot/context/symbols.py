@@ -8,12 +8,24 @@ its signature and the first line of its docstring (or doc comment).
 
 from __future__ import annotations
 
+import threading
+import time
+from bisect import bisect_right
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import Protocol
 
 import tree_sitter
 
 from lsp_copilot.context.grammars import LanguageQueries
+
+
+class Starts(Protocol):
+    """Line start offsets by row (a list, or the rows of one span)."""
+
+    def __getitem__(self, row: int) -> int: ...
+    def __len__(self) -> int: ...
+
 
 CONTAINER_KINDS = frozenset({"class", "interface", "module", "impl", "enum"})
 MAX_SIGNATURE_LINES = 6
@@ -35,12 +47,6 @@ class Definition:
     full: str
     container: str | None = None
 
-    def shifted(self, lines: int, nbytes: int) -> Definition:
-        return replace(
-            self, start_line=self.start_line + lines, end_line=self.end_line + lines,
-            start_byte=self.start_byte + nbytes, end_byte=self.end_byte + nbytes,
-        )
-
     @property
     def text(self) -> str:
         """What a prompt shows: the whole definition when short, else its summary."""
@@ -61,10 +67,47 @@ class FileSymbols:
     package: str | None = None
 
 
-def _lines(data: bytes, first: int, last: int, starts: list[int]) -> str:
+def _lines(data: bytes, first: int, last: int, starts: Starts) -> str:
     end = starts[last + 1] if last + 1 < len(starts) else len(data)
     text = data[starts[first]:end].decode("utf-8", "replace")
     return text if text.endswith("\n") else text + "\n"
+
+
+class _SpanStarts:
+    """Line starts of the rows a span covers (plus the next line), indexed by file row.
+
+    Extracting one top-level node of a big file must not scan the whole file for lines.
+    """
+
+    def __init__(self, data: bytes, lo_byte: int, hi_byte: int, lo_row: int) -> None:
+        start = data.rfind(b"\n", 0, lo_byte) + 1
+        starts = [start]
+        pos = data.find(b"\n", start, hi_byte)
+        while pos >= 0:
+            starts.append(pos + 1)
+            pos = data.find(b"\n", pos + 1, hi_byte)
+        nxt = data.find(b"\n", max(starts[-1], hi_byte))
+        if nxt >= 0 and nxt + 1 > starts[-1]:
+            starts.append(nxt + 1)
+        self._starts = starts
+        self._base = lo_row
+
+    def __getitem__(self, row: int) -> int:
+        return self._starts[row - self._base]
+
+    def __len__(self) -> int:
+        return self._base + len(self._starts)
+
+
+class _ListStarts:
+    def __init__(self, starts: list[int]) -> None:
+        self._starts = starts
+
+    def __getitem__(self, row: int) -> int:
+        return self._starts[row]
+
+    def __len__(self) -> int:
+        return len(self._starts)
 
 
 def line_starts(data: bytes) -> list[int]:
@@ -119,7 +162,7 @@ def _doc_line(node: tree_sitter.Node, body: tree_sitter.Node | None, data: bytes
 
 
 def _signature_rows(node: tree_sitter.Node, body: tree_sitter.Node | None,
-                    data: bytes, starts: list[int]) -> tuple[int, int]:
+                    data: bytes, starts: Starts) -> tuple[int, int]:
     first = node.start_point.row
     if body is None:
         return first, first
@@ -142,15 +185,17 @@ class _Raw:
 
 
 def extract(q: LanguageQueries, root: tree_sitter.Node, data: bytes,
-            starts: list[int] | None = None, span: tree_sitter.Node | None = None) -> FileSymbols:
+            starts: Starts | None = None, span: tree_sitter.Node | None = None) -> FileSymbols:
     """Definitions (with signatures and summaries) and imports under ``root``.
 
     With ``span`` (a child of ``root``), only what lies inside it; the query still runs
     from ``root`` so that patterns anchored on a parent (``(module ...)``) match.
     """
-    starts = starts if starts is not None else line_starts(data)
-    cursor = tree_sitter.QueryCursor(q.symbols)
     lo, hi = (span.start_byte, span.end_byte) if span is not None else (0, len(data) + 1)
+    if starts is None:
+        starts = (_SpanStarts(data, lo, hi, span.start_point.row) if span is not None
+                  else _ListStarts(line_starts(data)))
+    cursor = tree_sitter.QueryCursor(q.symbols)
     if span is not None:
         cursor.set_byte_range(lo, hi)
     raws: dict[tuple[int, int], _Raw] = {}
@@ -222,7 +267,7 @@ def extract(q: LanguageQueries, root: tree_sitter.Node, data: bytes,
     return FileSymbols(tuple(defs), tuple(imports), package)
 
 
-def _summary(q: LanguageQueries, raw: _Raw, data: bytes, starts: list[int],
+def _summary(q: LanguageQueries, raw: _Raw, data: bytes, starts: Starts,
              signature: str, end_row: int) -> str:
     first_line = signature.split("\n", 1)[0]
     indent = _indent(first_line)
@@ -261,43 +306,185 @@ def _summary(q: LanguageQueries, raw: _Raw, data: bytes, starts: list[int],
 
 
 # Same-file symbols are re-extracted per keystroke; cache them per top-level node text, so
-# an edit re-extracts only the top-level definition it touched.
-_CHUNKS: OrderedDict[tuple[str, bytes], FileSymbols] = OrderedDict()
+# an edit re-extracts only the top-level definition it touched, and positions are shifted
+# only for the definitions a context build actually reads.
+_Named = tuple["FileSymbols", dict[str, list["Definition"]]]
+_CHUNKS: OrderedDict[tuple[str, bytes], _Named] = OrderedDict()
 _CHUNK_LIMIT = 20_000
 
 
-def file_symbols(q: LanguageQueries, tree: tree_sitter.Tree, data: bytes) -> FileSymbols:
-    """Symbols of a whole file, extracted top-level node by top-level node with a cache."""
+@dataclass(frozen=True)
+class _Chunk:
+    row: int
+    byte: int
+    symbols: FileSymbols  # positions relative to the chunk
+    names: dict[str, list[Definition]]
+
+
+def _with_names(symbols: FileSymbols) -> tuple[FileSymbols, dict[str, list[Definition]]]:
+    names: dict[str, list[Definition]] = {}
+    for d in symbols.definitions:
+        names.setdefault(d.name, []).append(d)
+    return symbols, names
+
+
+def _shift(d: Definition, row: int, byte: int) -> Definition:
+    return Definition(d.name, d.kind, d.start_line + row, d.end_line + row,
+                      d.start_byte + byte, d.end_byte + byte, d.signature, d.summary, d.full,
+                      d.container)
+
+
+class SameFile:
+    """Symbols of the file being edited, read lazily chunk by chunk."""
+
+    def __init__(self, chunks: list[_Chunk]) -> None:
+        self._chunks = chunks
+        self._bytes = [c.byte for c in chunks]
+        self._names: dict[str, list[_Chunk]] | None = None
+
+    def named(self, name: str) -> list[Definition]:
+        if self._names is None:
+            self._names = {}
+            for c in self._chunks:
+                for key in c.names:
+                    self._names.setdefault(key, []).append(c)
+        return [_shift(d, c.row, c.byte) for c in self._names.get(name, ())
+                for d in c.names[name]]
+
+    def top_level(self) -> list[Definition]:
+        return [_shift(d, c.row, c.byte) for c in self._chunks
+                for d in c.symbols.definitions if d.container is None]
+
+    def around(self, offset: int) -> list[Definition]:
+        """Definitions that hold byte ``offset`` (outermost first)."""
+        i = bisect_right(self._bytes, offset) - 1
+        if i < 0:
+            return []
+        c = self._chunks[i]
+        rel = offset - c.byte
+        return [_shift(d, c.row, c.byte) for d in c.symbols.definitions
+                if d.start_byte <= rel < d.end_byte]
+
+    @property
+    def imports(self) -> tuple[Import, ...]:
+        return tuple(Import(i.module, i.names, i.line + c.row)
+                     for c in self._chunks for i in c.symbols.imports)
+
+    @property
+    def definitions(self) -> tuple[Definition, ...]:
+        return tuple(_shift(d, c.row, c.byte) for c in self._chunks
+                     for d in c.symbols.definitions)
+
+
+BIG_CHUNK = 12_000
+"""Top-level nodes larger than this (bytes) are re-extracted off the request path."""
+_STALE: OrderedDict[tuple[str, int], _Named] = OrderedDict()
+_refresh_lock = threading.Lock()
+_Job = tuple[tuple[str, bytes], LanguageQueries, tree_sitter.Tree, bytes, int]
+_refresh_queue: dict[tuple[str, int], _Job] = {}
+REFRESH_DELAY = 0.4
+"""Seconds a big node's re-extraction waits, so a burst of keystrokes costs one."""
+_refresh_wake = threading.Event()
+_refresher: threading.Thread | None = None
+
+
+def _store(key: tuple[str, bytes], symbols: _Named) -> None:
+    with _refresh_lock:
+        _CHUNKS[key] = symbols
+        _CHUNKS.move_to_end(key)
+        while len(_CHUNKS) > _CHUNK_LIMIT:
+            _CHUNKS.popitem(last=False)
+
+
+def _refresh_loop() -> None:
+    while True:
+        _refresh_wake.wait()
+        time.sleep(REFRESH_DELAY)
+        with _refresh_lock:
+            jobs = list(_refresh_queue.values())
+            _refresh_queue.clear()
+            _refresh_wake.clear()
+        for key, q, tree, data, index in jobs:
+            child = tree.root_node.children[index]
+            _store(key, _with_names(_relative(extract(q, tree.root_node, data, None, child),
+                                              child)))
+
+
+def _refresh_later(slot: tuple[str, int], key: tuple[str, bytes], q: LanguageQueries,
+                   tree: tree_sitter.Tree, data: bytes, index: int) -> None:
+    global _refresher
+    with _refresh_lock:
+        _refresh_queue[slot] = (key, q, tree, data, index)
+    _refresh_wake.set()
+    if _refresher is None:
+        _refresher = threading.Thread(target=_refresh_loop, name="lsp-copilot-symbols",
+                                      daemon=True)
+        _refresher.start()
+
+
+_WARM: OrderedDict[str, None] = OrderedDict()
+
+
+def file_symbols(q: LanguageQueries, tree: tree_sitter.Tree, data: bytes,
+                 uri: str | None = None, offset: int | None = None) -> SameFile:
+    """Symbols of a whole file, extracted top-level node by top-level node with a cache.
+
+    A keystroke inside a huge top-level node (a test class of 4,000 lines) would cost a
+    full re-extraction of it; with ``uri`` the previous extraction of that node is used,
+    slightly stale, while a background thread extracts the new one.
+    """
     root = tree.root_node
-    defs: list[Definition] = []
-    imports: list[Import] = []
-    package: str | None = None
-    starts: list[int] | None = None
-    for child in root.children:
-        chunk = data[child.start_byte:child.end_byte]
-        key = (q.grammar, chunk)
+    chunks: list[_Chunk] = []
+    # Once a document has been read whole, new nodes away from the cursor (an unbalanced
+    # bracket makes the parser regroup the rest of the file) are extracted in the
+    # background: this request goes without them, the next ones have them.
+    warm = uri is not None and offset is not None and uri in _WARM
+    for i, child in enumerate(root.children):
+        key = (q.grammar, data[child.start_byte:child.end_byte])
         found = _CHUNKS.get(key)
+        big = child.end_byte - child.start_byte > BIG_CHUNK
+        # A big node is known by its first line (``class TestEnum(TestCase):``), which edits
+        # inside it leave alone, unlike its text or its index among the root's children.
+        slot = None
+        if big and uri is not None:
+            head = data[child.start_byte:child.start_byte + 200].split(b"\n", 1)[0]
+            slot = (f"{uri} {head!r}", 0)
         if found is None:
-            # Extract on a copy of the node's text so cached positions are relative.
-            if starts is None:
-                starts = line_starts(data)
-            found = _relative(extract(q, root, data, starts, child), child)
-            _CHUNKS[key] = found
-            if len(_CHUNKS) > _CHUNK_LIMIT:
-                _CHUNKS.popitem(last=False)
-        else:
-            _CHUNKS.move_to_end(key)
-        row, start = child.start_point.row, child.start_byte
-        defs.extend(d.shifted(row, start) for d in found.definitions)
-        imports.extend(Import(i.module, i.names, i.line + row) for i in found.imports)
-        package = package or found.package
-    return FileSymbols(tuple(defs), tuple(imports), package)
+            stale = _STALE.get(slot) if slot is not None else None
+            near = offset is not None and child.start_byte <= offset <= child.end_byte
+            if stale is not None and slot is not None:
+                found = stale
+                _refresh_later(slot, key, q, tree.copy(), data, i)
+            elif warm and not near:
+                _refresh_later((f"{uri} #{i}", i), key, q, tree.copy(), data, i)
+                continue
+            else:
+                found = _with_names(_relative(extract(q, root, data, None, child), child))
+                _store(key, found)
+        elif big:
+            with _refresh_lock:
+                if key in _CHUNKS:
+                    _CHUNKS.move_to_end(key)
+        if slot is not None:
+            _STALE[slot] = found
+            _STALE.move_to_end(slot)
+            while len(_STALE) > 256:
+                _STALE.popitem(last=False)
+        symbols, names = found
+        if symbols.definitions or symbols.imports:
+            chunks.append(_Chunk(child.start_point.row, child.start_byte, symbols, names))
+    if uri is not None:
+        _WARM[uri] = None
+        _WARM.move_to_end(uri)
+        while len(_WARM) > 256:
+            _WARM.popitem(last=False)
+    return SameFile(chunks)
 
 
 def _relative(symbols: FileSymbols, node: tree_sitter.Node) -> FileSymbols:
     row, start = node.start_point.row, node.start_byte
     return FileSymbols(
-        tuple(d.shifted(-row, -start) for d in symbols.definitions),
+        tuple(_shift(d, -row, -start) for d in symbols.definitions),
         tuple(Import(i.module, i.names, i.line - row) for i in symbols.imports),
         symbols.package,
     )

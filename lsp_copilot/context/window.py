@@ -33,12 +33,30 @@ def _line_starts(data: bytes, end: int) -> list[int]:
     return starts
 
 
+class _LineStarts:
+    """Start offsets of lines before ``end``, found backwards and only as far as asked:
+    the window reads a few hundred lines of a file that may have tens of thousands."""
+
+    def __init__(self, data: bytes, end: int) -> None:
+        self._data = data
+        self.cursor_line = data.count(b"\n", 0, end)
+        self._known = {self.cursor_line: data.rfind(b"\n", 0, end) + 1}
+        self._lowest = self.cursor_line
+
+    def __getitem__(self, line: int) -> int:
+        while self._lowest > line:
+            start = self._known[self._lowest]
+            self._lowest -= 1
+            self._known[self._lowest] = self._data.rfind(b"\n", 0, start - 1) + 1
+        return self._known[line]
+
+
 def cursor_window(
     data: bytes, offset: int, counter: TokenCounter, prefix_budget: int, suffix_budget: int
 ) -> Window:
     """Largest anchored prefix within ``prefix_budget`` tokens, and a suffix of whole lines."""
-    starts = _line_starts(data, offset)
-    cursor_line = len(starts) - 1
+    starts = _LineStarts(data, offset)
+    cursor_line = starts.cursor_line
     # Count anchor chunks backwards from the cursor's chunk; stop before the budget breaks.
     first_anchor = (cursor_line // ANCHOR_LINES) * ANCHOR_LINES
     tokens = counter.count(data[starts[first_anchor] : offset].decode("utf-8", "replace"))

@@ -46,6 +46,7 @@ class Workspace:
         self._wake = threading.Event()
         self._worker: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._relative: dict[str, str | None] = {}
 
     # -- inputs (event loop) ----------------------------------------------------------
     def edited(self, uri: str, data: bytes | None = None) -> None:
@@ -108,7 +109,12 @@ class Workspace:
         return dict(self._recent)
 
     def relative(self, uri: str) -> str | None:
+        """The uri's path in the index (cached: resolving a path costs system calls)."""
+        if uri in self._relative:
+            return self._relative[uri]
         path = uri_to_path(uri)
-        if path is None or self.index is None:
-            return None
-        return self.index.relative(path)
+        rel = self.index.relative(path) if path is not None and self.index is not None else None
+        if len(self._relative) > 4096:
+            self._relative.clear()
+        self._relative[uri] = rel
+        return rel

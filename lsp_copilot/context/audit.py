@@ -1,0 +1,100 @@
+"""`lsp-copilot context FILE:LINE:COL`: what the engine would get, and where tokens go.
+
+Runs the same ``build_context`` as the server, with the engine's own tokenizer (the
+model folder's tokenizer.json; no engine is started) and an index of the workspace.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from lsp_copilot.context import build_context
+from lsp_copilot.context.budget import TokenCounter, fallback_counter, token_counter
+from lsp_copilot.context.index import WorkspaceIndex
+from lsp_copilot.context.workspace import Workspace
+from lsp_copilot.documents.languages import language_id_for_path
+from lsp_copilot.documents.store import DocumentStore
+from lsp_copilot.prompts import template_for
+
+
+def find_root(path: Path) -> Path:
+    """The nearest folder with a .git above ``path``, else the file's folder."""
+    start = path.resolve().parent
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return start
+
+
+def engine_counter(model: str | None) -> TokenCounter:
+    """The default engine's tokenizer when its folder is prepared; cl100k otherwise."""
+    if model:
+        return token_counter(model)
+    try:
+        from lsp_copilot.engine.models import default_model_dir
+
+        folder = default_model_dir()
+    except Exception:
+        return fallback_counter()
+    return token_counter(str(folder))
+
+
+def audit(path: Path, line: int, col: int, root: Path | None, budget: int,
+          model: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The audit JSON (schema in the README: layers, counts, the exact prompt) and timings."""
+    text = path.read_bytes().decode("utf-8", "surrogateescape")
+    store = DocumentStore()
+    uri = path.resolve().as_uri()
+    store.open(uri, language_id_for_path(str(path)), 0, text)
+    offset = store.get_offset(uri, line - 1, col - 1, "utf-32")
+    snapshot = store.snapshot(uri)
+    started = time.perf_counter()
+    index = WorkspaceIndex(root or find_root(path))
+    index.build()
+    index_seconds = time.perf_counter() - started
+    workspace = Workspace(index, lambda: [(uri, text)])
+    counter = engine_counter(model)
+    started = time.perf_counter()
+    ctx = build_context(snapshot, offset, counter, template_for(None), budget,
+                        workspace=workspace)
+    build_ms = (time.perf_counter() - started) * 1000
+    timings = {"index_seconds": round(index_seconds, 3), "build_ms": round(build_ms, 2),
+               "indexed_files": len(index)}
+    return {
+        "language": snapshot.grammar or snapshot.language_id,
+        "mode": ctx.mode,
+        "budget_tokens": ctx.budget_tokens,
+        "prompt_tokens": ctx.prompt_tokens,
+        "tokenizer": ctx.tokenizer,
+        "layers": [
+            {"name": layer.name, "source": layer.source, "tokens": layer.tokens,
+             "truncated": layer.truncated, "text": layer.text}
+            for layer in ctx.layers
+        ],
+        "prompt": ctx.prompt,
+    }, timings
+
+
+def render_table(report: dict[str, Any], timings: dict[str, Any] | None = None) -> str:
+    """The context composition audit as a table: layer, tokens, share, truncated, sources."""
+    rows = [("layer", "tokens", "share", "truncated", "source")]
+    total = report["prompt_tokens"] or 1
+    for layer in report["layers"]:
+        source = layer["source"]
+        if len(source) > 70:
+            source = source[:67] + "..."
+        rows.append((layer["name"], str(layer["tokens"]),
+                     f"{100 * layer['tokens'] / total:.0f}%", "yes" if layer["truncated"] else "",
+                     source))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4] for r in rows]
+    lines.append("")
+    lines.append(
+        f"{report['language']}, mode {report['mode']}: {report['prompt_tokens']} of "
+        f"{report['budget_tokens']} tokens ({report['tokenizer']})")
+    if timings:
+        lines.append(f"index: {timings['indexed_files']} files in {timings['index_seconds']} s; "
+                     f"context built in {timings['build_ms']} ms")
+    return "\n".join(lines)
