@@ -1,0 +1,56 @@
+"""`lsp-copilot context FILE:LINE:COL --json`: the audit JSON schema from issue 3."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from lsp_copilot.context.audit import audit, find_root, render_table
+
+LAYER_KEYS = {"name": str, "source": str, "tokens": int, "truncated": bool, "text": str}
+TOP_KEYS = {"language": str, "mode": str, "budget_tokens": int, "prompt_tokens": int,
+            "tokenizer": str, "layers": list, "prompt": str}
+
+
+def _workspace(tmp_path: Path) -> Path:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "lib.py").write_text("def scale(v, k):\n    return v * k\n")
+    (tmp_path / "main.py").write_text(
+        "from lib import scale\n\n\ndef run(v):\n    x = scale(v, 2)\n    return \n")
+    return tmp_path / "main.py"
+
+
+def _check_schema(report: dict[str, object]) -> None:
+    assert set(report) == set(TOP_KEYS)
+    for key, kind in TOP_KEYS.items():
+        assert isinstance(report[key], kind), key
+    layers = report["layers"]
+    assert isinstance(layers, list) and layers
+    for layer in layers:
+        assert set(layer) == set(LAYER_KEYS)
+        for key, kind in LAYER_KEYS.items():
+            assert isinstance(layer[key], kind), key
+
+
+def test_audit_schema_and_prompt(tmp_path: Path) -> None:
+    main = _workspace(tmp_path)
+    assert find_root(main) == tmp_path
+    report, timings = audit(main, 6, 12, None, 256)
+    _check_schema(report)
+    assert report["language"] == "python"
+    assert report["prompt_tokens"] <= report["budget_tokens"] == 256
+    assert "def scale(v, k):" in report["prompt"]
+    assert report["prompt"].endswith(report["layers"][-1]["text"])  # P0 last
+    assert "P0 cursor window" in render_table(report, timings)
+
+
+def test_cli_json(tmp_path: Path) -> None:
+    main = _workspace(tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-m", "lsp_copilot", "context", f"{main}:6:12", "--json",
+         "--budget", "300"], capture_output=True, text=True, check=True, timeout=60)
+    report = json.loads(out.stdout)
+    _check_schema(report)
+    assert report["budget_tokens"] == 300
