@@ -52,7 +52,9 @@ export function attach(rpc: Rpc, status: Status, ui: Ui, onSettled?: () => void)
 }
 
 export async function fetchStats(rpc: Rpc, status?: Status): Promise<Stats> {
-  const stats = await rpc.sendRequest<Stats>(STATS);
+  // `{}`, not no params at all: the server answers a custom request without `params` with
+  // InvalidParams (pygls requires the member; JSON-RPC allows leaving it out).
+  const stats = await rpc.sendRequest<Stats>(STATS, {});
   status?.onStats(stats);
   return stats;
 }

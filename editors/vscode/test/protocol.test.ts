@@ -1,0 +1,224 @@
+// Protocol tests: the real `lsp-copilot serve` over stdio, driven the way the extension drives
+// it: the same initializationOptions, the same progress/showMessage/stats wiring (attach,
+// waitForEngine), the extension's inline-completion middleware and feedback notifications.
+import { FakeClient, vscodeMock } from './mocks'; // must come first: installs the mocks
+import assert from 'node:assert/strict';
+import { ChildProcess, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { createProtocolConnection, ProtocolConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-languageserver-protocol/node';
+import * as extension from '../src/extension';
+import { Feedback } from '../src/feedback';
+import { Rpc, Stats } from '../src/protocol';
+import { settingsPayload } from '../src/settings';
+import { Item, ProgressValue, Status } from '../src/status';
+import { attach, fetchStats, ShowMessageParams, waitForEngine } from '../src/wiring';
+
+const ROOT = path.resolve(__dirname, '../../../..');
+const SERVER = process.env.LSP_COPILOT_SERVER ?? path.join(ROOT, '.venv/bin/lsp-copilot');
+const READY_TIMEOUT_MS = Number(process.env.LSP_COPILOT_READY_TIMEOUT_MS ?? 300_000);
+const LOG_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'lsp-copilot-vscode-'));
+
+interface Session {
+  conn: ProtocolConnection;
+  rpc: Rpc;
+  proc: ChildProcess;
+  status: Status;
+  item: Item;
+  messages: ShowMessageParams[];
+  progress: string[];
+  log: string;
+  init: any;
+}
+
+function rpcOf(conn: ProtocolConnection): Rpc {
+  return {
+    onRequest: (method, handler) => conn.onRequest(method, handler),
+    onNotification: (method, handler) => conn.onNotification(method, handler),
+    sendRequest: <R>(method: string, params?: unknown) =>
+      (params === undefined ? conn.sendRequest(method) : conn.sendRequest(method, params)) as Promise<R>,
+    sendNotification: (method, params) => conn.sendNotification(method, params),
+  };
+}
+
+async function startServer(name: string, values: Record<string, unknown>): Promise<Session> {
+  const log = path.join(LOG_DIR, `${name}.log`);
+  const proc = spawn(SERVER, ['serve'], { stdio: ['pipe', 'pipe', fs.openSync(log, 'w')] });
+  const conn = createProtocolConnection(new StreamMessageReader(proc.stdout!), new StreamMessageWriter(proc.stdin!));
+  const rpc = rpcOf(conn);
+  const item: Item = { text: '', tooltip: undefined, command: undefined, show: () => undefined };
+  const progress: string[] = [];
+  const status = new (class extends Status {
+    override onProgress(value: ProgressValue): void {
+      progress.push(value.kind);
+      super.onProgress(value);
+    }
+  })(item);
+  const messages: ShowMessageParams[] = [];
+  attach(rpc, status, { showMessage: (m) => messages.push(m) });
+  conn.onRequest('client/registerCapability', () => null);
+  conn.listen();
+  const config = { get: <T>(key: string) => values[key] as T | undefined };
+  const init = await conn.sendRequest('initialize', {
+    processId: process.pid,
+    rootUri: null,
+    workspaceFolders: null,
+    initializationOptions: settingsPayload(config),
+    capabilities: {
+      window: { workDoneProgress: true, showMessage: {} },
+      general: { positionEncodings: ['utf-16'] },
+      textDocument: {
+        synchronization: { dynamicRegistration: true, didSave: true },
+        completion: { completionItem: { snippetSupport: true } },
+        inlineCompletion: { dynamicRegistration: true },
+      },
+      workspace: { configuration: true, didChangeConfiguration: { dynamicRegistration: true } },
+    },
+  });
+  await conn.sendNotification('initialized', {});
+  return { conn, rpc, proc, status, item, messages, progress, log, init };
+}
+
+async function stopServer(s: Session): Promise<number | null> {
+  const exited = new Promise<number | null>((resolve) => s.proc.once('exit', (code) => resolve(code)));
+  try {
+    await Promise.race([s.conn.sendRequest('shutdown'), new Promise((r) => setTimeout(r, 30_000))]);
+    await s.conn.sendNotification('exit');
+  } catch {
+    // the server is gone already
+  }
+  const timer = setTimeout(() => s.proc.kill('SIGKILL'), 30_000);
+  const code = await exited;
+  clearTimeout(timer);
+  s.conn.dispose();
+  return code;
+}
+
+async function until(what: string, check: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${what}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const SOURCE = 'def add(a, b):\n    return ';
+const URI = 'file:///tmp/lsp-copilot-vscode-test/add.py';
+
+describe('against the real server and engine', { timeout: READY_TIMEOUT_MS + 120_000 }, () => {
+  let s: Session;
+  before(async () => {
+    vscodeMock.reset({ serverPath: SERVER, enable: true });
+    s = await startServer('engine', { maxTokensSingleLine: 16, serverPath: SERVER });
+  });
+  after(async () => {
+    if (s) {
+      assert.equal(await stopServer(s), 0, `server exit code (log: ${s.log})`);
+    }
+  });
+
+  test('advertises inline completion and loads the engine with progress', async () => {
+    assert.ok(s.init.capabilities.inlineCompletionProvider, 'inlineCompletionProvider');
+    const stats: Stats = await waitForEngine(s.rpc, s.status, READY_TIMEOUT_MS, 500);
+    assert.equal(stats.engine_state, 'ready', `engine_error: ${stats.engine_error} (log: ${s.log})`);
+    assert.deepEqual([s.progress[0], s.progress.at(-1)], ['begin', 'end']);
+    assert.equal(s.status.state, 'ready');
+    assert.deepEqual(s.messages.filter((m) => m.type === 1), []);
+  });
+
+  test('ghost text through the extension middleware, then accepted', async () => {
+    await s.conn.sendNotification('textDocument/didOpen', {
+      textDocument: { uri: URI, languageId: 'python', version: 1, text: SOURCE },
+    });
+    // The extension's own middleware, around a `next` that is the real request.
+    const sent: string[] = [];
+    const feedback = new Feedback((method, params) => {
+      sent.push(method);
+      void s.conn.sendNotification(method, params);
+    });
+    const client = extension.createClient(SERVER, ['serve'], {} as any, s.status, feedback) as unknown as FakeClient;
+    assert.ok(client instanceof FakeClient);
+    const provide = client.clientOptions.middleware.provideInlineCompletionItems;
+    const position = { line: 1, character: 11 };
+    const next = async () => {
+      const result: any = await s.conn.sendRequest('textDocument/inlineCompletion', {
+        textDocument: { uri: URI },
+        position,
+        context: { triggerKind: 2 },
+      });
+      return (Array.isArray(result) ? result : result.items).map((i: any) => ({ insertText: i.insertText, range: i.range }));
+    };
+    const items = await provide({ uri: { toString: () => URI } }, position, {}, { isCancellationRequested: false }, next);
+    assert.equal(items.length, 1, 'one suggestion');
+    const [item] = items;
+    assert.equal(typeof item.insertText, 'string');
+    assert.ok(item.insertText.length > 0, 'a non-empty suggestion');
+    assert.deepEqual(item.range, { start: position, end: position });
+    assert.ok(s.status.lastLatencyMs !== undefined);
+    assert.match(s.item.text, /\d+ ms/);
+
+    // VS Code inserts the text at the range, then runs the item's command.
+    const after = SOURCE + item.insertText;
+    await s.conn.sendNotification('textDocument/didChange', {
+      textDocument: { uri: URI, version: 2 },
+      contentChanges: [{ range: item.range, text: item.insertText }],
+    });
+    assert.equal(item.command.command, extension.COMMANDS.accepted);
+    feedback.accepted(item.command.arguments[0]); // what that command does
+    assert.deepEqual(sent, ['lspCopilot/didShow', 'lspCopilot/didAccept']);
+    assert.equal(after, SOURCE + item.insertText);
+
+    // The server took the edit and the notifications: it still answers, on the new text.
+    const lines = after.split('\n');
+    const end = { line: lines.length - 1, character: lines.at(-1)!.length };
+    const completion: any = await s.conn.sendRequest('textDocument/completion', { textDocument: { uri: URI }, position: end });
+    assert.ok(completion === null || Array.isArray(completion) || Array.isArray(completion.items));
+    const stats: Stats = await fetchStats(s.rpc);
+    assert.ok(stats.requests >= 2, `requests = ${stats.requests}`);
+  });
+
+  test('textDocument/completion gives an item with a textEdit', async () => {
+    const uri = 'file:///tmp/lsp-copilot-vscode-test/sum.py';
+    const text = 'def add(a, b):\n    return a + b\n\n\ndef total(values):\n    return ';
+    await s.conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text } });
+    const position = { line: 5, character: 11 };
+    const result: any = await s.conn.sendRequest('textDocument/completion', { textDocument: { uri }, position });
+    const items = Array.isArray(result) ? result : result.items;
+    assert.equal(items.length, 1);
+    assert.ok(items[0].textEdit.newText.length > 0);
+    assert.deepEqual(items[0].textEdit.range.end, position);
+  });
+});
+
+describe('without an engine', { timeout: 120_000 }, () => {
+  // A bad model fails at once, so the engine paths are covered without loading one (a
+  // shutdown or SIGTERM while an engine loads waits for the load to finish: see README).
+  test('disabled: idle and empty; Toggle starts the engine; a bad model shows why', async () => {
+    const s = await startServer('disabled', { enable: false, model: '/nonexistent/lsp-copilot-model' });
+    try {
+      const stats = await fetchStats(s.rpc);
+      assert.equal(stats.engine_state, 'idle');
+      assert.deepEqual(s.progress, []);
+      await s.conn.sendNotification('textDocument/didOpen', { textDocument: { uri: URI, languageId: 'python', version: 1, text: SOURCE } });
+      const result: any = await s.conn.sendRequest('textDocument/inlineCompletion', { textDocument: { uri: URI }, position: { line: 1, character: 11 }, context: { triggerKind: 1 } });
+      assert.deepEqual(Array.isArray(result) ? result : result.items, []);
+      // What the Toggle command sends.
+      const values: Record<string, unknown> = { enable: true, model: '/nonexistent/lsp-copilot-model' };
+      await s.conn.sendNotification('workspace/didChangeConfiguration', { settings: settingsPayload({ get: <T>(k: string) => values[k] as T }) });
+      await until('an error message', () => s.messages.some((m) => m.type === 1), 60_000);
+      assert.deepEqual([s.progress[0], s.progress.at(-1)], ['begin', 'end']);
+      assert.equal(s.status.state, 'error');
+      assert.match(s.status.error, /nonexistent\/lsp-copilot-model/);
+      assert.equal(s.item.command, 'lspCopilot.showError');
+      const after = await waitForEngine(s.rpc, s.status, 10_000);
+      assert.equal(after.engine_state, 'failed');
+      assert.equal(s.status.state, 'error');
+    } finally {
+      assert.equal(await stopServer(s), 0, 'clean exit');
+    }
+  });
+});
