@@ -20,6 +20,7 @@ from lsp_copilot.cache import CompletionCache, cache_key
 from lsp_copilot.config import Settings
 from lsp_copilot.context import Context, build_context
 from lsp_copilot.context.trigger import Mode, completion_mode
+from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.engine.base import Engine, EngineRequest, EngineResult, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager
@@ -85,6 +86,7 @@ class Completer:
         self._flights: dict[str, Flight] = {}  # uri -> the document's current generation
         self._shown: dict[str, _Shown] = {}
         self._secret: dict[tuple[str, int], str | None] = {}
+        self.workspace: Workspace | None = None  # index, open buffers, edits (context engine)
 
     @property
     def queue_depth(self) -> int:
@@ -149,7 +151,8 @@ class Completer:
             cursor = Cursor(cursor.line_before, cursor.line_after, cursor.line_before)
         template = template_for(None)
         context = build_context(
-            snapshot, prompt_offset, engine.counter, template, settings.max_prompt_tokens, mode
+            snapshot, prompt_offset, engine.counter, template, settings.max_prompt_tokens, mode,
+            workspace=self.workspace,
         )
         max_tokens = (
             settings.max_tokens_single_line if mode == "single-line"

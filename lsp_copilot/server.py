@@ -18,6 +18,7 @@ from lsp_copilot import __version__
 from lsp_copilot.cache import CompletionCache, cache_root, workspace_folder
 from lsp_copilot.completion import Completer
 from lsp_copilot.config import Settings
+from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.buffer import Encoding
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.manager import EngineManager
@@ -112,6 +113,11 @@ class CopilotServer(LanguageServer):
         )
         self.scheduler = Scheduler(self.telemetry)
         self.told_once: set[str] = set()
+        # What the context engine reads beyond the buffer: the workspace index (built after
+        # `initialized`), the open buffers, recent edits.
+        self.sources = Workspace(documents=lambda: [
+            (uri, self.store.buffer(uri).text) for uri in self.store.uris()])
+        self.completer.workspace = self.sources
 
     def show(self, kind: types.MessageType, message: str) -> None:
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.INFO, message)
@@ -146,7 +152,7 @@ class CopilotServer(LanguageServer):
 
 def create_server(engines: EngineManager | None = None) -> CopilotServer:
     """Build the server and register every feature: the only place that does."""
-    from lsp_copilot.handlers import completion, documents, feedback, lifecycle, stats
+    from lsp_copilot.handlers import completion, documents, feedback, lifecycle, stats, workspace
 
     server = CopilotServer(engines)
     server.feature(types.INITIALIZE)(lifecycle.initialize)
@@ -157,6 +163,8 @@ def create_server(engines: EngineManager | None = None) -> CopilotServer:
     server.feature(types.TEXT_DOCUMENT_DID_OPEN)(documents.did_open)
     server.feature(types.TEXT_DOCUMENT_DID_CHANGE)(documents.did_change)
     server.feature(types.TEXT_DOCUMENT_DID_CLOSE)(documents.did_close)
+    server.feature(types.TEXT_DOCUMENT_DID_SAVE)(workspace.did_save)
+    server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(workspace.did_change_watched_files)
     server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())(
         completion.inline_completion
     )

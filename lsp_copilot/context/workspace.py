@@ -20,7 +20,8 @@ from lsp_copilot.context.index import WorkspaceIndex
 log = logging.getLogger(__name__)
 
 RECENT_LIMIT = 32
-REINDEX_DELAY = 0.3
+REINDEX_DELAY = 1.5
+"""Seconds an edited buffer waits before its re-indexing (bursts of keys cost one)."""
 
 
 def uri_to_path(uri: str) -> Path | None:

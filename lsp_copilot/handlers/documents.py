@@ -43,6 +43,7 @@ def did_change(ls: CopilotServer, params: types.DidChangeTextDocumentParams) -> 
     except (DocumentError, PositionError) as exc:
         log.warning("didChange for %s not applied: %s", uri, exc)
         return
+    ls.sources.edited(uri, ls.store.buffer(uri).data)  # recency + index, off the loop
     _tell_once(ls, uri)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from lsprotocol import types
 
 from lsp_copilot.config import parse_settings
+from lsp_copilot.handlers import workspace
 from lsp_copilot.server import CopilotServer
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ def _spawn(ls: CopilotServer) -> None:
 
 
 def initialized(ls: CopilotServer, params: types.InitializedParams) -> None:
+    workspace.start_index(ls)  # background thread: the context engine's workspace index
     if ls.settings.enable:  # disabled: keep the GPU/RAM free until the user enables it
         _spawn(ls)
 
