@@ -161,7 +161,9 @@ class _Builder:
         end = offset
         while end > start and (chr(self.data[end - 1]).isalnum() or self.data[end - 1] == 95):
             end -= 1
-        self.references = references_near(q, self.tree, self.data, start, end)[:MAX_NAMES]
+        found = references_near(q, self.tree, self.data, start, end)[:MAX_NAMES]
+        self.references = [name for name, _ in found]
+        self.captured = {name for name, captured in found if captured}
         self.rel = self.workspace.relative(snapshot.uri) if self.workspace else None
         self.imports = self.symbols.imports
         self.resolved: list[tuple[str, str, tuple[str, ...]]] = []
@@ -242,27 +244,37 @@ class _Builder:
         candidates: list[_Block] = []
         imported_files = {target for _, target, _ in self.resolved}
         open_files, recent = self._open_and_recent()
+        # A plain identifier (not a call, type or qualifier) is often a local variable that
+        # merely shares its name with a field somewhere: such matches come after the rest.
+        weak: list[_Block] = []
         for name in self.references:
+            captured = name in self.captured
             defined = self.symbols.named(name)
             local = [d for d in defined if not self.visible(d, first_line)
                      and not self._encloses(d)]
             if local:
-                candidates.extend(self.block_for(self.path, d) for d in local[:2])
+                strong = captured or local[0].container is None
+                (candidates if strong else weak).extend(
+                    self.block_for(self.path, d) for d in local[:2])
                 continue
             if defined:
                 continue  # defined in the window itself
             if self.index is not None:
-                for rel, d in self.index.ranked(name, self.rel, imported_files,
-                                                open_files, recent)[:1]:
-                    candidates.append(self.block_for(rel, d))
+                ranked = self.index.ranked(name, self.rel, imported_files, open_files, recent)
+                for rel, d in ranked[:1]:
+                    strong = (captured and d.kind != "field") or rel in imported_files
+                    (candidates if strong else weak).append(self.block_for(rel, d))
         # Then this file's outline: top-level definitions nearest the cursor first.
         outline = [d for d in self.symbols.top_level()
                    if not self.visible(d, first_line)
                    and not self._encloses(d)]
         outline.sort(key=lambda d: (abs(d.start_line - self.cursor_row), d.start_line))
-        candidates.extend(_Block(self.path, d.start_line,
+        outline_blocks = [_Block(self.path, d.start_line,
                                  d.summary if d.kind in ("class", "interface") else d.signature)
-                          for d in outline)
+                          for d in outline]
+        # Measured on the standard library (bench context): weak matches before this file's
+        # outline gave a definition recall of 0.47, after it 0.41.
+        candidates.extend(weak + outline_blocks)
         return self._fill_new(candidates, allowance)
 
     def _encloses(self, d: Definition) -> bool:

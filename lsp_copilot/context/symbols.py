@@ -531,8 +531,9 @@ def scopes_at(q: LanguageQueries, tree: tree_sitter.Tree, offset: int) -> Scopes
 
 
 def references_near(q: LanguageQueries, tree: tree_sitter.Tree, data: bytes,
-                    start: int, end: int) -> list[str]:
-    """Names referenced between byte ``start`` and ``end``, nearest to ``end`` first.
+                    start: int, end: int) -> list[tuple[str, bool]]:
+    """Names referenced between byte ``start`` and ``end``, nearest to ``end`` first, each
+    with whether a reference query captured it.
 
     Query captures (calls, types, module qualifiers) come first; other identifiers in the
     range follow, since a variable used near the cursor may be a global defined elsewhere.
@@ -561,4 +562,5 @@ def references_near(q: LanguageQueries, tree: tree_sitter.Tree, data: bytes,
                     found[name] = n.end_byte
         else:
             stack.extend(n.children)
-    return [name for name, _ in sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))]
+    ranked = sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [(name, pos > len(data)) for name, pos in ranked]
