@@ -1,0 +1,382 @@
+-- lsp-copilot for Neovim: starts `lsp-copilot serve` for programming filetypes and shows
+-- its inline completions as ghost text; <Tab> accepts.
+--   Neovim 0.12: vim.lsp.config / vim.lsp.enable and vim.lsp.inline_completion.
+--   Neovim 0.10, 0.11: ghost text of our own (lsp_copilot.ghost), from
+--   textDocument/inlineCompletion requested as the user types.
+local feedback = require('lsp_copilot.feedback')
+local ghost = require('lsp_copilot.ghost')
+
+local M = {}
+
+M.name = 'lsp_copilot'
+
+---@class lsp_copilot.Options
+---@field cmd? string[] server command (default: lsp-copilot on PATH or in a .venv above the cwd, with `serve`)
+---@field filetypes? string[] filetypes to attach to (default: M.default_filetypes)
+---@field root_markers? string[]
+---@field settings? table server settings, camelCase (enable, model, maxPromptTokens, ...)
+---@field ghost_text? 'auto'|'native'|'extmark' native needs Neovim 0.12 (auto: native when available)
+---@field accept_key? string|false insert-mode key that accepts (default <Tab>; falls back to the key itself)
+---@field dismiss_key? string|false insert-mode key that dismisses (default <C-]>)
+---@field debounce_ms? integer extmark ghost text: wait this long after a keystroke (default 150)
+
+M.default_filetypes = {
+  'c', 'cpp', 'cs', 'css', 'go', 'haskell', 'html', 'java', 'javascript', 'javascriptreact',
+  'json', 'kotlin', 'lua', 'make', 'markdown', 'ocaml', 'php', 'python', 'ruby', 'rust',
+  'scala', 'sh', 'sql', 'swift', 'toml', 'typescript', 'typescriptreact', 'vim', 'yaml', 'zig',
+}
+
+---@type lsp_copilot.Options
+M.options = {}
+
+---@type { state: string, message: string, latency_ms: number? }
+M.state = { state = 'starting', message = '' }
+
+local has_011 = vim.fn.has('nvim-0.11') == 1
+
+---@param client vim.lsp.Client
+function M.is_stopped(client)
+  if has_011 then
+    return client:is_stopped()
+  end
+  return client.is_stopped() ---@diagnostic disable-line
+end
+
+--- The server command: lsp-copilot on PATH, else in a virtual environment above the cwd.
+---@return string[]?
+function M.find_cmd()
+  local exe = vim.fn.exepath('lsp-copilot')
+  if exe == '' then
+    for _, venv in ipairs({ '.venv', 'venv', 'env' }) do
+      local found = vim.fs.find(venv .. '/bin/lsp-copilot', { upward = true, path = vim.fn.getcwd() })[1]
+      if found and vim.fn.executable(found) == 1 then
+        exe = found
+        break
+      end
+    end
+  end
+  return exe ~= '' and { exe, 'serve' } or nil
+end
+
+function M.native()
+  local mode = M.options.ghost_text or 'auto'
+  if mode == 'extmark' then
+    return false
+  end
+  return vim.lsp.inline_completion ~= nil
+end
+
+---@param bufnr? integer
+---@return vim.lsp.Client?
+function M.client(bufnr)
+  return vim.lsp.get_clients({ name = M.name, bufnr = bufnr })[1]
+end
+
+---@param client vim.lsp.Client
+---@param method string
+---@param params table?
+---@param handler fun(err: any, result: any)
+function M.request(client, method, params, handler)
+  if has_011 then
+    return client:request(method, params, handler)
+  end
+  return client.request(method, params, handler) ---@diagnostic disable-line
+end
+
+---@param client vim.lsp.Client
+---@param method string
+---@param params table?
+---@param timeout_ms integer?
+---@return any result, any err
+function M.request_sync(client, method, params, timeout_ms)
+  local response
+  if has_011 then
+    response = client:request_sync(method, params, timeout_ms or 5000)
+  else
+    response = client.request_sync(method, params, timeout_ms or 5000) ---@diagnostic disable-line
+  end
+  if not response then
+    return nil, 'timeout'
+  end
+  return response.result, response.err
+end
+
+--- lspCopilot/stats. `{}` rather than no params: the server rejects a custom request
+--- whose params are missing.
+---@return table? stats, any err
+function M.stats(timeout_ms)
+  local client = M.client()
+  if not client then
+    return nil, 'lsp-copilot is not running'
+  end
+  return M.request_sync(client, 'lspCopilot/stats', vim.empty_dict(), timeout_ms)
+end
+
+--- For statuslines: "lsp-copilot: loading (…)", "lsp-copilot 120 ms", "lsp-copilot: error".
+function M.statusline()
+  local s = M.state
+  if s.state == 'ready' then
+    return s.latency_ms and ('lsp-copilot %d ms'):format(s.latency_ms) or 'lsp-copilot'
+  end
+  return ('lsp-copilot: %s%s'):format(s.state, s.message ~= '' and (' (' .. s.message .. ')') or '')
+end
+
+local function server_settings()
+  return { lspCopilot = M.options.settings or vim.empty_dict() }
+end
+
+function M.toggle()
+  M.options.settings = M.options.settings or {}
+  local enable = M.options.settings.enable == false
+  M.options.settings.enable = enable
+  M.state = { state = enable and 'loading' or 'disabled', message = '' }
+  for _, client in ipairs(vim.lsp.get_clients({ name = M.name })) do
+    if has_011 then
+      client:notify('workspace/didChangeConfiguration', { settings = server_settings() })
+    else
+      client.notify('workspace/didChangeConfiguration', { settings = server_settings() }) ---@diagnostic disable-line
+    end
+  end
+  if not enable then
+    ghost.dismiss()
+  end
+  vim.notify('lsp-copilot ' .. (enable and 'enabled' or 'disabled'))
+  return enable
+end
+
+--- Accept the suggestion on screen (applied on the next tick, so that this works from an
+--- <expr> mapping). Returns false when there is none.
+function M.accept()
+  if M.native() then
+    return vim.lsp.inline_completion.get({ on_accept = M._accept_native })
+  end
+  if not ghost.current() then
+    return false
+  end
+  vim.schedule(ghost.accept)
+  return true
+end
+
+--- Apply a vim.lsp.inline_completion item (what Neovim's default does), then tell the server.
+---@param item vim.lsp.inline_completion.Item
+function M._accept_native(item)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local text = type(item.insert_text) == 'string' and item.insert_text or item.insert_text.value
+  local lines = vim.split(text, '\n', { plain = true })
+  local row, col, end_row, end_col
+  if item.range then
+    row, col = item.range.start.row, item.range.start.col
+    end_row, end_col = item.range.end_.row, item.range.end_.col
+  else
+    local cursor = vim.api.nvim_win_get_cursor(0)
+    row, col, end_row, end_col = cursor[1] - 1, cursor[2], cursor[1] - 1, cursor[2]
+  end
+  vim.api.nvim_buf_set_text(bufnr, row, col, end_row, end_col, lines)
+  vim.api.nvim_win_set_cursor(0, { row + #lines, (#lines == 1 and col or 0) + #lines[#lines] })
+  local client = vim.lsp.get_client_by_id(item.client_id)
+  if client then
+    feedback.accepted(client)
+  end
+end
+
+--- Neovim 0.12's inline completion calls the request handler directly: wrap our client's
+--- request() to see what was shown (didShow / didReject) and how long it took.
+---@param client vim.lsp.Client
+local function watch_inline_results(client)
+  local request = client.request
+  ---@diagnostic disable-next-line: duplicate-set-field
+  client.request = function(self, method, params, handler, bufnr)
+    if method == 'textDocument/inlineCompletion' and handler then
+      local started = vim.uv.hrtime()
+      local inner = handler
+      handler = function(err, result, ctx, config)
+        M.state.latency_ms = (vim.uv.hrtime() - started) / 1e6
+        local items = not err and result and (result.items or result) or {}
+        local item = items[1]
+        local text = item and (type(item.insertText) == 'string' and item.insertText or item.insertText.value)
+        if text and text ~= '' then
+          feedback.shown(self, { uri = params.textDocument.uri, position = params.position, text = text })
+        else
+          feedback.dismissed(self)
+        end
+        return inner(err, result, ctx, config)
+      end
+    end
+    return request(self, method, params, handler, bufnr)
+  end
+end
+
+---@param client vim.lsp.Client
+---@param bufnr integer
+local function on_attach(client, bufnr)
+  if M.native() then
+    vim.lsp.inline_completion.enable(true, { bufnr = bufnr })
+    vim.api.nvim_create_autocmd('InsertLeave', {
+      buffer = bufnr,
+      callback = function()
+        feedback.dismissed(client)
+      end,
+    })
+  else
+    ghost.attach(client, bufnr, M.options.debounce_ms or 150)
+  end
+end
+
+local function on_init(client)
+  if M.native() then
+    watch_inline_results(client)
+  else
+    -- latency for the statusline, from the extmark path's own requests
+    local request = client.request
+    ---@diagnostic disable-next-line: duplicate-set-field
+    client.request = function(self, method, params, handler, bufnr)
+      if method == 'textDocument/inlineCompletion' and handler then
+        local started, inner = vim.uv.hrtime(), handler
+        handler = function(...)
+          M.state.latency_ms = (vim.uv.hrtime() - started) / 1e6
+          return inner(...)
+        end
+      end
+      return request(self, method, params, handler, bufnr)
+    end
+  end
+end
+
+--- Switch between Neovim's inline completion and the extmark ghost text at run time.
+---@param mode 'auto'|'native'|'extmark'
+function M.use_ghost(mode)
+  M.options.ghost_text = mode
+  for _, client in ipairs(vim.lsp.get_clients({ name = M.name })) do
+    for bufnr in pairs(client.attached_buffers) do
+      if vim.lsp.inline_completion then
+        vim.lsp.inline_completion.enable(M.native(), { bufnr = bufnr })
+      end
+      if M.native() then
+        ghost.detach_all()
+      else
+        on_attach(client, bufnr)
+      end
+    end
+  end
+end
+
+local function track_progress()
+  local group = vim.api.nvim_create_augroup('lsp_copilot.progress', { clear = true })
+  vim.api.nvim_create_autocmd('LspProgress', {
+    group = group,
+    callback = function(ev)
+      local client = vim.lsp.get_client_by_id(ev.data.client_id)
+      if not client or client.name ~= M.name then
+        return
+      end
+      local value = ev.data.params.value
+      if value.kind == 'end' then
+        -- The end message says "ready" or why not; stats say which. Asynchronously: a
+        -- synchronous request would nest the event loop inside this autocommand.
+        M.request(client, 'lspCopilot/stats', vim.empty_dict(), function(err, stats)
+          if not err and stats then
+            M.state.state = stats.engine_state == 'failed' and 'error' or stats.engine_state
+            M.state.message = stats.engine_error or ''
+            vim.cmd.redrawstatus()
+          end
+        end)
+      else
+        M.state.state = 'loading'
+        M.state.message = value.message or value.title or ''
+      end
+      vim.cmd.redrawstatus()
+    end,
+  })
+end
+
+local function show_stats()
+  local stats, err = M.stats()
+  if not stats then
+    vim.notify('lsp-copilot: ' .. vim.inspect(err), vim.log.levels.ERROR)
+    return
+  end
+  local lines = vim.split(vim.inspect(stats), '\n')
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].filetype = 'lua'
+  vim.bo[buf].bufhidden = 'wipe'
+  vim.b[buf].lsp_copilot_stats = stats
+  local width = math.min(80, vim.o.columns - 4)
+  local height = math.min(#lines, vim.o.lines - 4)
+  vim.api.nvim_open_win(buf, true, {
+    relative = 'editor', style = 'minimal', border = 'rounded', title = ' lsp-copilot stats ',
+    width = width, height = math.max(height, 1), row = 1, col = math.max(0, vim.o.columns - width - 2),
+  })
+  vim.keymap.set('n', 'q', '<cmd>close<cr>', { buffer = buf })
+end
+
+---@param opts? lsp_copilot.Options
+function M.setup(opts)
+  M.options = vim.tbl_deep_extend('force', {
+    ghost_text = 'auto',
+    accept_key = '<Tab>',
+    dismiss_key = '<C-]>',
+    debounce_ms = 150,
+    settings = {},
+  }, opts or {})
+  local cmd = M.options.cmd or M.find_cmd()
+  if not cmd then
+    vim.notify('lsp-copilot: `lsp-copilot` not found; pass setup({ cmd = { "/path/to/lsp-copilot", "serve" } })',
+      vim.log.levels.ERROR)
+    return
+  end
+  M.options.cmd = cmd
+  local config = {
+    name = M.name,
+    cmd = cmd,
+    filetypes = M.options.filetypes or M.default_filetypes,
+    root_markers = M.options.root_markers or { '.git', 'pyproject.toml', 'package.json', 'go.mod', 'Cargo.toml' },
+    init_options = server_settings(),
+    settings = server_settings(),
+    on_init = on_init,
+    on_attach = on_attach,
+  }
+  if vim.lsp.config and vim.lsp.enable then -- 0.11+
+    vim.lsp.config(M.name, config)
+    vim.lsp.enable(M.name)
+  else -- 0.10
+    vim.api.nvim_create_autocmd('FileType', {
+      group = vim.api.nvim_create_augroup('lsp_copilot.start', { clear = true }),
+      pattern = config.filetypes,
+      callback = function(ev)
+        local root = vim.fs.root(ev.buf, config.root_markers) or vim.fn.getcwd()
+        vim.lsp.start(vim.tbl_extend('force', config, { root_dir = root }), { bufnr = ev.buf })
+      end,
+    })
+  end
+  track_progress()
+
+  if M.options.accept_key then
+    vim.keymap.set('i', M.options.accept_key, function()
+      if not M.accept() then
+        return vim.keycode(M.options.accept_key)
+      end
+      return ''
+    end, { expr = true, replace_keycodes = false, desc = 'lsp-copilot: accept the suggestion' })
+  end
+  if M.options.dismiss_key then
+    vim.keymap.set('i', M.options.dismiss_key, function()
+      ghost.dismiss()
+      local client = M.client(0)
+      if client then
+        feedback.dismissed(client)
+      end
+      if M.native() then
+        vim.lsp.inline_completion.enable(false, { bufnr = 0 })
+        vim.lsp.inline_completion.enable(true, { bufnr = 0 })
+      end
+    end, { desc = 'lsp-copilot: dismiss the suggestion' })
+  end
+
+  vim.api.nvim_create_user_command('LspCopilotStats', show_stats, { desc = 'lsp-copilot: show server stats' })
+  vim.api.nvim_create_user_command('LspCopilotToggle', function()
+    M.toggle()
+  end, { desc = 'lsp-copilot: enable or disable completions' })
+end
+
+return M

@@ -1,0 +1,202 @@
+-- Headless test against the real server and engine (Neovim 0.12):
+--   nvim --headless -n -u NONE -c 'luafile editors/nvim/test/test_ghost.lua'
+-- Opens a real file, types, waits for the ghost text, accepts it with <Tab> and checks the
+-- buffer; then :LspCopilotStats, :LspCopilotToggle, :checkhealth, and the extmark path
+-- (Neovim 0.10/0.11) on the same server. Exit code 0 on success.
+local here = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h')
+local root = vim.fn.fnamemodify(here, ':h:h:h')
+vim.opt.rtp:prepend(vim.fn.fnamemodify(here, ':h'))
+vim.cmd('filetype on')
+vim.o.swapfile = false
+vim.o.showmode = false
+
+local server = os.getenv('LSP_COPILOT_SERVER') or (root .. '/.venv/bin/lsp-copilot')
+local ready_timeout = tonumber(os.getenv('LSP_COPILOT_READY_TIMEOUT_MS') or '') or 300000
+local started = vim.uv.hrtime()
+
+local function log(fmt, ...)
+  io.stdout:write(('[%6.1fs] '):format((vim.uv.hrtime() - started) / 1e9) .. fmt:format(...) .. '\n')
+  io.stdout:flush()
+end
+
+local failures = 0
+local function check(ok, what, detail)
+  if ok then
+    log('ok: %s', what)
+  else
+    failures = failures + 1
+    log('FAIL: %s %s', what, detail and vim.inspect(detail) or '')
+  end
+  return ok
+end
+
+local function sleep(ms)
+  local this = coroutine.running()
+  vim.defer_fn(function()
+    assert(coroutine.resume(this))
+  end, ms)
+  coroutine.yield()
+end
+
+local function wait_for(what, timeout_ms, fn)
+  local deadline = vim.uv.now() + timeout_ms
+  while true do
+    local value = fn()
+    if value then
+      return value
+    end
+    if vim.uv.now() > deadline then
+      error('timed out waiting for ' .. what)
+    end
+    sleep(100)
+  end
+end
+
+local function type_keys(keys)
+  vim.api.nvim_feedkeys(vim.keycode(keys), 'mt', false)
+  sleep(50)
+end
+
+--- The ghost text on screen, from the extmarks of namespace `ns` (virt_text + virt_lines).
+local function ghost_text(bufnr, ns)
+  local marks = vim.api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, { details = true })
+  local mark = marks[1]
+  if not mark then
+    return nil
+  end
+  local details = mark[4]
+  local lines = { table.concat(vim.tbl_map(function(c) return c[1] end, details.virt_text or {})) }
+  for _, vl in ipairs(details.virt_lines or {}) do
+    table.insert(lines, table.concat(vim.tbl_map(function(c) return c[1] end, vl)))
+  end
+  local text = table.concat(lines, '\n')
+  return text ~= '' and text or nil
+end
+
+local dir = vim.fn.tempname()
+vim.fn.mkdir(dir, 'p')
+
+--- Open `name` with `header`, type `typed` on a new last line, wait for ghost text from
+--- namespace `ns`, accept it with <Tab>; return the line before and the buffer after.
+local function type_and_accept(name, header, typed, ns)
+  local path = dir .. '/' .. name
+  vim.fn.writefile(header, path)
+  vim.cmd.edit(path)
+  local bufnr = vim.api.nvim_get_current_buf()
+  check(vim.bo[bufnr].filetype == 'python', name .. ' is python')
+  wait_for('the client to attach', 30000, function()
+    return require('lsp_copilot').client(bufnr)
+  end)
+  type_keys('Go' .. typed)
+  local text = wait_for('ghost text', 60000, function()
+    -- pause typing, as a user does; re-trigger by typing a space and deleting it if a
+    -- suggestion was empty (the model answers at the end of the line)
+    return ghost_text(bufnr, ns)
+  end)
+  log('ghost text: %q', text)
+  local before = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+  type_keys('<Tab>')
+  sleep(200)
+  type_keys('<Esc>')
+  local after = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+  return text, before, after, bufnr
+end
+
+local function main()
+  local copilot = require('lsp_copilot')
+  copilot.setup({ cmd = { server, 'serve' }, settings = { maxTokensSingleLine = 16 } })
+  check(vim.lsp.inline_completion ~= nil and copilot.native(), 'Neovim 0.12 native inline completion in use')
+
+  -- 1. Start the server on a real file and wait for the engine.
+  local path = dir .. '/start.py'
+  vim.fn.writefile({ 'import os', '' }, path)
+  vim.cmd.edit(path)
+  local client = wait_for('lsp-copilot to attach', 30000, function()
+    return copilot.client(0)
+  end)
+  local sent = {}
+  local notify = client.notify
+  client.notify = function(self, method, params) ---@diagnostic disable-line: duplicate-set-field
+    table.insert(sent, method)
+    return notify(self, method, params)
+  end
+  local stats = wait_for('engine ready', ready_timeout, function()
+    local s = copilot.stats(5000)
+    if s and s.engine_state == 'failed' then
+      error('engine failed: ' .. tostring(s.engine_error))
+    end
+    return s and s.engine_state == 'ready' and s
+  end)
+  log('engine ready: %s', vim.inspect(stats.engine and stats.engine.model))
+  check(copilot.state.state == 'ready', 'statusline state follows progress', copilot.state)
+
+  -- 2. Native path: type, ghost text, <Tab>, buffer = before + suggestion.
+  local ns = vim.api.nvim_get_namespaces()['nvim.lsp.inline_completion']
+  local text, before, after = type_and_accept('add.py', { 'def add(a, b):' }, '    return ', ns)
+  local expected = vim.split(before[#before] .. text, '\n', { plain = true })
+  check(#text > 0, 'non-empty suggestion')
+  check(vim.deep_equal(after, vim.list_extend(vim.list_slice(before, 1, #before - 1), expected)),
+    'buffer after <Tab> = typed text + suggestion', { before = before, after = after, text = text })
+  check(vim.tbl_contains(sent, 'lspCopilot/didShow'), 'didShow sent', sent)
+  check(vim.tbl_contains(sent, 'lspCopilot/didAccept'), 'didAccept sent', sent)
+  check(copilot.statusline():match('%d+ ms') ~= nil, 'statusline shows latency: ' .. copilot.statusline())
+
+  -- 3. :LspCopilotStats opens a window with the counters.
+  vim.cmd('LspCopilotStats')
+  local shown = vim.b.lsp_copilot_stats
+  check(shown and shown.engine_state == 'ready' and shown.requests >= 1, ':LspCopilotStats shows the stats', shown)
+  vim.cmd('close')
+
+  -- 4. :LspCopilotToggle sends enable = false (completions empty), and back.
+  vim.fn.writefile({ 'def add(a, b):', '    return ' }, dir .. '/toggle.py')
+  vim.cmd.edit(dir .. '/toggle.py')
+  local bufnr = vim.api.nvim_get_current_buf()
+  wait_for('the client to attach', 30000, function()
+    return copilot.client(bufnr)
+  end)
+  local params = { textDocument = { uri = vim.uri_from_bufnr(bufnr) }, position = { line = 1, character = 11 },
+    context = { triggerKind = 1 } }
+  local function count()
+    local result = copilot.request_sync(client, 'textDocument/inlineCompletion', params, 60000)
+    return result and #(result.items or result)
+  end
+  check(count() == 1, 'enabled: a completion')
+  vim.cmd('LspCopilotToggle')
+  sleep(300)
+  check(count() == 0, 'after :LspCopilotToggle: no completion')
+  vim.cmd('LspCopilotToggle')
+  sleep(300)
+  check(count() == 1, 'after :LspCopilotToggle again: a completion')
+
+  -- 5. :checkhealth lsp_copilot
+  vim.cmd('checkhealth lsp_copilot')
+  local health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+  check(health:match('engine ready') ~= nil and health:match('ERROR') == nil, ':checkhealth lsp_copilot', health)
+  vim.cmd('bwipeout!')
+
+  -- 6. The Neovim 0.10/0.11 path (extmarks of our own), same server.
+  copilot.use_ghost('extmark')
+  check(not copilot.native(), 'extmark ghost text in use')
+  local gtext, gbefore, gafter = type_and_accept('sum.py', { 'def total(values):', '    result = 0' },
+    '    for value in ', require('lsp_copilot.ghost').ns)
+  local gexpected = vim.split(gbefore[#gbefore] .. gtext, '\n', { plain = true })
+  check(vim.deep_equal(gafter, vim.list_extend(vim.list_slice(gbefore, 1, #gbefore - 1), gexpected)),
+    'extmark path: buffer after <Tab> = typed text + suggestion', { before = gbefore, after = gafter, text = gtext })
+end
+
+coroutine.wrap(function()
+  local ok, err = xpcall(main, debug.traceback)
+  if not ok then
+    failures = failures + 1
+    log('ERROR: %s', err)
+  end
+  log('%s (%d failure%s)', failures == 0 and 'PASS' or 'FAIL', failures, failures == 1 and '' or 's')
+  -- Stop the server cleanly (shutdown + exit), then quit with the result.
+  for _, c in ipairs(vim.lsp.get_clients()) do
+    c:stop()
+  end
+  vim.wait(30000, function()
+    return #vim.lsp.get_clients() == 0
+  end)
+  vim.cmd((failures == 0 and 'qall!' or 'cquit! 1'))
+end)()
