@@ -42,6 +42,8 @@ LAYER_NAMES = {
 REFERENCE_LINES = 24
 """References are collected from this many lines above the cursor (and the cursor line)."""
 MAX_NAMES = 40
+SPARE_MARGIN = 24
+"""Tokens kept back for the joins between layers and the current file's header line."""
 MAX_MODULE_SYMBOLS = 30
 
 
@@ -386,6 +388,23 @@ def build_context(
                 builder.used = {u for u in builder.used if u[0] != builder.path}
                 layers["P1"] = builder.p1(window.first_line, _first_byte(window, offset),
                                           layers["P1"].tokens)
+        # The window grows by whole anchors only, so some budget is usually left: offer it
+        # again to the layers that were cut, in priority order.
+        spare = budget - overhead - window.prefix_tokens - window.suffix_tokens - sum(
+            f.tokens for f in layers.values()) - SPARE_MARGIN
+        for key in ("P2", "P3", "P4"):
+            if spare < 16 or not layers[key].truncated:
+                continue
+            for b in layers[key].blocks:
+                builder.used.discard((b.path, b.line))
+            room = layers[key].tokens + spare
+            if key == "P2":
+                layers[key] = builder.p2(window.first_line, room)
+            elif key == "P3":
+                layers[key] = builder.p3(room)
+            else:
+                layers[key] = builder.p4(window.first_line, room)
+            spare = room - layers[key].tokens
     here = f"{q.comment} {_display_path(snapshot, workspace)}\n" if q is not None else ""
     header, rendered = _assemble(q, layers, here)
     prompt = template.render(window.prefix, window.suffix, header)
