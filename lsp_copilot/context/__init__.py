@@ -42,6 +42,7 @@ LAYER_NAMES = {
 REFERENCE_LINES = 24
 """References are collected from this many lines above the cursor (and the cursor line)."""
 MAX_NAMES = 40
+JOIN_MARGIN = 8
 SPARE_MARGIN = 24
 """Tokens kept back for the joins between layers and the current file's header line."""
 MAX_MODULE_SYMBOLS = 30
@@ -353,8 +354,15 @@ def build_context(
     *,
     workspace: Workspace | None = None,
     shares: dict[str, float] | None = None,
+    exact_count: bool = False,
 ) -> Context:
-    """Assemble the prompt for the cursor at byte ``offset``; same input, same bytes out."""
+    """Assemble the prompt for the cursor at byte ``offset``; same input, same bytes out.
+
+    ``prompt_tokens`` is exact with ``exact_count`` (the audit command); otherwise it is
+    the sum of the parts' counts when that sum is at least ``JOIN_MARGIN`` under the
+    budget (a join can merge a token or two, never add ``JOIN_MARGIN``), and exact when
+    the prompt comes near the budget.
+    """
     mode = mode or completion_mode(snapshot, offset)
     shares = {**SHARES, **(shares or {})}
     q = queries_for(snapshot.grammar) if snapshot.tree is not None else None
@@ -408,9 +416,19 @@ def build_context(
     here = f"{q.comment} {_display_path(snapshot, workspace)}\n" if q is not None else ""
     header, rendered = _assemble(q, layers, here)
     prompt = template.render(window.prefix, window.suffix, header)
-    # Token counts of parts need not add up exactly (merges across joins): check the whole
-    # and drop the lowest-priority blocks until the prompt fits.
-    while counter.count(prompt) > budget:
+    # Token counts of parts need not add up exactly (merges across joins): unless the sum of
+    # the parts is well under the budget, count the whole prompt, and drop the
+    # lowest-priority blocks until it fits. (The layers' text is stable while the user
+    # types, so its count is cached; the whole prompt's is not.)
+
+    def total() -> int:
+        estimate = (counter.count(header) + window.prefix_tokens + window.suffix_tokens
+                    + overhead)
+        if estimate <= budget - JOIN_MARGIN and not exact_count:
+            return estimate
+        return counter.count(prompt)
+
+    while (prompt_tokens := total()) > budget:
         for key in ("P4", "P3", "P2", "P1"):
             if key in layers and layers[key].blocks:
                 layers[key].blocks.pop()
@@ -439,7 +457,7 @@ def build_context(
     return Context(
         mode=mode,
         prompt=prompt,
-        prompt_tokens=counter.count(prompt),
+        prompt_tokens=prompt_tokens,
         budget_tokens=budget,
         tokenizer=counter.name,
         prefix=window.prefix,

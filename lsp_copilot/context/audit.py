@@ -58,7 +58,7 @@ def audit(path: Path, line: int, col: int, root: Path | None, budget: int,
     counter = engine_counter(model)
     started = time.perf_counter()
     ctx = build_context(snapshot, offset, counter, template_for(None), budget,
-                        workspace=workspace)
+                        workspace=workspace, exact_count=True)
     build_ms = (time.perf_counter() - started) * 1000
     timings = {"index_seconds": round(index_seconds, 3), "build_ms": round(build_ms, 2),
                "indexed_files": len(index)}

@@ -102,7 +102,7 @@ def recall(index: WorkspaceIndex, counter: TokenCounter, count: int, seed: int =
     template = template_for(None)
     store = DocumentStore()
     workspace = Workspace(index)
-    ours_hits = base_hits = total = used = 0
+    ours_hits = base_hits = total = used = exceeded = 0
     ours_tokens: list[int] = []
     build_ms: list[float] = []
     for rel, line_no, cut in _sample(index, count, seed):
@@ -130,8 +130,10 @@ def recall(index: WorkspaceIndex, counter: TokenCounter, count: int, seed: int =
             ctx = build_context(snap, offset, counter, template, budget, "single-line",
                                 workspace=workspace)
             build_ms.append((time.perf_counter() - started) * 1000)
-            baseline = _prefix_only(snap.data, offset, counter, ctx.prompt_tokens)
-            ours_tokens.append(ctx.prompt_tokens)
+            exact = counter.count(ctx.prompt)
+            exceeded += exact > budget
+            baseline = _prefix_only(snap.data, offset, counter, exact)
+            ours_tokens.append(exact)
             for name in names:
                 total += 1
                 ours_hits += _hit(index, name, ctx.prompt)
@@ -146,6 +148,7 @@ def recall(index: WorkspaceIndex, counter: TokenCounter, count: int, seed: int =
         "identifiers": total,
         "budget_tokens": budget,
         "mean_prompt_tokens": round(statistics.mean(ours_tokens), 1) if ours_tokens else 0,
+        "prompts_over_budget": exceeded,
         "recall_context_engine": round(ours, 3),
         "recall_prefix_only_same_tokens": round(base, 3),
         "ratio": round(ours / base, 2) if base else None,

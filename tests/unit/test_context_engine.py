@@ -146,7 +146,7 @@ def test_index_follows_edits(workspace: tuple[Path, WorkspaceIndex]) -> None:
 TEXT = FILES["pkg/geometry.py"] + FILES["app.py"] * 3
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=120, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     budget=st.integers(min_value=16, max_value=1500),
