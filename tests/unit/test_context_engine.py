@@ -168,3 +168,16 @@ def test_budget_never_exceeded_and_deterministic(
     assert a.prompt == b.prompt
     assert counter.count(a.prompt) <= budget
     assert a.prompt_tokens <= budget
+
+
+def test_p4_similar_snippets_from_open_buffers(workspace: tuple[Path, WorkspaceIndex]) -> None:
+    root, index = workspace
+    other = (root / "other.py").as_uri()
+    similar = ("def report(rect):\n    width_total = rect.width * 3\n"
+               "    height_total = rect.height\n")
+    snap = _snapshot(root, "app.py", "def area(rect):\n    width_total = rect.width\n    ")
+    ws = Workspace(index, lambda: [(other, "x = 1\n" * 40 + similar), (snap.uri, snap.text)])
+    ctx = build_context(snap, len(snap.data), fallback_counter(), template_for(None), 512,
+                        workspace=ws)
+    p4 = [layer for layer in ctx.layers if layer.name.startswith("P4")]
+    assert p4 and "height_total = rect.height" in p4[0].text and "other.py" in p4[0].source
