@@ -269,7 +269,7 @@ class _Builder:
                     (candidates if strong else weak).append(self.block_for(rel, d))
         # Then this file's outline: top-level definitions nearest the cursor first.
         outline = [d for d in self.symbols.top_level()
-                   if not self.visible(d, first_line)
+                   if d.kind not in ("constant", "field") and not self.visible(d, first_line)
                    and not self._encloses(d)]
         outline.sort(key=lambda d: (abs(d.start_line - self.cursor_row), d.start_line))
         outline_blocks = [_Block(self.path, d.start_line,
@@ -307,7 +307,7 @@ class _Builder:
         candidates: list[tuple[int, int, _Block]] = []
         for order, (module, target, names) in enumerate(self.resolved):
             entry = self.index.file(target)
-            if entry is None:
+            if entry is None or target == self.rel:
                 continue
             alias = module.rsplit(".", 1)[-1].rsplit("/", 1)[-1].lstrip(".")
             top = [d for d in entry.symbols.definitions if d.container is None]
