@@ -174,6 +174,7 @@ class _Builder:
             self.resolved = self.index.resolve_imports(
                 self.rel, q.grammar, ((i.module, i.names) for i in self.imports))
         self.used: set[tuple[str, int]] = set()
+        self._documents: list[tuple[str, str]] | None = None
 
     # -- helpers ------------------------------------------------------------------------
     def visible(self, d: Definition, first_line: int) -> bool:
@@ -280,13 +281,19 @@ class _Builder:
         candidates.extend(weak + outline_blocks)
         return self._fill_new(candidates, allowance)
 
+    def documents(self) -> list[tuple[str, str]]:
+        """Open buffers, read once per build."""
+        if self._documents is None:
+            self._documents = self.workspace.documents() if self.workspace is not None else []
+        return self._documents
+
     def _encloses(self, d: Definition) -> bool:
         return d.start_byte <= self.offset < d.end_byte
 
     def _open_and_recent(self) -> tuple[set[str], dict[str, int]]:
         if self.workspace is None:
             return set(), {}
-        open_files = {r for uri, _ in self.workspace.documents()
+        open_files = {r for uri, _ in self.documents()
                       if (r := self.workspace.relative(uri)) is not None}
         recent = {r: tick for uri, tick in self.workspace.recent().items()
                   if (r := self.workspace.relative(uri)) is not None}
@@ -329,7 +336,7 @@ class _Builder:
         if self.workspace is None:
             return _Filled()
         docs = []
-        for uri, text in self.workspace.documents():
+        for uri, text in self.documents():
             if uri == self.snapshot.uri:
                 continue
             rel = self.workspace.relative(uri)

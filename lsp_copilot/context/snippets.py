@@ -8,6 +8,7 @@ best windows. Deterministic: ties break on file name and line.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -30,6 +31,29 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(_WORD.findall(text))
 
 
+_WINDOWS: OrderedDict[str, list[tuple[int, str, frozenset[str]]]] = OrderedDict()
+
+
+def _windows(text: str) -> list[tuple[int, str, frozenset[str]]]:
+    """A document's line windows with their identifier sets, cached per text: the other
+    open buffers rarely change between two completions."""
+    cached = _WINDOWS.get(text)
+    if cached is not None:
+        _WINDOWS.move_to_end(text)
+        return cached
+    lines = text.splitlines(keepends=True)
+    out = []
+    for start in range(0, max(1, len(lines) - WINDOW_LINES + STEP_LINES), STEP_LINES):
+        chunk = "".join(lines[start:start + WINDOW_LINES])
+        words = _words(chunk)
+        if words:
+            out.append((start, chunk if chunk.endswith("\n") else chunk + "\n", words))
+    _WINDOWS[text] = out
+    while len(_WINDOWS) > 64:
+        _WINDOWS.popitem(last=False)
+    return out
+
+
 def similar_snippets(
     query: str, documents: Iterable[tuple[str, str]], limit: int = 4
 ) -> list[Snippet]:
@@ -39,16 +63,11 @@ def similar_snippets(
         return []
     found: list[Snippet] = []
     for name, text in documents:
-        lines = text.splitlines(keepends=True)
         best: Snippet | None = None
-        for start in range(0, max(1, len(lines) - WINDOW_LINES + STEP_LINES), STEP_LINES):
-            chunk = "".join(lines[start:start + WINDOW_LINES])
-            words = _words(chunk)
-            if not words:
-                continue
+        for start, chunk, words in _windows(text):
             score = len(words & target) / len(words | target)
             if score >= MIN_SCORE and (best is None or score > best.score):
-                best = Snippet(name, start, chunk if chunk.endswith("\n") else chunk + "\n", score)
+                best = Snippet(name, start, chunk, score)
         if best is not None:
             found.append(best)
     found.sort(key=lambda s: (-round(s.score, 6), s.name, s.start_line))
