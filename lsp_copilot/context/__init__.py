@@ -175,6 +175,7 @@ class _Builder:
                 self.rel, q.grammar, ((i.module, i.names) for i in self.imports))
         self.used: set[tuple[str, int]] = set()
         self._documents: list[tuple[str, str]] | None = None
+        self._candidates: dict[object, list[_Block]] = {}  # per layer: the spare round reuses
 
     # -- helpers ------------------------------------------------------------------------
     def visible(self, d: Definition, first_line: int) -> bool:
@@ -245,6 +246,12 @@ class _Builder:
 
     # -- P2 -----------------------------------------------------------------------------
     def p2(self, first_line: int, allowance: int) -> _Filled:
+        key = ("P2", first_line)
+        if key not in self._candidates:
+            self._candidates[key] = self._p2_candidates(first_line)
+        return self._fill_new(self._candidates[key], allowance)
+
+    def _p2_candidates(self, first_line: int) -> list[_Block]:
         candidates: list[_Block] = []
         imported_files = {target for _, target, _ in self.resolved}
         open_files, recent = self._open_and_recent()
@@ -279,7 +286,7 @@ class _Builder:
         # Measured on the standard library (bench context): weak matches before this file's
         # outline gave a definition recall of 0.47, after it 0.41.
         candidates.extend(weak + outline_blocks)
-        return self._fill_new(candidates, allowance)
+        return candidates
 
     def documents(self) -> list[tuple[str, str]]:
         """Open buffers, read once per build."""
@@ -308,8 +315,13 @@ class _Builder:
 
     # -- P3 -----------------------------------------------------------------------------
     def p3(self, allowance: int) -> _Filled:
+        if "P3" not in self._candidates:
+            self._candidates["P3"] = self._p3_candidates()
+        return self._fill_new(self._candidates["P3"], allowance)
+
+    def _p3_candidates(self) -> list[_Block]:
         if self.index is None:
-            return _Filled()
+            return []
         refs = {name: i for i, name in enumerate(self.references)}
         candidates: list[tuple[int, int, _Block]] = []
         for order, (module, target, names) in enumerate(self.resolved):
@@ -329,12 +341,17 @@ class _Builder:
                     rank = min(refs.get(d.name, MAX_NAMES + 1), near + 1)
                     candidates.append((rank, order, _Block(target, d.start_line, d.signature)))
         candidates.sort(key=lambda c: (c[0], c[1], c[2].path, c[2].line))
-        return self._fill_new([c[2] for c in candidates], allowance)
+        return [c[2] for c in candidates]
 
     # -- P4 -----------------------------------------------------------------------------
     def p4(self, first_line: int, allowance: int) -> _Filled:
+        if "P4" not in self._candidates:
+            self._candidates["P4"] = self._p4_candidates()
+        return self._fill_new(self._candidates["P4"], allowance)
+
+    def _p4_candidates(self) -> list[_Block]:
         if self.workspace is None:
-            return _Filled()
+            return []
         docs = []
         for uri, text in self.documents():
             if uri == self.snapshot.uri:
@@ -348,7 +365,7 @@ class _Builder:
         query = self.data[_line_start(self.data, self.offset) - 2000 if self.offset > 2000
                           else 0:self.offset].decode("utf-8", "replace")
         snippets = similar_snippets(query, docs)
-        return self._fill_new([_Block(s.name, s.start_line, s.text) for s in snippets], allowance)
+        return [_Block(s.name, s.start_line, s.text) for s in snippets]
 
 
 def build_context(
