@@ -260,9 +260,14 @@ class _Builder:
         weak: list[_Block] = []
         for name in self.references:
             captured = name in self.captured
-            defined = self.symbols.named(name)
-            local = [d for d in defined if not self.visible(d, first_line)
-                     and not self._encloses(d)]
+            defined = False
+            local: list[Definition] = []
+            for d in self.symbols.iter_named(name):
+                defined = True
+                if not self.visible(d, first_line) and not self._encloses(d):
+                    local.append(d)
+                    if len(local) == 2:
+                        break
             if local:
                 strong = captured or local[0].container is None
                 (candidates if strong else weak).extend(

@@ -12,6 +12,7 @@ import threading
 import time
 from bisect import bisect_right
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -343,13 +344,18 @@ class SameFile:
         self._names: dict[str, list[_Chunk]] | None = None
 
     def named(self, name: str) -> list[Definition]:
+        return list(self.iter_named(name))
+
+    def iter_named(self, name: str) -> Iterator[Definition]:
+        """Definitions called ``name``, in file order, positioned only as they are read."""
         if self._names is None:
             self._names = {}
             for c in self._chunks:
                 for key in c.names:
                     self._names.setdefault(key, []).append(c)
-        return [_shift(d, c.row, c.byte) for c in self._names.get(name, ())
-                for d in c.names[name]]
+        for c in self._names.get(name, ()):
+            for d in c.names[name]:
+                yield _shift(d, c.row, c.byte)
 
     def top_level(self) -> list[Definition]:
         return [_shift(d, c.row, c.byte) for c in self._chunks
