@@ -42,6 +42,9 @@ LAYER_NAMES = {
 REFERENCE_LINES = 24
 """References are collected from this many lines above the cursor (and the cursor line)."""
 MAX_NAMES = 40
+RECENT_EDITS = 2
+EDIT_CONTEXT_LINES = 4
+"""P4 shows this many lines each side of another buffer's last edit."""
 JOIN_MARGIN = 8
 SPARE_MARGIN = 24
 """Tokens kept back for the joins between layers and the current file's header line."""
@@ -358,6 +361,7 @@ class _Builder:
         if self.workspace is None:
             return []
         docs = []
+        texts: dict[str, tuple[str, str]] = {}
         for uri, text in self.documents():
             if uri == self.snapshot.uri:
                 continue
@@ -366,11 +370,23 @@ class _Builder:
                 path = uri_to_path(uri)
                 rel = path.name if path is not None else uri
             docs.append((rel, text))
+            texts[uri] = (rel, text)
         docs.sort()
+        # Recent edits first: the lines around the last edit of other open buffers (what
+        # the user just wrote elsewhere is likely what they use here), most recent first.
+        blocks = []
+        for uri, line in self.workspace.recent_edits()[:RECENT_EDITS]:
+            if uri in texts:
+                rel, text = texts[uri]
+                rows = text.split("\n")
+                first = max(0, line - EDIT_CONTEXT_LINES)
+                body = "\n".join(rows[first:line + EDIT_CONTEXT_LINES + 1]).rstrip("\n") + "\n"
+                if body.strip():
+                    blocks.append(_Block(rel, first, body))
         query = self.data[_line_start(self.data, self.offset) - 2000 if self.offset > 2000
                           else 0:self.offset].decode("utf-8", "replace")
         snippets = similar_snippets(query, docs)
-        return [_Block(s.name, s.start_line, s.text) for s in snippets]
+        return blocks + [_Block(s.name, s.start_line, s.text) for s in snippets]
 
 
 def build_context(

@@ -48,15 +48,20 @@ class Workspace:
         self._worker: threading.Thread | None = None
         self._lock = threading.Lock()
         self._relative: dict[str, str | None] = {}
+        self._edit_lines: dict[str, int] = {}
 
     # -- inputs (event loop) ----------------------------------------------------------
-    def edited(self, uri: str, data: bytes | None = None) -> None:
-        """A buffer changed (``data``: its new content) or a file changed on disk (None)."""
+    def edited(self, uri: str, data: bytes | None = None, line: int | None = None) -> None:
+        """A buffer changed (``data``: its new content; ``line``: where, 0-based) or a file
+        changed on disk (None)."""
         self._tick += 1
         self._recent[uri] = self._tick
+        if line is not None:
+            self._edit_lines[uri] = line
         self._recent.move_to_end(uri)
         while len(self._recent) > RECENT_LIMIT:
-            self._recent.popitem(last=False)
+            gone, _ = self._recent.popitem(last=False)
+            self._edit_lines.pop(gone, None)
         self.reindex(uri, data)
 
     def reindex(self, uri: str, data: bytes | None = None) -> None:
@@ -104,6 +109,11 @@ class Workspace:
     def documents(self) -> list[tuple[str, str]]:
         """Open buffers (uri, text)."""
         return list(self._documents())
+
+    def recent_edits(self) -> list[tuple[str, int]]:
+        """(uri, line of the last edit), most recent first."""
+        return [(uri, self._edit_lines[uri]) for uri in reversed(self._recent)
+                if uri in self._edit_lines]
 
     def recent(self) -> dict[str, int]:
         """Recently edited uris with a recency tick (higher is more recent)."""

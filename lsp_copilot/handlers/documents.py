@@ -43,7 +43,8 @@ def did_change(ls: CopilotServer, params: types.DidChangeTextDocumentParams) -> 
     except (DocumentError, PositionError) as exc:
         log.warning("didChange for %s not applied: %s", uri, exc)
         return
-    ls.sources.edited(uri, ls.store.buffer(uri).data)  # recency + index, off the loop
+    line = changes[-1][0][0] if changes and changes[-1][0] is not None else None
+    ls.sources.edited(uri, ls.store.buffer(uri).data, line)  # recency, index (off the loop)
     _tell_once(ls, uri)
 
 

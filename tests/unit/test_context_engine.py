@@ -181,3 +181,16 @@ def test_p4_similar_snippets_from_open_buffers(workspace: tuple[Path, WorkspaceI
                         workspace=ws)
     p4 = [layer for layer in ctx.layers if layer.name.startswith("P4")]
     assert p4 and "height_total = rect.height" in p4[0].text and "other.py" in p4[0].source
+
+
+def test_p4_recent_edit_of_another_buffer(workspace: tuple[Path, WorkspaceIndex]) -> None:
+    root, index = workspace
+    other = (root / "notes.py").as_uri()
+    text = "".join(f"line_{i} = {i}\n" for i in range(30))
+    snap = _snapshot(root, "app.py", "import os\n\n")
+    ws = Workspace(index, lambda: [(other, text), (snap.uri, snap.text)])
+    ws.edited(other, None, 20)
+    ctx = build_context(snap, len(snap.data), fallback_counter(), template_for(None), 512,
+                        workspace=ws)
+    p4 = [layer for layer in ctx.layers if layer.name.startswith("P4")]
+    assert p4 and "line_20 = 20" in p4[0].text and "line_5 = 5" not in p4[0].text
