@@ -74,3 +74,17 @@ def test_language_fixture(grammar: str) -> None:
     found = {i.module for i in symbols.imports}
     assert imports <= found, f"missing imports: {imports - found}"
     assert not scopes.in_comment
+
+
+def test_wheel_ships_every_grammar_folder() -> None:
+    """pyproject's data-files must list each grammars/ folder (checked by hand once with
+    `pip wheel .` and a clean venv: the queries land in share/lsp-copilot/grammars)."""
+    import tomllib
+
+    root = grammars_dir()
+    assert root is not None
+    pyproject = tomllib.loads((root.parent / "pyproject.toml").read_text())
+    data_files = pyproject["tool"]["setuptools"]["data-files"]
+    for folder in sorted(p.name for p in root.iterdir() if p.is_dir()):
+        patterns = data_files.get(f"share/lsp-copilot/grammars/{folder}")
+        assert patterns and f"grammars/{folder}/*.scm" in patterns, folder
