@@ -181,6 +181,8 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
                 msg_id=msg_id))
             answered: list[float] = []
             fut.add_done_callback(lambda f, a=answered: a.append(time.perf_counter()))
+            # Cancelled requests end with an error: that is expected, not worth a log line.
+            fut.add_done_callback(lambda f: f.cancelled() or f.exception())
             pending = (msg_id, fut, sent)
             run.keystrokes += 1
             await asyncio.sleep(key.gap_ms / 1000)

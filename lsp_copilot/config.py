@@ -83,7 +83,10 @@ def _opt_str(value: Any) -> str | None:
 class Settings:
     """All user-facing settings (the README's table is generated from these docs)."""
 
-    enable: bool = _setting(True, "Answer completion requests at all.", _is_bool)
+    enable: bool = _setting(
+        True, "Answer completion requests at all (when false the engine is not loaded).",
+        _is_bool
+    )
     model: str = _setting(
         "",
         "Model: empty for the bundled SmolLM2-135M, a local Hugging Face folder, or a hub id.",
@@ -187,6 +190,20 @@ class Settings:
 def setting_docs() -> list[tuple[str, Any, str]]:
     """(name, default, doc) for every setting, in declaration order."""
     return [(f.name, f.default, f.metadata["doc"]) for f in dataclasses.fields(Settings)]
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def settings_table() -> str:
+    """The README's settings table, generated so that the docs cannot drift."""
+    import json
+
+    rows = ["| setting | default | what it does |", "|---|---|---|"]
+    rows += [f"| `{camel(n)}` | `{json.dumps(d)}` | {doc} |" for n, d, doc in setting_docs()]
+    return "\n".join(rows)
 
 
 def _camel_to_snake(name: str) -> str:

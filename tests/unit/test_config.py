@@ -50,3 +50,12 @@ def test_cache_clear_command(tmp_path) -> None:  # type: ignore[no-untyped-def]
     cache.close()
     assert main(["cache", "clear", "--dir", str(tmp_path)]) == 0
     assert CompletionCache(tmp_path / "ws1").get("k") is None
+
+
+def test_readme_settings_table_is_current() -> None:
+    from pathlib import Path
+
+    from lsp_copilot.config import settings_table
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert settings_table() in readme, "regenerate README's settings table"
