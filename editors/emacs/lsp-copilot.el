@@ -1,0 +1,372 @@
+;;; lsp-copilot.el --- Copilot-style ghost text from lsp-copilot, through eglot  -*- lexical-binding: t; -*-
+
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "28.1") (eglot "1.9"))
+;; Keywords: tools, convenience, languages
+;; License: Apache-2.0
+
+;;; Commentary:
+
+;; Registers the lsp-copilot language server with eglot for programming modes, and adds
+;; `lsp-copilot-mode', a minor mode (turned on in buffers eglot manages with lsp-copilot)
+;; that asks the server for `textDocument/inlineCompletion' when Emacs is idle after an
+;; edit and shows the suggestion as grey text after point.  TAB accepts it, C-g dismisses
+;; it.  Eglot itself has no inline completion; `completion-at-point' works as well, through
+;; eglot and the server's `textDocument/completion'.
+;;
+;;   (require 'lsp-copilot)
+;;   (setq lsp-copilot-server-settings '(:maxTokensSingleLine 32))
+;;   (add-hook 'python-mode-hook #'eglot-ensure)
+;;
+;; Commands: `lsp-copilot-stats', `lsp-copilot-toggle', `lsp-copilot-accept',
+;; `lsp-copilot-dismiss', `lsp-copilot-complete' (ask now, without waiting).
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'eglot)
+(require 'jsonrpc)
+
+(defgroup lsp-copilot nil
+  "Copilot-style completions from a local model, through eglot."
+  :group 'tools
+  :prefix "lsp-copilot-")
+
+(defcustom lsp-copilot-server-command nil
+  "Command that starts the server, e.g. (\"/path/to/.venv/bin/lsp-copilot\" \"serve\").
+Nil: `lsp-copilot' on `exec-path', else in a .venv above the file, with \"serve\"."
+  :type '(choice (const :tag "Find it" nil) (repeat string)))
+
+(defcustom lsp-copilot-modes
+  '(python-mode python-ts-mode js-mode js-ts-mode typescript-mode typescript-ts-mode
+    c-mode c++-mode c-ts-mode c++-ts-mode go-mode go-ts-mode rust-mode rust-ts-mode
+    java-mode java-ts-mode ruby-mode sh-mode lua-mode emacs-lisp-mode)
+  "Major modes whose buffers lsp-copilot serves.
+They are registered in `eglot-server-programs'."
+  :type '(repeat symbol))
+
+(defcustom lsp-copilot-server-settings nil
+  "Server settings, a plist in the server's camelCase spelling.
+For example (:model \"/models/qwen2.5-coder-1.5b\" :maxTokensSingleLine 32
+:temperature 0.0).  Sent as initializationOptions, under `lspCopilot'."
+  :type 'plist)
+
+(defcustom lsp-copilot-enable t
+  "Whether the server answers completions (toggle with `lsp-copilot-toggle')."
+  :type 'boolean)
+
+(defcustom lsp-copilot-idle-delay 0.2
+  "Seconds of idle time after an edit before a suggestion is requested."
+  :type 'number)
+
+(defface lsp-copilot-ghost-face '((t :inherit shadow))
+  "Face of the suggestion shown after point.")
+
+(defclass lsp-copilot-server (eglot-lsp-server)
+  ((progress :initform nil :accessor lsp-copilot--progress
+             :documentation "Message of the engine's work-done progress, nil when done.")
+   (state :initform "starting" :accessor lsp-copilot--state)
+   (error :initform nil :accessor lsp-copilot--error))
+  :documentation "The lsp-copilot language server.")
+
+;;;; Server registration
+
+(defun lsp-copilot--find-command ()
+  "The server command: the setting, else `lsp-copilot' found.
+Looked for on `exec-path', then in a .venv above `default-directory'."
+  (or lsp-copilot-server-command
+      (let ((exe (or (executable-find "lsp-copilot")
+                     (cl-loop for venv in '(".venv" "venv" "env")
+                              for dir = (locate-dominating-file
+                                         default-directory
+                                         (concat venv "/bin/lsp-copilot"))
+                              when dir return (expand-file-name
+                                               (concat venv "/bin/lsp-copilot") dir)))))
+        (and exe (list exe "serve")))))
+
+(defun lsp-copilot--settings ()
+  "Server settings, as sent: `lsp-copilot-server-settings' plus `enable'."
+  (list :lspCopilot
+        (append (list :enable (if lsp-copilot-enable t :json-false))
+                (cl-loop for (k v) on lsp-copilot-server-settings by #'cddr
+                         unless (eq k :enable) append (list k v)))))
+
+(defun lsp-copilot--contact (&optional _interactive)
+  "Eglot contact for lsp-copilot.
+\(CLASS PROGRAM ARGS... :initializationOptions FN)."
+  (let ((cmd (or (lsp-copilot--find-command)
+                 (user-error "lsp-copilot: `lsp-copilot' not found; set `lsp-copilot-server-command'"))))
+    `(lsp-copilot-server ,@cmd :initializationOptions ,(lambda (_server) (lsp-copilot--settings)))))
+
+;;;###autoload
+(defun lsp-copilot-register ()
+  "Register lsp-copilot with eglot for `lsp-copilot-modes' (idempotent)."
+  (setq eglot-server-programs
+        (cl-remove-if (lambda (entry) (eq (cdr entry) #'lsp-copilot--contact)) eglot-server-programs))
+  (push (cons lsp-copilot-modes #'lsp-copilot--contact) eglot-server-programs)
+  (add-hook 'eglot-managed-mode-hook #'lsp-copilot--managed))
+
+(cl-defmethod eglot-client-capabilities ((server lsp-copilot-server))
+  "Eglot's capabilities, plus work-done progress (the engine reports its loading)."
+  (let ((caps (cl-call-next-method server)))
+    (plist-put caps :window (list :workDoneProgress t))))
+
+(cl-defmethod eglot-handle-request
+  ((_server lsp-copilot-server) (_method (eql window/workDoneProgress/create)) &key _token)
+  "Accept the server's progress token."
+  nil)
+
+(cl-defmethod eglot-handle-notification
+  ((server lsp-copilot-server) (_method (eql $/progress)) &key _token value)
+  "Track the engine's loading for the mode line."
+  (pcase (plist-get value :kind)
+    ("end" (setf (lsp-copilot--progress server) nil)
+     (lsp-copilot--refresh-state server))
+    (_ (setf (lsp-copilot--state server) "loading"
+             (lsp-copilot--progress server)
+             (or (plist-get value :message) (plist-get value :title) ""))))
+  (force-mode-line-update t))
+
+(cl-defmethod eglot-handle-notification
+  ((server lsp-copilot-server) (_method (eql window/showMessage)) &key type message)
+  "Errors (the engine could not start) go to the mode line as well."
+  (when (eql type 1)
+    (setf (lsp-copilot--state server) "error"
+          (lsp-copilot--error server) message)
+    (force-mode-line-update t))
+  (cl-call-next-method))
+
+(defun lsp-copilot--refresh-state (server)
+  "Ask SERVER for its stats and update the mode line from `engine_state'."
+  (jsonrpc-async-request
+   server :lspCopilot/stats eglot--{}
+   :success-fn (lambda (stats)
+                 (setf (lsp-copilot--state server)
+                       (pcase (plist-get stats :engine_state)
+                         ("failed" "error") (state state))
+                       (lsp-copilot--error server) (plist-get stats :engine_error))
+                 (force-mode-line-update t))
+   :error-fn #'ignore :timeout-fn #'ignore))
+
+;;;; Ghost text
+
+(defvar lsp-copilot-mode) ; defined below by `define-minor-mode'
+(defvar-local lsp-copilot--overlay nil "Overlay showing the current suggestion.")
+(defvar-local lsp-copilot--suggestion nil
+  "The suggestion on screen: plist (:text :start :end :params).")
+(defvar-local lsp-copilot--request-tick nil "Buffer tick of the last request.")
+(defvar lsp-copilot--timer nil "Idle timer of the pending request.")
+(defvar lsp-copilot-last-latency-ms nil "Round trip of the last inline completion request.")
+
+(defun lsp-copilot--server ()
+  "The lsp-copilot server of this buffer, or nil."
+  (let ((server (eglot-current-server)))
+    (and (cl-typep server 'lsp-copilot-server) server)))
+
+(defun lsp-copilot--notify (method params)
+  "Send notification METHOD with PARAMS to this buffer's server, if any."
+  (when-let ((server (lsp-copilot--server)))
+    (jsonrpc-notify server method params)))
+
+(defun lsp-copilot--hide ()
+  "Remove the suggestion from the screen."
+  (when (overlayp lsp-copilot--overlay)
+    (delete-overlay lsp-copilot--overlay))
+  (setq lsp-copilot--overlay nil
+        lsp-copilot--suggestion nil))
+
+(defun lsp-copilot--show (text start end params)
+  "Show TEXT (to replace START..END) after point; PARAMS identify it in feedback."
+  (lsp-copilot--hide)
+  (let ((ov (make-overlay (point) (point) nil t nil))
+        (shown (copy-sequence text)))
+    (when (> (length shown) 0)
+      (put-text-property 0 1 'cursor t shown))
+    (add-face-text-property 0 (length shown) 'lsp-copilot-ghost-face nil shown)
+    (overlay-put ov 'after-string shown)
+    (overlay-put ov 'lsp-copilot t)
+    (overlay-put ov 'priority 1000)
+    (setq lsp-copilot--overlay ov
+          lsp-copilot--suggestion (list :text text :start start :end end :params params))
+    (lsp-copilot--notify :lspCopilot/didShow params)))
+
+(defun lsp-copilot-ghost-text ()
+  "The suggestion shown in this buffer, or nil."
+  (plist-get lsp-copilot--suggestion :text))
+
+(defun lsp-copilot--item-text (item)
+  "The insertText of inline completion ITEM, as a string."
+  (let ((text (plist-get item :insertText)))
+    (if (stringp text) text (plist-get text :value))))
+
+;;;###autoload
+(defun lsp-copilot-complete ()
+  "Ask the server for a suggestion at point now, and show it when it arrives."
+  (interactive)
+  (when-let ((server (and lsp-copilot-mode (lsp-copilot--server))))
+    (eglot--signal-textDocument/didChange)
+    (let* ((buffer (current-buffer))
+           (tick (buffer-chars-modified-tick))
+           (pt (point))
+           (sent (float-time))
+           (params (append (eglot--TextDocumentPositionParams)
+                           (list :context (list :triggerKind 2)))))
+      (setq lsp-copilot--request-tick tick)
+      (jsonrpc-async-request
+       server :textDocument/inlineCompletion params
+       :success-fn
+       (lambda (result)
+         (setq lsp-copilot-last-latency-ms (* 1000 (- (float-time) sent)))
+         (when (buffer-live-p buffer)
+           (with-current-buffer buffer
+             ;; Only if the user has not moved on since.
+             (when (and (eql tick (buffer-chars-modified-tick)) (eql pt (point))
+                        (eql tick lsp-copilot--request-tick))
+               (let* ((items (if (vectorp result) result (plist-get result :items)))
+                      (item (and items (> (length items) 0) (aref items 0)))
+                      (text (and item (lsp-copilot--item-text item))))
+                 (if (or (null text) (string-empty-p text))
+                     (lsp-copilot--hide)
+                   (let ((region (if (plist-get item :range)
+                                     (eglot--range-region (plist-get item :range))
+                                   (cons pt pt))))
+                     (lsp-copilot--show text (car region) (cdr region)
+                                        (list :uri (plist-get (plist-get params :textDocument) :uri)
+                                              :position (plist-get params :position)
+                                              :text text)))))))))
+       :error-fn (lambda (err) (message "lsp-copilot: %s" (plist-get err :message)))
+       :timeout-fn #'ignore
+       :timeout 60))))
+
+(defun lsp-copilot--schedule (&rest _)
+  "After an edit: hide the suggestion and request one when Emacs is idle."
+  (when lsp-copilot-mode
+    (when lsp-copilot--suggestion
+      (lsp-copilot-dismiss))
+    (when (timerp lsp-copilot--timer)
+      (cancel-timer lsp-copilot--timer))
+    (let ((buffer (current-buffer)))
+      (setq lsp-copilot--timer
+            (run-with-idle-timer
+             lsp-copilot-idle-delay nil
+             (lambda ()
+               (setq lsp-copilot--timer nil)
+               (when (and (buffer-live-p buffer) (eq buffer (current-buffer)))
+                 (lsp-copilot-complete))))))))
+
+(defun lsp-copilot--post-command ()
+  "Dismiss the suggestion when point leaves it."
+  (when (and lsp-copilot--overlay
+             (not (memq this-command '(lsp-copilot-accept lsp-copilot-dismiss)))
+             (/= (point) (overlay-start lsp-copilot--overlay)))
+    (lsp-copilot-dismiss)))
+
+(defun lsp-copilot-accept ()
+  "Insert the suggestion shown after point."
+  (interactive)
+  (when-let ((s lsp-copilot--suggestion))
+    (let ((text (plist-get s :text))
+          (start (plist-get s :start))
+          (end (plist-get s :end))
+          (params (plist-get s :params)))
+      (lsp-copilot--hide)
+      (goto-char start)
+      (delete-region start end)
+      (let ((lsp-copilot-mode nil)) ; inserting our own text is not an edit to react to
+        (insert text))
+      (lsp-copilot--notify :lspCopilot/didAccept params))))
+
+(defun lsp-copilot-dismiss ()
+  "Remove the suggestion shown after point (the server hears it was rejected)."
+  (interactive)
+  (when-let ((params (plist-get lsp-copilot--suggestion :params)))
+    (lsp-copilot--hide)
+    (lsp-copilot--notify :lspCopilot/didReject params)))
+
+(defun lsp-copilot--when-shown (command)
+  "COMMAND while a suggestion is shown, else nil (the key keeps its usual meaning)."
+  (and lsp-copilot--suggestion command))
+
+(defvar lsp-copilot-mode-map
+  (let ((map (make-sparse-keymap)))
+    (dolist (key '("TAB" "<tab>"))
+      (define-key map (kbd key)
+        `(menu-item "" lsp-copilot-accept :filter ,(lambda (cmd) (lsp-copilot--when-shown cmd)))))
+    (define-key map (kbd "C-g")
+      `(menu-item "" lsp-copilot-dismiss :filter ,(lambda (cmd) (lsp-copilot--when-shown cmd))))
+    map)
+  "Keys of `lsp-copilot-mode': active only while a suggestion is shown.")
+
+(defun lsp-copilot--lighter ()
+  "Mode line: loading (with progress), the last latency, error or off."
+  (let ((server (lsp-copilot--server)))
+    (cond ((not lsp-copilot-enable) " Copilot[off]")
+          ((null server) " Copilot")
+          ((lsp-copilot--progress server)
+           (format " Copilot[%s]" (lsp-copilot--progress server)))
+          ((equal (lsp-copilot--state server) "error") " Copilot[error]")
+          ((equal (lsp-copilot--state server) "loading") " Copilot[loading]")
+          (lsp-copilot-last-latency-ms (format " Copilot[%dms]" lsp-copilot-last-latency-ms))
+          (t " Copilot"))))
+
+;;;###autoload
+(define-minor-mode lsp-copilot-mode
+  "Ghost text from lsp-copilot after edits; TAB accepts, C-g dismisses."
+  :lighter (:eval (lsp-copilot--lighter))
+  :keymap lsp-copilot-mode-map
+  (if lsp-copilot-mode
+      (progn
+        (add-hook 'after-change-functions #'lsp-copilot--schedule nil t)
+        (add-hook 'post-command-hook #'lsp-copilot--post-command nil t))
+    (remove-hook 'after-change-functions #'lsp-copilot--schedule t)
+    (remove-hook 'post-command-hook #'lsp-copilot--post-command t)
+    (lsp-copilot-dismiss)))
+
+(defun lsp-copilot--managed ()
+  "Turn `lsp-copilot-mode' on in buffers that eglot manages with lsp-copilot."
+  (if (and (bound-and-true-p eglot--managed-mode) (lsp-copilot--server))
+      (lsp-copilot-mode 1)
+    (when lsp-copilot-mode (lsp-copilot-mode -1))))
+
+;;;; Commands
+
+(defun lsp-copilot--any-server ()
+  "This buffer's lsp-copilot server, or any running one."
+  (or (lsp-copilot--server)
+      (cl-loop for servers being the hash-values of eglot--servers-by-project
+               thereis (cl-find-if (lambda (s) (cl-typep s 'lsp-copilot-server)) servers))
+      (user-error "lsp-copilot is not running")))
+
+(defun lsp-copilot-stats ()
+  "Show the server's counters (`lspCopilot/stats') in a buffer; return them."
+  (interactive)
+  (let ((stats (jsonrpc-request (lsp-copilot--any-server) :lspCopilot/stats eglot--{})))
+    (with-current-buffer (get-buffer-create "*lsp-copilot stats*")
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (cl-loop for (k v) on stats by #'cddr
+                 do (insert (format "%-24s %S\n" (substring (symbol-name k) 1) v))))
+      (special-mode)
+      (when (called-interactively-p 'interactive)
+        (display-buffer (current-buffer))))
+    stats))
+
+(defun lsp-copilot-toggle ()
+  "Enable or disable completions (sent to the server as the `enable' setting)."
+  (interactive)
+  (setq lsp-copilot-enable (not lsp-copilot-enable))
+  (let ((server (lsp-copilot--any-server)))
+    (jsonrpc-notify server :workspace/didChangeConfiguration
+                    (list :settings (lsp-copilot--settings)))
+    (when lsp-copilot-enable (lsp-copilot--refresh-state server)))
+  (unless lsp-copilot-enable
+    (dolist (buffer (buffer-list))
+      (with-current-buffer buffer (lsp-copilot-dismiss))))
+  (force-mode-line-update t)
+  (message "lsp-copilot %s" (if lsp-copilot-enable "enabled" "disabled"))
+  lsp-copilot-enable)
+
+(lsp-copilot-register)
+
+(provide 'lsp-copilot)
+;;; lsp-copilot.el ends here

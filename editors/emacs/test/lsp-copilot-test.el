@@ -1,0 +1,181 @@
+;;; lsp-copilot-test.el --- Batch test of lsp-copilot.el against the real server  -*- lexical-binding: t; -*-
+
+;; emacs --batch -L editors/emacs -l editors/emacs/test/lsp-copilot-test.el
+;; Opens a real file, types, fires the idle timer (idle timers never fire in --batch),
+;; checks the overlay, accepts with TAB and checks the buffer; then C-g, completion-at-point
+;; through eglot, stats and toggle.  Exits 0 on success.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'lsp-copilot)
+
+(defvar lsp-copilot-test--root
+  (expand-file-name "../../.." (file-name-directory (or load-file-name buffer-file-name))))
+(defvar lsp-copilot-test--server
+  (or (getenv "LSP_COPILOT_SERVER") (expand-file-name ".venv/bin/lsp-copilot" lsp-copilot-test--root)))
+(defvar lsp-copilot-test--ready-timeout
+  (/ (string-to-number (or (getenv "LSP_COPILOT_READY_TIMEOUT_MS") "300000")) 1000.0))
+(defvar lsp-copilot-test--failures 0)
+(defvar lsp-copilot-test--start (float-time))
+(defvar lsp-copilot-test--sent nil "Methods of the lspCopilot/* notifications sent.")
+
+(defun lsp-copilot-test--log (fmt &rest args)
+  (princ (format "[%6.1fs] %s\n" (- (float-time) lsp-copilot-test--start) (apply #'format fmt args))))
+
+(defun lsp-copilot-test--check (ok what &optional detail)
+  (if ok
+      (lsp-copilot-test--log "ok: %s" what)
+    (cl-incf lsp-copilot-test--failures)
+    (lsp-copilot-test--log "FAIL: %s %S" what detail))
+  ok)
+
+(defun lsp-copilot-test--wait (what timeout fn)
+  "Process events until FN returns non-nil (its value), or fail after TIMEOUT seconds."
+  (let ((deadline (+ (float-time) timeout)) value)
+    (while (not (setq value (funcall fn)))
+      (when (> (float-time) deadline)
+        (error "Timed out waiting for %s" what))
+      (accept-process-output nil 0.1))
+    value))
+
+(defun lsp-copilot-test--type (keys)
+  "Type KEYS as a user would (commands, hooks and keymaps included)."
+  (execute-kbd-macro (kbd keys)))
+
+(defun lsp-copilot-test--fire-idle-timer ()
+  "What Emacs does once idle: run the request timer armed by the last edit."
+  (lsp-copilot-test--check (timerp lsp-copilot--timer) "an edit arms the idle timer")
+  (when (timerp lsp-copilot--timer)
+    ;; As Emacs's idle loop does: it takes the timer off the queue itself (a timer
+    ;; cancelled beforehand would not run).
+    (timer-event-handler lsp-copilot--timer)))
+
+(defun lsp-copilot-test--line ()
+  (buffer-substring-no-properties (line-beginning-position) (line-end-position)))
+
+(defun lsp-copilot-test--open (dir name text)
+  (let ((file (expand-file-name name dir)))
+    (with-temp-file file (insert text))
+    (find-file file)
+    (goto-char (point-max))
+    (current-buffer)))
+
+(defun lsp-copilot-test--main ()
+  (let* ((dir (make-temp-file "lsp-copilot-emacs-" t))
+         (default-directory dir)
+         (lsp-copilot-server-command (list lsp-copilot-test--server "serve"))
+         (lsp-copilot-server-settings '(:maxTokensSingleLine 16))
+         (eglot-sync-connect 30)
+         server)
+    ;; 1. A real file in python-mode; connect eglot (eglot-ensure never connects in --batch).
+    (lsp-copilot-test--open dir "add.py" "def add(a, b):\n")
+    (lsp-copilot-test--check (eq major-mode 'python-mode) "python-mode")
+    (apply #'eglot (eglot--guess-contact))
+    (setq server (lsp-copilot-test--wait "eglot to connect" 60 #'lsp-copilot--server))
+    (lsp-copilot-test--check lsp-copilot-mode "lsp-copilot-mode turned on by eglot")
+    (advice-add 'jsonrpc-notify :before
+                (lambda (_conn method _params)
+                  (when (string-prefix-p "lspCopilot/" (substring (symbol-name method) 1))
+                    (push method lsp-copilot-test--sent))))
+    (let ((stats (lsp-copilot-test--wait
+                  "the engine" lsp-copilot-test--ready-timeout
+                  (lambda ()
+                    (let ((s (jsonrpc-request server :lspCopilot/stats eglot--{})))
+                      (when (equal (plist-get s :engine_state) "failed")
+                        (error "Engine failed: %s" (plist-get s :engine_error)))
+                      (sit-for 0.5)
+                      (and (equal (plist-get s :engine_state) "ready") s))))))
+      (lsp-copilot-test--log "engine ready: %S" (plist-get (plist-get stats :engine) :model)))
+    (lsp-copilot-test--wait "the progress to end" 30
+                            (lambda () (null (lsp-copilot--progress server))))
+    (lsp-copilot-test--check (member (lsp-copilot--state server) '("ready"))
+                             "state from progress and stats" (lsp-copilot--state server))
+
+    ;; 2. Type, idle, ghost text as an overlay, TAB accepts.
+    (lsp-copilot-test--type "SPC SPC SPC SPC return SPC")
+    (lsp-copilot-test--check (equal (lsp-copilot-test--line) "    return ") "typed" (lsp-copilot-test--line))
+    (lsp-copilot-test--fire-idle-timer)
+    (let* ((text (lsp-copilot-test--wait "ghost text" 60 #'lsp-copilot-ghost-text))
+           (ov lsp-copilot--overlay)
+           (before (lsp-copilot-test--line)))
+      (lsp-copilot-test--log "ghost text: %S" text)
+      (lsp-copilot-test--check (> (length text) 0) "non-empty suggestion")
+      (lsp-copilot-test--check (and (overlayp ov) (= (overlay-start ov) (point))
+                                    (equal (substring-no-properties (overlay-get ov 'after-string)) text))
+                               "overlay at point shows the suggestion")
+      (lsp-copilot-test--type "TAB")
+      (lsp-copilot-test--check (null lsp-copilot--overlay) "overlay gone after TAB")
+      (lsp-copilot-test--check (equal (buffer-substring-no-properties (point-min) (point-max))
+                                      (concat "def add(a, b):\n" before text))
+                               "buffer after TAB = typed text + suggestion"
+                               (buffer-string))
+      (lsp-copilot-test--check (equal (reverse lsp-copilot-test--sent)
+                                      '(:lspCopilot/didShow :lspCopilot/didAccept))
+                               "didShow, didAccept sent" lsp-copilot-test--sent))
+
+    ;; 3. C-g dismisses and leaves the buffer alone.
+    (lsp-copilot-test--open dir "mul.py" "def mul(a, b):\n")
+    (unless (lsp-copilot--server) (apply #'eglot (eglot--guess-contact)))
+    (lsp-copilot-test--wait "lsp-copilot-mode" 30 (lambda () lsp-copilot-mode))
+    (lsp-copilot-test--type "SPC SPC SPC SPC return SPC")
+    (lsp-copilot-test--fire-idle-timer)
+    (lsp-copilot-test--wait "ghost text" 60 #'lsp-copilot-ghost-text)
+    (let ((before (buffer-string)))
+      (lsp-copilot-test--type "C-g")
+      (lsp-copilot-test--check (and (null lsp-copilot--overlay) (null (lsp-copilot-ghost-text)))
+                               "C-g removes the overlay")
+      (lsp-copilot-test--check (equal (buffer-string) before) "C-g leaves the buffer as it was")
+      (lsp-copilot-test--check (eq (car lsp-copilot-test--sent) :lspCopilot/didReject) "didReject sent"))
+    ;; TAB without a suggestion keeps its usual meaning (indentation here).
+    (lsp-copilot-test--check (not (eq (key-binding (kbd "TAB")) 'lsp-copilot-accept))
+                             "TAB is not ours without a suggestion" (key-binding (kbd "TAB")))
+
+    ;; 4. completion-at-point through eglot and textDocument/completion.
+    (let ((before (lsp-copilot-test--line))
+          (completion-auto-help nil))
+      (completion-at-point)
+      (lsp-copilot-test--wait "completion-at-point" 60
+                              (lambda () (not (equal (lsp-copilot-test--line) before))))
+      (lsp-copilot-test--check (string-prefix-p before (lsp-copilot-test--line))
+                               (format "completion-at-point inserted %S"
+                                       (substring (lsp-copilot-test--line) (length before)))))
+
+    ;; 5. Stats and toggle.
+    (let ((stats (lsp-copilot-stats)))
+      (lsp-copilot-test--check (and (equal (plist-get stats :engine_state) "ready")
+                                    (>= (plist-get stats :requests) 2))
+                               "lsp-copilot-stats" stats)
+      (lsp-copilot-test--check (with-current-buffer "*lsp-copilot stats*"
+                                 (string-match-p "engine_state" (buffer-string)))
+                               "*lsp-copilot stats* buffer"))
+    (lsp-copilot-test--check (and (null (lsp-copilot-toggle)) (string-match-p "off" (lsp-copilot--lighter)))
+                             "toggle off" (lsp-copilot--lighter))
+    (let ((result (jsonrpc-request server :textDocument/inlineCompletion
+                                   (append (eglot--TextDocumentPositionParams) '(:context (:triggerKind 1))))))
+      (lsp-copilot-test--check (= 0 (length (if (vectorp result) result (plist-get result :items))))
+                               "disabled: no completion" result))
+    (lsp-copilot-test--check (lsp-copilot-toggle) "toggle on")
+
+    ;; 6. Shut down cleanly.
+    (let ((proc (jsonrpc--process server)))
+      (eglot-shutdown server)
+      (lsp-copilot-test--wait "the server to exit" 60 (lambda () (not (process-live-p proc))))
+      (lsp-copilot-test--check (eql (process-exit-status proc) 0) "server exit status 0"
+                               (process-exit-status proc)))))
+
+(condition-case err
+    (lsp-copilot-test--main)
+  (error (cl-incf lsp-copilot-test--failures)
+         (lsp-copilot-test--log "ERROR: %S" err)
+         ;; The JSON-RPC traffic, to see why.
+         (dolist (buffer (buffer-list))
+           (when (string-match-p "EGLOT.*events" (buffer-name buffer))
+             (with-current-buffer buffer
+               (princ (buffer-substring-no-properties (max (point-min) (- (point-max) 4000))
+                                                      (point-max))))))))
+(lsp-copilot-test--log "%s (%d failures)" (if (zerop lsp-copilot-test--failures) "PASS" "FAIL")
+                       lsp-copilot-test--failures)
+(kill-emacs (if (zerop lsp-copilot-test--failures) 0 1))
+
+;;; lsp-copilot-test.el ends here
