@@ -525,9 +525,11 @@ def scopes_at(q: LanguageQueries, tree: tree_sitter.Tree, offset: int) -> Scopes
                 if klass is None or node.start_byte >= klass.start_byte:
                     klass = node
             elif cap == "comment":
-                # A line comment ends at its newline: the cursor after it is outside.
-                in_comment = in_comment or offset < node.end_byte or not node.text or \
-                    not node.text.endswith(b"\n")
+                # At a comment's end the cursor is still in it, unless it is a closed block
+                # comment (``*/``, ``]]``) or a line comment that took its newline.
+                text = tree_sitter_text(node)
+                closed = text.endswith((b"\n", b"*/", b"]]"))
+                in_comment = in_comment or offset < node.end_byte or not closed
             elif cap == "string":
                 # At its end a string is still open only if it lacks its closing quote.
                 closed = node.end_byte == offset and node.end_byte - node.start_byte > 1 and \

@@ -121,10 +121,12 @@ class Workspace:
 
     def relative(self, uri: str) -> str | None:
         """The uri's path in the index (cached: resolving a path costs system calls)."""
+        if self.index is None:
+            return None  # not cached: the index may come later (built after `initialized`)
         if uri in self._relative:
             return self._relative[uri]
         path = uri_to_path(uri)
-        rel = self.index.relative(path) if path is not None and self.index is not None else None
+        rel = self.index.relative(path) if path is not None else None
         if len(self._relative) > 4096:
             self._relative.clear()
         self._relative[uri] = rel

@@ -73,3 +73,11 @@ def test_modes_from_queries() -> None:
         store.open("file:///t", language, 1, text)
         snap = store.snapshot("file:///t")
         assert completion_mode(snap, len(text.encode())) == expected, text
+
+
+def test_after_a_closed_block_comment_is_code() -> None:
+    text = "int x = 1; /* note */"
+    store = DocumentStore()
+    store.open("file:///t.c", "c", 1, text)
+    snap = store.snapshot("file:///t.c")
+    assert completion_mode(snap, len(text.encode())) != "none"
