@@ -59,6 +59,11 @@ For example (:model \"/models/qwen2.5-coder-1.5b\" :maxTokensSingleLine 32
   "Seconds of idle time after an edit before a suggestion is requested."
   :type 'number)
 
+(defcustom lsp-copilot-shutdown-timeout 15
+  "Seconds the server may take to answer `shutdown' (it stops its engine first).
+Eglot's own default, 1.5 s, is too short: the server would be killed mid-way."
+  :type 'number)
+
 (defface lsp-copilot-ghost-face '((t :inherit shadow))
   "Face of the suggestion shown after point.")
 
@@ -365,6 +370,15 @@ Looked for on `exec-path', then in a .venv above `default-directory'."
   (force-mode-line-update t)
   (message "lsp-copilot %s" (if lsp-copilot-enable "enabled" "disabled"))
   lsp-copilot-enable)
+
+(defun lsp-copilot--shutdown-timeout (shutdown server &optional interactive timeout preserve-buffers)
+  "Around `eglot-shutdown' (SHUTDOWN): give SERVER time to stop its engine.
+INTERACTIVE, TIMEOUT and PRESERVE-BUFFERS as in `eglot-shutdown'."
+  (funcall shutdown server interactive
+           (or timeout (and (cl-typep server 'lsp-copilot-server) lsp-copilot-shutdown-timeout))
+           preserve-buffers))
+
+(advice-add 'eglot-shutdown :around #'lsp-copilot--shutdown-timeout)
 
 (lsp-copilot-register)
 
