@@ -146,6 +146,11 @@
       (lsp-copilot-test--check (and (equal (plist-get stats :engine_state) "ready")
                                     (>= (plist-get stats :requests) 2))
                                "lsp-copilot-stats" stats)
+      (lsp-copilot-test--check (and (>= (plist-get stats :shown) 2) (>= (plist-get stats :accepted) 1)
+                                    (>= (plist-get stats :rejected) 1))
+                               "the server counted didShow, didAccept and didReject"
+                               (list (plist-get stats :shown) (plist-get stats :accepted)
+                                     (plist-get stats :rejected)))
       (lsp-copilot-test--check (with-current-buffer "*lsp-copilot stats*"
                                  (string-match-p "engine_state" (buffer-string)))
                                "*lsp-copilot stats* buffer"))

@@ -140,6 +140,9 @@ local function main()
   check(vim.tbl_contains(sent, 'lspCopilot/didShow'), 'didShow sent', sent)
   check(vim.tbl_contains(sent, 'lspCopilot/didAccept'), 'didAccept sent', sent)
   check(copilot.statusline():match('%d+ ms') ~= nil, 'statusline shows latency: ' .. copilot.statusline())
+  local counted = copilot.stats(5000) or {}
+  check((counted.shown or 0) >= 1 and (counted.accepted or 0) >= 1, 'the server counted didShow and didAccept',
+    { shown = counted.shown, accepted = counted.accepted })
 
   -- 3. :LspCopilotStats opens a window with the counters.
   vim.cmd('LspCopilotStats')

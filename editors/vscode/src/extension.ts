@@ -83,6 +83,8 @@ export function createClient(
           if (index === 0) {
             feedback.shown(params);
           }
+          // Replaces the server's own command (workspace/executeCommand lspCopilot.didAccept):
+          // the didAccept notification says the same, and is counted once.
           item.command = { title: 'lsp-copilot: accepted', command: COMMANDS.accepted, arguments: [params] };
         }
         return result;

@@ -179,6 +179,8 @@ describe('against the real server and engine', { timeout: READY_TIMEOUT_MS + 120
     assert.ok(completion === null || Array.isArray(completion) || Array.isArray(completion.items));
     const stats: Stats = await fetchStats(s.rpc);
     assert.ok(stats.requests >= 2, `requests = ${stats.requests}`);
+    // The server counted the feedback: the params have the shape it reads.
+    assert.ok((stats.shown as number) >= 1 && (stats.accepted as number) >= 1, `shown ${stats.shown}, accepted ${stats.accepted}`);
   });
 
   test('textDocument/completion gives an item with a textEdit', async () => {

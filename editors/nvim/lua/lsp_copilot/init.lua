@@ -121,6 +121,18 @@ function M.statusline()
   return ('lsp-copilot: %s%s'):format(s.state, s.message ~= '' and (' (' .. s.message .. ')') or '')
 end
 
+--- Update M.state from the server's stats (asynchronously).
+---@param client vim.lsp.Client
+function M.refresh_state(client)
+  M.request(client, 'lspCopilot/stats', vim.empty_dict(), function(err, stats)
+    if not err and stats then
+      M.state.state = stats.engine_state == 'failed' and 'error' or stats.engine_state
+      M.state.message = stats.engine_error or ''
+      vim.cmd.redrawstatus()
+    end
+  end)
+end
+
 local function server_settings()
   return { lspCopilot = M.options.settings or vim.empty_dict() }
 end
@@ -137,7 +149,11 @@ function M.toggle()
       client.notify('workspace/didChangeConfiguration', { settings = server_settings() }) ---@diagnostic disable-line
     end
   end
-  if not enable then
+  if enable then
+    for _, client in ipairs(vim.lsp.get_clients({ name = M.name })) do
+      M.refresh_state(client) -- ready already, or loading (progress follows)
+    end
+  else
     ghost.dismiss()
   end
   vim.notify('lsp-copilot ' .. (enable and 'enabled' or 'disabled'))
@@ -273,13 +289,7 @@ local function track_progress()
       if value.kind == 'end' then
         -- The end message says "ready" or why not; stats say which. Asynchronously: a
         -- synchronous request would nest the event loop inside this autocommand.
-        M.request(client, 'lspCopilot/stats', vim.empty_dict(), function(err, stats)
-          if not err and stats then
-            M.state.state = stats.engine_state == 'failed' and 'error' or stats.engine_state
-            M.state.message = stats.engine_error or ''
-            vim.cmd.redrawstatus()
-          end
-        end)
+        M.refresh_state(client)
       else
         M.state.state = 'loading'
         M.state.message = value.message or value.title or ''
