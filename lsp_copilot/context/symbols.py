@@ -389,8 +389,9 @@ _refresh_lock = threading.Lock()
 _Job = tuple[tuple[str, bytes], LanguageQueries, tree_sitter.Tree, bytes, int]
 _refresh_queue: dict[tuple[str, int], _Job] = {}
 REFRESH_DELAY = 0.4
-"""Seconds a big node's re-extraction waits, so a burst of keystrokes costs one."""
+"""Seconds without a new request before stale nodes are re-extracted (a pause in typing)."""
 _refresh_wake = threading.Event()
+_refresh_due = [0.0]
 _refresher: threading.Thread | None = None
 
 
@@ -405,7 +406,10 @@ def _store(key: tuple[str, bytes], symbols: _Named) -> None:
 def _refresh_loop() -> None:
     while True:
         _refresh_wake.wait()
-        time.sleep(REFRESH_DELAY)
+        # Wait for a pause in typing: extraction is Python work that would hold the GIL
+        # while the next keystroke's context is built.
+        while (left := _refresh_due[0] - time.monotonic()) > 0:
+            time.sleep(left)
         with _refresh_lock:
             jobs = list(_refresh_queue.values())
             _refresh_queue.clear()
@@ -421,6 +425,7 @@ def _refresh_later(slot: tuple[str, int], key: tuple[str, bytes], q: LanguageQue
     global _refresher
     with _refresh_lock:
         _refresh_queue[slot] = (key, q, tree, data, index)
+        _refresh_due[0] = time.monotonic() + REFRESH_DELAY
     _refresh_wake.set()
     if _refresher is None:
         _refresher = threading.Thread(target=_refresh_loop, name="lsp-copilot-symbols",

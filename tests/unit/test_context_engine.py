@@ -194,3 +194,27 @@ def test_p4_recent_edit_of_another_buffer(workspace: tuple[Path, WorkspaceIndex]
                         workspace=ws)
     p4 = [layer for layer in ctx.layers if layer.name.startswith("P4")]
     assert p4 and "line_20 = 20" in p4[0].text and "line_5 = 5" not in p4[0].text
+
+
+def test_same_file_symbols_catch_up_after_a_pause() -> None:
+    import time as _time
+
+    from lsp_copilot.context.grammars import queries_for
+    from lsp_copilot.context.symbols import REFRESH_DELAY, file_symbols
+
+    q = queries_for("python")
+    assert q is not None
+    store = DocumentStore()
+    uri = "file:///catch_up.py"
+    text = "def a():\n    pass\n\n\ndef b():\n    pass\n"
+    store.open(uri, "python", 1, text)
+    snap = store.snapshot(uri)
+    assert snap.tree is not None
+    file_symbols(q, snap.tree, snap.data, uri, len(snap.data))  # the document is now warm
+    store.change(uri, 2, [((0, 0, 0, 0), "def far_away():\n    pass\n")], "utf-8")
+    snap = store.snapshot(uri)
+    assert snap.tree is not None
+    file_symbols(q, snap.tree, snap.data, uri, len(snap.data))  # queued, not on this request
+    _time.sleep(REFRESH_DELAY + 0.5)
+    later = file_symbols(q, snap.tree, snap.data, uri, len(snap.data))
+    assert later.named("far_away")
