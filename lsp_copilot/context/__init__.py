@@ -280,7 +280,7 @@ class _Builder:
                 continue  # defined in the window itself
             if self.index is not None:
                 ranked = self.index.ranked(name, self.rel, imported_files, open_files, recent,
-                                           self.q.grammar)
+                                           self.q.grammar, limit=1)
                 for rel, d in ranked[:1]:
                     strong = (captured and d.kind != "field") or rel in imported_files
                     (candidates if strong else weak).append(self.block_for(rel, d))

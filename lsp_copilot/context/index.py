@@ -273,7 +273,8 @@ class WorkspaceIndex:
 
     def ranked(self, name: str, current: str | None, imported: set[str],
                open_files: set[str], recent: dict[str, int],
-               grammar: str | None = None) -> list[tuple[str, Definition]]:
+               grammar: str | None = None, limit: int = 1_000_000,
+               ) -> list[tuple[str, Definition]]:
         """Definitions of ``name``: imported > same package > open > recently edited > rest.
 
         With ``grammar``, only files of the same language family (a TypeScript name is no
@@ -301,5 +302,9 @@ class WorkspaceIndex:
             entry = self._files.get(rel)
             return entry is not None and FAMILIES.get(entry.grammar, entry.grammar) == family
 
-        return sorted((item for item in self.lookup(name) if item[0] != current
-                       and (grammar is None or same_family(item[0]))), key=rank)
+        items = (item for item in self._by_name.get(name, ()) if item[0] != current
+                 and (grammar is None or same_family(item[0])))
+        if limit == 1:  # the common case: the best one, without sorting hundreds
+            best = min(items, key=rank, default=None)
+            return [best] if best is not None else []
+        return sorted(items, key=rank)[:limit]
