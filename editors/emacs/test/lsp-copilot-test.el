@@ -112,7 +112,9 @@
                                (buffer-string))
       (lsp-copilot-test--check (equal (reverse lsp-copilot-test--sent)
                                       '(:lspCopilot/didShow :lspCopilot/didAccept))
-                               "didShow, didAccept sent" lsp-copilot-test--sent))
+                               "didShow, didAccept sent" lsp-copilot-test--sent)
+      (lsp-copilot-test--check (string-match-p "Copilot\\[[0-9]+ms\\]" (lsp-copilot--lighter))
+                               "mode line shows the latency" (lsp-copilot--lighter)))
 
     ;; 3. C-g dismisses and leaves the buffer alone.
     (lsp-copilot-test--open dir "mul.py" "def mul(a, b):\n")

@@ -170,6 +170,9 @@ local function main()
   vim.cmd('LspCopilotToggle')
   sleep(300)
   check(count() == 1, 'after :LspCopilotToggle again: a completion')
+  wait_for('the state after toggling on', 10000, function()
+    return copilot.state.state == 'ready'
+  end)
 
   -- 5. :checkhealth lsp_copilot
   vim.cmd('checkhealth lsp_copilot')
@@ -185,6 +188,7 @@ local function main()
   local gexpected = vim.split(gbefore[#gbefore] .. gtext, '\n', { plain = true })
   check(vim.deep_equal(gafter, vim.list_extend(vim.list_slice(gbefore, 1, #gbefore - 1), gexpected)),
     'extmark path: buffer after <Tab> = typed text + suggestion', { before = gbefore, after = gafter, text = gtext })
+  check(copilot.statusline():match('%d+ ms') ~= nil, 'extmark path: statusline shows latency: ' .. copilot.statusline())
 end
 
 coroutine.wrap(function()

@@ -147,6 +147,21 @@ describe('activate() with a mocked vscode', () => {
     await extension.deactivate();
   });
 
+  test('no server found: the status bar says so and nothing is spawned', async () => {
+    vscodeMock.reset({ serverPath: '', enable: true });
+    const savedPath = process.env.PATH;
+    process.env.PATH = '/nonexistent';
+    try {
+      await extension.activate({ subscriptions: [] } as any);
+    } finally {
+      process.env.PATH = savedPath;
+    }
+    assert.equal(FakeClient.instances.length, 0);
+    assert.equal(vscodeMock.items[0].command, 'lspCopilot.showError');
+    assert.match(String(vscodeMock.items[0].tooltip), /lspCopilot\.serverPath/);
+    await extension.deactivate();
+  });
+
   test('toggle sends enable through didChangeConfiguration', async () => {
     await extension.activate({ subscriptions: [] } as any);
     const [client] = FakeClient.instances;

@@ -80,7 +80,9 @@ function M.request(client, bufnr)
   ---@cast params table
   params.context = { triggerKind = 2 } -- Automatic
   local tick = vim.api.nvim_buf_get_changedtick(bufnr)
+  local started = vim.uv.hrtime()
   request(client, 'textDocument/inlineCompletion', params, function(err, result)
+    require('lsp_copilot').state.latency_ms = (vim.uv.hrtime() - started) / 1e6
     if err or seq ~= request_seq or not vim.api.nvim_buf_is_valid(bufnr) then
       return
     end

@@ -241,20 +241,6 @@ end
 local function on_init(client)
   if M.native() then
     watch_inline_results(client)
-  else
-    -- latency for the statusline, from the extmark path's own requests
-    local request = client.request
-    ---@diagnostic disable-next-line: duplicate-set-field
-    client.request = function(self, method, params, handler, bufnr)
-      if method == 'textDocument/inlineCompletion' and handler then
-        local started, inner = vim.uv.hrtime(), handler
-        handler = function(...)
-          M.state.latency_ms = (vim.uv.hrtime() - started) / 1e6
-          return inner(...)
-        end
-      end
-      return request(self, method, params, handler, bufnr)
-    end
   end
 end
 
