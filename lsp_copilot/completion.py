@@ -153,6 +153,8 @@ class Completer:
         context = build_context(
             snapshot, prompt_offset, engine.counter, template, settings.max_prompt_tokens, mode,
             workspace=self.workspace,
+            shares=dict(zip(("P0", "P1", "P2", "P3", "P4"), settings.context_shares,
+                            strict=True)),
         )
         max_tokens = (
             settings.max_tokens_single_line if mode == "single-line"

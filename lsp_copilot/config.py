@@ -67,6 +67,13 @@ def _is_bool(value: Any) -> str | None:
     return None if isinstance(value, bool) else "must be true or false"
 
 
+def _shares(value: Any) -> str | None:
+    ok = (isinstance(value, (list, tuple)) and len(value) == 5
+          and all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1
+                  for v in value) and sum(value) <= 1.0001 and value[0] > 0)
+    return None if ok else "must be 5 numbers in [0, 1] (P0..P4), P0 > 0, summing to at most 1"
+
+
 def _opt_block_size(value: Any) -> str | None:
     if value is None:
         return None
@@ -131,6 +138,13 @@ class Settings:
     max_prompt_tokens: int = _setting(
         1536, "Token budget of the prompt (counted with the model's tokenizer).",
         _int_range(64, 1_000_000)
+    )
+    context_shares: tuple[float, ...] = _setting(
+        (0.4, 0.2, 0.15, 0.15, 0.1),
+        "Budget shares of the context layers P0 cursor window, P1 enclosing scope, P2 "
+        "referenced definitions, P3 imported symbols, P4 recent edits and similar snippets "
+        "(what a layer leaves flows to the next).",
+        _shares,
     )
     max_tokens_single_line: int = _setting(
         48, "Most tokens generated for a single-line completion.", _int_range(1, 4096)
