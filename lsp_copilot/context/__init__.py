@@ -13,6 +13,7 @@ other files of the repository.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from lsp_copilot.context.budget import TokenCounter
@@ -24,6 +25,8 @@ from lsp_copilot.context.window import Window, cursor_window
 from lsp_copilot.context.workspace import Workspace, uri_to_path
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.prompts import Template
+
+log = logging.getLogger(__name__)
 
 SUFFIX_SHARE = 0.25
 """Share of the P0 budget given to the suffix (only used by fill-in-the-middle templates)."""
@@ -419,46 +422,58 @@ def build_context(
     window = _window(snapshot, offset, counter, template, p0_base, suffix_share)
     layers: dict[str, _Filled] = {}
     carry = 0
-    builder = _Builder(snapshot, offset, counter, q, workspace) if q is not None else None
-    if builder is not None:
-        allowance = {k: int(budget * shares[k]) for k in ("P1", "P2", "P3", "P4")}
-        for key in ("P1", "P2", "P3", "P4"):
-            room = allowance[key] + carry
-            if key == "P1":
-                filled = builder.p1(window.first_line, _first_byte(window, offset), room)
-            elif key == "P2":
-                filled = builder.p2(window.first_line, room)
-            elif key == "P3":
-                filled = builder.p3(room)
-            else:
-                filled = builder.p4(window.first_line, room)
-            layers[key] = filled
-            carry = room - filled.tokens
-        # What the layers left flows back to P0: a longer window, by whole anchors.
-        if carry > 0:
-            wider = _window(snapshot, offset, counter, template, p0_base + carry, suffix_share)
-            if wider.first_line < window.first_line:
-                window = wider
-                builder.used = {u for u in builder.used if u[0] != builder.path}
-                layers["P1"] = builder.p1(window.first_line, _first_byte(window, offset),
-                                          layers["P1"].tokens)
-        # The window grows by whole anchors only, so some budget is usually left: offer it
-        # again to the layers that were cut, in priority order.
-        spare = budget - overhead - window.prefix_tokens - window.suffix_tokens - sum(
-            f.tokens for f in layers.values()) - SPARE_MARGIN
-        for key in ("P2", "P3", "P4"):
-            if spare < 16 or not layers[key].truncated:
-                continue
-            for b in layers[key].blocks:
-                builder.used.discard((b.path, b.line))
-            room = layers[key].tokens + spare
-            if key == "P2":
-                layers[key] = builder.p2(window.first_line, room)
-            elif key == "P3":
-                layers[key] = builder.p3(room)
-            else:
-                layers[key] = builder.p4(window.first_line, room)
-            spare = room - layers[key].tokens
+    base_window = window
+
+    def add_layers() -> None:
+        """P1-P4 and the budget they leave back to P0 (sets ``window`` and ``layers``)."""
+        nonlocal window, carry
+        builder = _Builder(snapshot, offset, counter, q, workspace) if q is not None else None
+        if builder is not None:
+            allowance = {k: int(budget * shares[k]) for k in ("P1", "P2", "P3", "P4")}
+            for key in ("P1", "P2", "P3", "P4"):
+                room = allowance[key] + carry
+                if key == "P1":
+                    filled = builder.p1(window.first_line, _first_byte(window, offset), room)
+                elif key == "P2":
+                    filled = builder.p2(window.first_line, room)
+                elif key == "P3":
+                    filled = builder.p3(room)
+                else:
+                    filled = builder.p4(window.first_line, room)
+                layers[key] = filled
+                carry = room - filled.tokens
+            # What the layers left flows back to P0: a longer window, by whole anchors.
+            if carry > 0:
+                wider = _window(snapshot, offset, counter, template, p0_base + carry, suffix_share)
+                if wider.first_line < window.first_line:
+                    window = wider
+                    builder.used = {u for u in builder.used if u[0] != builder.path}
+                    layers["P1"] = builder.p1(window.first_line, _first_byte(window, offset),
+                                              layers["P1"].tokens)
+            # The window grows by whole anchors only, so some budget is usually left: offer it
+            # again to the layers that were cut, in priority order.
+            spare = budget - overhead - window.prefix_tokens - window.suffix_tokens - sum(
+                f.tokens for f in layers.values()) - SPARE_MARGIN
+            for key in ("P2", "P3", "P4"):
+                if spare < 16 or not layers[key].truncated:
+                    continue
+                for b in layers[key].blocks:
+                    builder.used.discard((b.path, b.line))
+                room = layers[key].tokens + spare
+                if key == "P2":
+                    layers[key] = builder.p2(window.first_line, room)
+                elif key == "P3":
+                    layers[key] = builder.p3(room)
+                else:
+                    layers[key] = builder.p4(window.first_line, room)
+                spare = room - layers[key].tokens
+
+    try:
+        add_layers()
+    except Exception:  # a bug in a layer must cost the layers, never the completion
+        log.exception("context layers failed at %s:%d; using the cursor window only",
+                      snapshot.uri, offset)
+        window, layers = base_window, {}
     here = f"{q.comment} {_display_path(snapshot, workspace)}\n" if q is not None else ""
     header, rendered = _assemble(q, layers, here)
     prompt = template.render(window.prefix, window.suffix, header)

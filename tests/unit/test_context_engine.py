@@ -218,3 +218,20 @@ def test_same_file_symbols_catch_up_after_a_pause() -> None:
     _time.sleep(REFRESH_DELAY + 0.5)
     later = file_symbols(q, snap.tree, snap.data, uri, len(snap.data))
     assert later.named("far_away")
+
+
+def test_a_failing_layer_costs_the_layers_not_the_prompt(
+    workspace: tuple[Path, WorkspaceIndex], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lsp_copilot.context as context
+
+    def boom(*args: object) -> None:
+        raise RuntimeError("bug in a layer")
+
+    monkeypatch.setattr(context._Builder, "p2", boom)
+    root, index = workspace
+    snap = _snapshot(root, "app.py")
+    ctx = build_context(snap, len(snap.data), fallback_counter(), template_for(None), 512,
+                        workspace=Workspace(index))
+    assert [layer.name for layer in ctx.layers] == ["P0 cursor window"]
+    assert ctx.prompt == ctx.prefix
