@@ -322,6 +322,7 @@ function M.setup(opts)
     return
   end
   M.options.cmd = cmd
+  M.state = { state = M.options.settings.enable == false and 'disabled' or 'starting', message = '' }
   local config = {
     name = M.name,
     cmd = cmd,
