@@ -84,7 +84,7 @@ async function startServer(name: string, values: Record<string, unknown>): Promi
 async function stopServer(s: Session): Promise<number | null> {
   const exited = new Promise<number | null>((resolve) => s.proc.once('exit', (code) => resolve(code)));
   try {
-    await Promise.race([s.conn.sendRequest('shutdown'), new Promise((r) => setTimeout(r, 30_000))]);
+    await Promise.race([s.conn.sendRequest('shutdown'), new Promise((r) => setTimeout(r, 30_000).unref())]);
     await s.conn.sendNotification('exit');
   } catch {
     // the server is gone already
