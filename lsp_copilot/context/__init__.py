@@ -21,7 +21,7 @@ from lsp_copilot.context.grammars import LanguageQueries, queries_for
 from lsp_copilot.context.snippets import similar_snippets
 from lsp_copilot.context.symbols import Definition, file_symbols, references_near, scopes_at
 from lsp_copilot.context.trigger import Mode, completion_mode
-from lsp_copilot.context.window import Window, cursor_window
+from lsp_copilot.context.window import ANCHOR_LINES, Window, cursor_window
 from lsp_copilot.context.workspace import Workspace, uri_to_path
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.prompts import Template
@@ -387,8 +387,18 @@ class _Builder:
                 body = "\n".join(rows[first:line + EDIT_CONTEXT_LINES + 1]).rstrip("\n") + "\n"
                 if body.strip():
                     blocks.append(_Block(rel, first, body))
-        query = self.data[_line_start(self.data, self.offset) - 2000 if self.offset > 2000
-                          else 0:self.offset].decode("utf-8", "replace")
+        # The query is the 16 lines before the cursor's anchor chunk, not the lines at the
+        # cursor: the snippets then change once per 16 lines, not per keystroke, and the
+        # prompt up to the window stays the same for the engine's prefix cache.
+        # (In the first chunk: the whole lines above the cursor.)
+        anchor = (self.cursor_row // ANCHOR_LINES) * ANCHOR_LINES or self.cursor_row
+        end = _line_start(self.data, self.offset)
+        for _ in range(self.cursor_row - anchor):
+            end = _line_start(self.data, end - 1) if end > 0 else 0
+        start = end
+        for _ in range(ANCHOR_LINES):
+            start = _line_start(self.data, start - 1) if start > 0 else 0
+        query = self.data[start:end].decode("utf-8", "replace")
         snippets = similar_snippets(query, docs)
         return blocks + [_Block(s.name, s.start_line, s.text) for s in snippets]
 

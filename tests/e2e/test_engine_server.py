@@ -129,8 +129,10 @@ async def test_shared_prefix_hits_prefix_cache(engine_client: LanguageClient) ->
     body = "".join(f"def handler_{i}(event):\n    return event.get('{i}')\n\n" for i in range(20))
     line = body.count("\n")
     before = await stats(engine_client)
-    for name, tail in (("e2e_cache_a.py", "def handler_20(event):\n    return "),
-                       ("e2e_cache_b.py", "def handler_21(event):\n    return ")):
+    # One document, as when the user goes on typing: another file's prompt has its own
+    # context layers (its path, its snippets) before the window.
+    for name, tail in (("e2e_cache.py", "def handler_20(event):\n    return "),
+                       ("e2e_cache.py", "def handler_21(event):\n    return ")):
         _open(engine_client, _uri(name), body + tail)
         await _inline(engine_client, _uri(name), line + 1, len("    return "))
     after = await stats(engine_client)
