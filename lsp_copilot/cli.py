@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_copilot import __version__
+from lsp_copilot.process import exit_now
 
 log = logging.getLogger("lsp_copilot")
 
@@ -30,22 +30,6 @@ def _setup_logging(level: str) -> None:
             logging.getLogger(noisy).setLevel(logging.WARNING)
     # vLLM reads this at import time; stdout belongs to JSON-RPC or to --json output.
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
-
-
-def _kill_children() -> None:
-    """Last line of defence against an orphaned EngineCore process."""
-    try:
-        import psutil
-    except ImportError:
-        return
-    children = psutil.Process().children(recursive=True)
-    for child in children:
-        with contextlib.suppress(psutil.Error):
-            child.terminate()
-    _, alive = psutil.wait_procs(children, timeout=5)
-    for child in alive:
-        with contextlib.suppress(psutil.Error):
-            child.kill()
 
 
 def _parse_tcp(value: str) -> tuple[str, int]:
@@ -66,9 +50,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.dup2(2, 1)
         sys.stdout = sys.stderr
     server = create_server()
-    # An editor that stops us with SIGTERM must not leave vLLM's EngineCore behind:
-    # SystemExit unwinds through pygls to the `finally` below.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # An editor that stops us with SIGTERM must not wait for a loading engine, nor leave
+    # vLLM's EngineCore behind.
+    signal.signal(signal.SIGTERM, lambda *_: exit_now(0))
     try:
         if args.tcp is None:
             server.start_io(sys.stdin.buffer, rpc_out)
@@ -81,7 +65,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 )
             server.start_tcp(host, port)
     finally:
-        _kill_children()
+        # The client went away (stdin closed) or asked us to exit: leave now.
+        exit_now(0 if server.protocol._shutdown else 1)
     return 0
 
 

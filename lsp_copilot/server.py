@@ -49,6 +49,8 @@ class CopilotProtocol(LanguageServerProtocol):
     _server: CopilotServer
 
     def structure_message(self, data: dict[str, Any]) -> Any:
+        if "jsonrpc" in data and "method" in data and "params" not in data:
+            data["params"] = None  # JSON-RPC lets a request omit params; pygls requires them
         try:
             return super().structure_message(data)
         except Exception as exc:

@@ -7,7 +7,6 @@ until the engine is ready they get ``EngineUnavailable`` and the handler answers
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -129,11 +128,9 @@ class EngineManager:
     async def shutdown(self) -> None:
         """Stop the engine and its child process; safe to call twice."""
         self.state = "stopped"
-        if self._load_task and not self._load_task.done():
-            # The thread cannot be interrupted; _load shuts the engine down when it returns.
-            with_timeout = asyncio.shield(self._load_task)
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(with_timeout, timeout=120)
+        # A load in progress cannot be interrupted (it runs in a thread); _load shuts the
+        # engine down as soon as it returns, and exit_now() stops its processes if we leave
+        # first. Waiting here would keep `shutdown` unanswered for the whole load.
         engine, self._engine = self._engine, None
         if engine is not None:
             try:

@@ -11,6 +11,7 @@ from lsprotocol import types
 
 from lsp_copilot.config import parse_settings
 from lsp_copilot.handlers import workspace
+from lsp_copilot.process import exit_now
 from lsp_copilot.server import CopilotServer
 
 log = logging.getLogger(__name__)
@@ -109,5 +110,6 @@ async def shutdown(ls: CopilotServer, params: None) -> None:
 
 
 def exit_(ls: CopilotServer, params: None) -> None:
-    # Without a prior shutdown the engine may still run; the CLI's exit path kills it.
+    """Leave now: without waiting for a loading engine, and with no child left behind."""
     log.info("exit received")
+    exit_now(0 if ls.protocol._shutdown else 1)

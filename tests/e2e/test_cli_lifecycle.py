@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -158,3 +160,58 @@ async def test_serve_tcp_binds_loopback() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def _session_processes(sid: int) -> list[psutil.Process]:
+    out = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getsid(proc.pid) == sid:
+                out.append(proc)
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            pass
+    return out
+
+
+def _frame(message: dict[str, object]) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _start_loading_server() -> subprocess.Popen[bytes]:
+    """A server whose engine is loading (the real default model) when the test acts."""
+    proc = subprocess.Popen([*CLI, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    assert proc.stdin is not None
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                             "params": {"capabilities": {}}}))
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    proc.stdin.flush()
+    time.sleep(4)  # vLLM is importing / starting its EngineCore now
+    return proc
+
+
+@pytest.mark.engine
+def test_sigterm_while_loading_exits_at_once_with_no_process_left() -> None:
+    proc = _start_loading_server()
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    assert time.monotonic() - started < 20
+    time.sleep(1)
+    assert _session_processes(proc.pid) == []
+
+
+@pytest.mark.engine
+def test_shutdown_and_exit_while_loading_are_prompt() -> None:
+    proc = _start_loading_server()
+    assert proc.stdin is not None and proc.stdout is not None
+    started = time.monotonic()
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))  # no params
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "exit"}))
+    proc.stdin.flush()
+    proc.wait(timeout=30)
+    assert proc.returncode == 0
+    assert time.monotonic() - started < 20
+    time.sleep(1)
+    assert _session_processes(proc.pid) == []

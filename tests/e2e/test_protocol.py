@@ -8,7 +8,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.e2e.conftest import ROOT, initialize, stats, wait_for_engine
+from tests.e2e.conftest import ROOT, initialize, send_raw, stats, wait_for_engine
 
 
 async def test_utf8_negotiated_when_offered(light_client: LanguageClient) -> None:
@@ -35,6 +35,12 @@ async def test_disabled_server_answers_empty(light_client: LanguageClient) -> No
         )
     )
     assert result is not None and not result.items
+
+
+async def test_custom_request_without_params_is_answered(light_client: LanguageClient) -> None:
+    # JSON-RPC lets a request omit "params" (vscode-jsonrpc does for sendRequest(method)).
+    result = await send_raw(light_client, "no-params-1", "lspCopilot/stats", None)
+    assert result is not None
 
 
 async def test_unknown_method_gets_method_not_found(light_client: LanguageClient) -> None:
