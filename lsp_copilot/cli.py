@@ -81,6 +81,9 @@ def _parse_location(value: str) -> tuple[Path, int, int]:
 async def _complete(args: argparse.Namespace) -> dict[str, Any]:
     from lsp_copilot.completion import Completer
     from lsp_copilot.config import Settings
+    from lsp_copilot.context.audit import find_root
+    from lsp_copilot.context.index import WorkspaceIndex
+    from lsp_copilot.context.workspace import Workspace
     from lsp_copilot.documents.buffer import PositionError
     from lsp_copilot.documents.languages import language_id_for_path
     from lsp_copilot.documents.store import DocumentStore
@@ -101,13 +104,21 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
         offset = store.get_offset(uri, line - 1, col - 1, "utf-32")
     except PositionError as exc:
         raise SystemExit(f"error: {path}:{line}:{col}: {exc}") from None
+    # The same context as the server's: the workspace index of --root (or the nearest
+    # folder with a .git), built while the engine loads.
+    index = WorkspaceIndex(args.root or find_root(path))
+    index_task = asyncio.ensure_future(asyncio.to_thread(index.build))
+    workspace = Workspace(index, lambda: [(uri, text)])
     engines = EngineManager()
     telemetry = Telemetry()
     result = await engines.start(settings, lambda m: log.info("engine: %s", m))
+    await index_task
     if not result.ok:
         raise SystemExit(f"error: the engine could not start: {result.message}")
     try:
-        outcome = await Completer(engines, telemetry, lambda: settings).complete(
+        completer = Completer(engines, telemetry, lambda: settings)
+        completer.workspace = workspace
+        outcome = await completer.complete(
             store.snapshot(uri), offset
         )
     finally:

@@ -403,7 +403,77 @@ class _Builder:
         return blocks + [_Block(s.name, s.start_line, s.text) for s in snippets]
 
 
+LINE_RESERVE = 64
+"""Tokens kept for the line being typed: the rest of the prompt is decided at its start."""
+
+_LINE_BASES: dict[tuple[object, ...], tuple[bytes, bytes, Context]] = {}
+"""The last base per document and parameters, reused while only the cursor line changes
+(the layers' background catch-up could otherwise change them between keystrokes)."""
+
+
 def build_context(
+    snapshot: Snapshot,
+    offset: int,
+    counter: TokenCounter,
+    template: Template,
+    budget: int,
+    mode: Mode | None = None,
+    *,
+    workspace: Workspace | None = None,
+    shares: dict[str, float] | None = None,
+    exact_count: bool = False,
+) -> Context:
+    """Assemble the prompt for the cursor at byte ``offset``; same input, same bytes out.
+
+    Everything before the line being typed (the layers, the window's start) is decided at
+    the start of that line, and the typed text is appended. So while the user types a
+    line, each prompt extends the previous one and vLLM's prefix cache serves all of it
+    but the last few tokens; layers that followed the identifiers under the cursor
+    changed the prompt's start at every keystroke and made every request a cold prefill.
+    """
+    mode = mode or completion_mode(snapshot, offset)
+    start = _line_start(snapshot.data, offset)
+    typed = snapshot.data[start:offset].decode("utf-8", "surrogateescape")
+
+    def at_cursor() -> Context:
+        return _build_context(snapshot, offset, counter, template, budget, mode,
+                              workspace=workspace, shares=shares, exact_count=exact_count)
+
+    if template.fim or not typed or budget <= 2 * LINE_RESERVE:
+        return at_cursor()
+    typed_tokens = counter.count(typed)
+    if typed_tokens > LINE_RESERVE:  # a very long line: decide at the cursor itself
+        return at_cursor()
+    line_end = snapshot.data.find(b"\n", offset)
+    line_end = len(snapshot.data) if line_end < 0 else line_end
+    key = (snapshot.uri, budget, mode, template.name, id(workspace), repr(shares), exact_count)
+    head, tail = snapshot.data[:start], snapshot.data[line_end:]
+    memo = _LINE_BASES.get(key)
+    if memo is not None and memo[0] == head and memo[1] == tail:
+        base = memo[2]  # only the line being typed changed: the same base, byte for byte
+    else:
+        base = _build_context(snapshot, start, counter, template, budget - LINE_RESERVE, mode,
+                              workspace=workspace, shares=shares, exact_count=exact_count)
+        _LINE_BASES[key] = (head, tail, base)
+        while len(_LINE_BASES) > 8:
+            _LINE_BASES.pop(next(iter(_LINE_BASES)))
+    prompt = base.prompt + typed
+    estimate = base.prompt_tokens + typed_tokens
+    tokens = counter.count(prompt) if exact_count or estimate + JOIN_MARGIN > budget else (
+        estimate)
+    if tokens > budget:
+        return at_cursor()
+    layers = tuple(
+        Layer(layer.name, layer.source, layer.tokens + typed_tokens, layer.truncated,
+              layer.text + typed) if layer.name == LAYER_NAMES["P0"] else layer
+        for layer in base.layers
+    )
+    return Context(mode=mode, prompt=prompt, prompt_tokens=tokens, budget_tokens=budget,
+                   tokenizer=base.tokenizer, prefix=base.prefix + typed, suffix=base.suffix,
+                   layers=layers)
+
+
+def _build_context(
     snapshot: Snapshot,
     offset: int,
     counter: TokenCounter,
