@@ -170,8 +170,10 @@ class Completer:
         if raw is not None:
             self.telemetry.count("cache_hits")
         else:
+            t_merge = time.perf_counter()
             got = await self._from_flight(snapshot.uri, context.prompt, settings) if (
                 settings.merge) else None
+            waited += (time.perf_counter() - t_merge) * 1000  # waiting on the engine
             if got is not None:
                 raw, source = got, "merged"
                 self.telemetry.count("merged")

@@ -150,7 +150,7 @@ class Settings:
         48, "Most tokens generated for a single-line completion.", _int_range(1, 4096)
     )
     max_tokens_multi_line: int = _setting(
-        128, "Most tokens generated for a multi-line completion.", _int_range(1, 4096)
+        64, "Most tokens generated for a multi-line completion.", _int_range(1, 4096)
     )
     temperature: float = _setting(0.0, "Sampling temperature (0: greedy).", _float_range(0, 2))
     debounce_mode: str = _setting(

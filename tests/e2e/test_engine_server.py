@@ -303,3 +303,26 @@ async def test_bad_input_keeps_server_answering(engine_client: LanguageClient) -
     warnings = [m.message for m in engine_client.messages]
     assert any("maxPromptTokens" in m for m in warnings), warnings
     assert any("e2e_big.py" in m for m in warnings), warnings
+
+
+async def test_accept_prefetches_the_next_suggestion(engine_client: LanguageClient) -> None:
+    uri = _uri("e2e_prefetch.py")
+    _open(engine_client, uri, "def scale(values, factor):\n    result = ")
+    col = len("    result = ")
+    shown = await _inline(engine_client, uri, 1, col)
+    assert shown is not None and shown.items
+    text = shown.items[0].insert_text
+    assert isinstance(text, str) and text and "\n" not in text
+    before = await stats(engine_client)
+    # The user accepts: the editor inserts the text and the client reports it.
+    _edit(engine_client, uri, 2, 1, col, text + "\n    ")
+    engine_client.protocol.notify("lspCopilot/didAccept", {
+        "uri": uri, "position": {"line": 1, "character": col}, "text": text + "\n    "})
+    after = await _wait_stat(engine_client, "prefetched", before["prefetched"] + 1)
+    assert after["accepted"] == before["accepted"] + 1
+    await _wait_stat(engine_client, "engine_requests", before["engine_requests"] + 1)
+    # The next request at the end of the accepted text is served by that prefetch.
+    await _inline(engine_client, uri, 2, 4)
+    final = await stats(engine_client)
+    assert final["engine_requests"] == before["engine_requests"] + 1
+    assert final["cache_hits"] + final["merged"] > before["cache_hits"] + before["merged"]
