@@ -110,6 +110,8 @@ class Run:
     keystrokes: int = 0
     pauses: int = 0
     pauses_with_suggestion: int = 0
+    pauses_empty: int = 0  # answered in time, but with nothing to show
+    pauses_late: int = 0  # not answered before the next keystroke
     latencies_ms: list[float] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
 
@@ -193,6 +195,10 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
                     if result is not None and result.items and answered:
                         run.pauses_with_suggestion += 1
                         run.latencies_ms.append((answered[0] - sent) * 1000)
+                    else:
+                        run.pauses_empty += 1
+                else:
+                    run.pauses_late += 1
         await asyncio.sleep(0.3)
         client.text_document_did_close(types.DidCloseTextDocumentParams(
             types.TextDocumentIdentifier(script.uri)))
@@ -225,6 +231,8 @@ def _summary(run: Run) -> dict[str, Any]:
         if lat else None,
         "pauses": run.pauses,
         "pauses_with_suggestion": round(run.pauses_with_suggestion / max(1, run.pauses), 3),
+        "pauses_answered_empty": run.pauses_empty,
+        "pauses_not_answered_in_time": run.pauses_late,
         "server_ms_p99": s["server_ms_p99"],
         "merged": s["merged"], "typed_through": s["typed_through"],
         "cache_hits": s["cache_hits"], "engine_aborted": s["engine_aborted"],

@@ -102,12 +102,12 @@ class Debouncer:
             state.gap_ms = gap if state.gap_ms is None else 0.7 * state.gap_ms + 0.3 * gap
         if state.gap_ms is None or (gap is not None and gap > 2.5 * state.gap_ms):
             return 0.0  # first request, or the user paused before this one: start now
-        # Wait a bit longer than the user's usual gap: if no keystroke follows, they paused.
-        wait = 1.3 * state.gap_ms
+        # Wait about the user's usual gap: if no keystroke follows, they paused.
+        wait = state.gap_ms
         if not line_after.strip() and line_before.rstrip() != line_before:
-            wait *= 0.6  # end of line after a space: a likely pause
+            wait *= 0.5  # end of line after a space: a likely pause
         elif line_before[-1:] in TRIGGER_CHARS:
-            wait *= 0.6
+            wait *= 0.5
         return float(min(max_ms, wait))
 
 

@@ -212,11 +212,11 @@ def test_debounce_with_a_scripted_clock() -> None:
         return deb.delay_ms("u", "adaptive", 75, 250, before, after)
 
     assert keystroke(0) == 0.0  # first request: nothing learned yet, start now
-    assert keystroke(100) == pytest.approx(130.0)  # 1.3 x the learned gap
+    assert keystroke(100) == pytest.approx(100.0)  # the learned gap
     for _ in range(5):
         keystroke(100)
-    assert keystroke(100) == pytest.approx(130.0)
-    assert keystroke(100, before="x = foo(") < 130.0  # after a trigger character: sooner
+    assert keystroke(100) == pytest.approx(100.0)
+    assert keystroke(100, before="x = foo(") < 100.0  # after a trigger character: sooner
     assert keystroke(1000) == 0.0  # the user paused before this request: start now
     assert keystroke(90) <= 250.0
     assert deb.delay_ms("u", "fixed", 75, 250, "", "") == 75
