@@ -115,6 +115,10 @@ class Completer:
         settings = self._settings()
         started = time.perf_counter()
         waited = 0.0  # debounce and engine time, excluded from server time
+        if not prefetch:
+            # Every request is a keystroke for the debounce, also those that typing-through,
+            # the cache or a shared generation answer (else the next looks like a pause).
+            self.debouncer.note(snapshot.uri)
         if not settings.enable:
             return Outcome("", "none", reason="disabled by the `enable` setting", source="none")
         if snapshot.binary or snapshot.too_large:
@@ -186,7 +190,8 @@ class Completer:
                 if not prefetch:
                     delay = self.debouncer.delay_ms(
                         snapshot.uri, settings.debounce_mode, settings.debounce_ms,
-                        settings.debounce_max_ms, cursor.line_before, cursor.line_after)
+                        settings.debounce_max_ms, cursor.line_before, cursor.line_after,
+                        noted=True)
                     if delay > 0:
                         self.telemetry.count("debounced")
                         await asyncio.sleep(delay / 1000)  # a newer keystroke cancels us here

@@ -73,6 +73,7 @@ class Scheduler:
 class _Typing:
     last: float | None = None
     gap_ms: float | None = None  # exponential moving average of keystroke gaps
+    last_gap: float | None = None  # the gap before the latest request
 
 
 class Debouncer:
@@ -85,21 +86,28 @@ class Debouncer:
     def forget(self, uri: str) -> None:
         self._docs.pop(uri, None)
 
-    def delay_ms(
-        self, uri: str, mode: str, fixed_ms: float, max_ms: float, line_before: str,
-        line_after: str,
-    ) -> float:
-        """Record a keystroke now and return how long to wait before calling the engine."""
+    def note(self, uri: str) -> None:
+        """A request arrived: learn the gap, whatever ends up answering the request."""
         now = self._clock()
         state = self._docs.setdefault(uri, _Typing())
         gap = None if state.last is None else (now - state.last) * 1000
-        state.last = now
+        state.last, state.last_gap = now, gap
+        if gap is not None and gap < 2000:  # gaps longer than that are pauses, not typing
+            state.gap_ms = gap if state.gap_ms is None else 0.7 * state.gap_ms + 0.3 * gap
+
+    def delay_ms(
+        self, uri: str, mode: str, fixed_ms: float, max_ms: float, line_before: str,
+        line_after: str, *, noted: bool = False,
+    ) -> float:
+        """How long to wait before calling the engine (``noted``: ``note`` was called)."""
+        if not noted:
+            self.note(uri)
+        state = self._docs[uri]
+        gap = state.last_gap
         if mode == "off":
             return 0.0
         if mode == "fixed":
             return fixed_ms
-        if gap is not None and gap < 2000:  # gaps longer than that are pauses, not typing
-            state.gap_ms = gap if state.gap_ms is None else 0.7 * state.gap_ms + 0.3 * gap
         if state.gap_ms is None or (gap is not None and gap > 2.5 * state.gap_ms):
             return 0.0  # first request, or the user paused before this one: start now
         # Wait about the user's usual gap: if no keystroke follows, they paused.

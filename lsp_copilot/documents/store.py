@@ -144,6 +144,11 @@ class DocumentStore:
         """Forget a document; closing an unknown uri is a no-op (clients race on it)."""
         self._docs.pop(uri, None)
 
+    def unparsed_reason(self, uri: str) -> str | None:
+        """Why the document is tracked but not parsed ("binary", "too large"), if it is."""
+        doc = self._get(uri)
+        return "binary" if doc.binary else "too large" if doc.too_large else None
+
     def snapshot(self, uri: str) -> Snapshot:
         doc = self._get(uri)
         return Snapshot(

@@ -14,10 +14,12 @@ log = logging.getLogger(__name__)
 
 
 def _tell_once(ls: CopilotServer, uri: str) -> None:
-    snap = ls.store.snapshot(uri)
-    if (snap.too_large or snap.binary) and uri not in ls.told_once:
+    if uri in ls.told_once:
+        return
+    reason = ls.store.unparsed_reason(uri)  # cheap: didChange runs on every keystroke
+    if reason is not None:
         ls.told_once.add(uri)
-        why = "is binary" if snap.binary else (
+        why = "is binary" if reason == "binary" else (
             f"is larger than maxDocumentBytes ({ls.settings.max_document_bytes} bytes)")
         ls.show(types.MessageType.Info, f"lsp-copilot: {uri} {why}; no completions for it.")
 

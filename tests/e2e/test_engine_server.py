@@ -139,7 +139,9 @@ async def test_shared_prefix_hits_prefix_cache(engine_client: LanguageClient) ->
     assert after["engine_requests"] == before["engine_requests"] + 2
     # The second prompt shares ~all but its last line with the first: vLLM reuses it.
     assert after["cached_prompt_tokens"] - before["cached_prompt_tokens"] >= 100
-    assert after["spec_draft_tokens"] >= before["spec_draft_tokens"]
+    # n-gram speculation has proposed drafts by now (the prompts repeat themselves).
+    assert after["spec_draft_tokens"] > 0
+    assert 0 <= after["spec_accepted_tokens"] <= after["spec_draft_tokens"]
 
 
 async def _wait_stat(client: LanguageClient, name: str, count: int) -> dict[str, Any]:

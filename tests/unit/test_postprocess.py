@@ -17,8 +17,9 @@ def test_blank_line_start_skips_leading_newlines_and_indent() -> None:
     cursor = Cursor("    ", "", prompt_dropped_indent="    ")
     out = finalize("\n    total = 0\n    for x in xs:\n        total += x\nprint(1)",
                    "multi-line", cursor)
-    assert out == "total = 0\nfor x in xs:\n        total += x".replace(
-        "for x", "    for x") or out
+    # The first line loses the indentation the cursor already has; the rest keep theirs,
+    # and the dedented `print(1)` ends the block.
+    assert out == "total = 0\n    for x in xs:\n        total += x"
 
 
 def test_multi_line_stops_at_dedent() -> None:

@@ -221,3 +221,22 @@ def test_debounce_with_a_scripted_clock() -> None:
     assert keystroke(90) <= 250.0
     assert deb.delay_ms("u", "fixed", 75, 250, "", "") == 75
     assert deb.delay_ms("u", "off", 75, 250, "", "") == 0.0
+
+
+async def test_fake_engine_typed_through_keystrokes_still_teach_the_debounce() -> None:
+    now = [0.0]
+    engine = FakeEngine()
+    manager = EngineManager(factory=lambda s, report: engine)
+    assert (await manager.start(Settings())).ok
+    s = Settings(debounce_mode="adaptive")
+    completer = Completer(manager, Telemetry(), lambda: s, lambda: None, clock=lambda: now[0])
+    await completer.complete(_snap(SOURCE), len(SOURCE))  # first request: no wait
+    for typed in ("a", "a ", "a +"):  # answered by typing-through, 100 ms apart
+        now[0] += 0.1
+        text = SOURCE + typed
+        assert (await completer.complete(_snap(text), len(text))).source == "typed_through"
+    # The next request follows the same rhythm: it waits the learned 100 ms gap (had the
+    # typed-through keystrokes been missed, it would see one 400 ms gap instead).
+    now[0] += 0.1
+    delay = completer.debouncer.delay_ms(URI, "adaptive", 75, 250, "x = a +", "")
+    assert delay == pytest.approx(100.0)
