@@ -21,7 +21,7 @@ from lsp_copilot.config import Settings
 from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.buffer import Encoding
 from lsp_copilot.documents.store import DocumentStore
-from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.engine.manager import RESTART_COMMAND, EngineManager
 from lsp_copilot.scheduling import Scheduler
 from lsp_copilot.telemetry import Telemetry
 
@@ -109,6 +109,8 @@ class CopilotServer(LanguageServer):
         self.telemetry = Telemetry()
         self.store = DocumentStore(self.settings.max_document_bytes)
         self.engines = engines or EngineManager()
+        self.engines.telemetry = self.telemetry
+        self.engines.notify = self._engine_notice
         self.cache: CompletionCache | None = None
         self.completer = Completer(
             self.engines, self.telemetry, lambda: self.settings, lambda: self.cache
@@ -124,6 +126,16 @@ class CopilotServer(LanguageServer):
     def show(self, kind: types.MessageType, message: str) -> None:
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.INFO, message)
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def _engine_notice(self, level: str, message: str) -> None:
+        """The supervisor's news: trouble pops up (showMessage), recovery goes to the log."""
+        if level == "info":
+            log.info(message)
+            self.window_log_message(
+                types.LogMessageParams(type=types.MessageType.Info, message=message))
+        else:
+            kind = types.MessageType.Error if level == "error" else types.MessageType.Warning
+            self.show(kind, message)
 
     def open_cache(self, workspace: str) -> None:
         """One persistent cache per workspace: no entry crosses workspaces."""
@@ -178,4 +190,5 @@ def create_server(engines: EngineManager | None = None) -> CopilotServer:
     server.feature(feedback.DID_ACCEPT)(feedback.did_accept)
     server.feature(feedback.DID_REJECT)(feedback.did_reject)
     server.command(feedback.ACCEPT_COMMAND)(feedback.accept_command)
+    server.command(RESTART_COMMAND)(lifecycle.restart_engine)
     return server

@@ -35,6 +35,10 @@ COUNTERS = (
     "shown",
     "accepted",
     "rejected",
+    "engine_restarts",
+    "engine_incidents",
+    "engine_interrupted",
+    "engine_deadline_exceeded",
 )
 
 

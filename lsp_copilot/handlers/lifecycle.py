@@ -23,6 +23,7 @@ def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
     before = ls.settings.engine_key()
     ls.settings, problems = parse_settings(raw, ls.settings)
     ls.store.max_parse_bytes = ls.settings.max_document_bytes
+    ls.engines.settings = ls.settings
     for problem in problems:
         ls.show(types.MessageType.Warning, f"lsp-copilot: {problem}")
     return ls.settings.engine_key() != before
@@ -35,7 +36,7 @@ def initialize(ls: CopilotServer, params: types.InitializeParams) -> None:
     ls.open_cache(workspace)
 
 
-async def _load_engine(ls: CopilotServer) -> None:
+async def _load_engine(ls: CopilotServer, retry: bool = False) -> None:
     """Load the engine with work-done progress; a failure is shown, never raised."""
     token: str | None = None
     caps = ls.client_capabilities.window
@@ -59,7 +60,7 @@ async def _load_engine(ls: CopilotServer) -> None:
                 ls.work_done_progress.report, token, types.WorkDoneProgressReport(message=message)
             )
 
-    result = await ls.engines.start(ls.settings, report)
+    result = await (ls.engines.retry(report) if retry else ls.engines.start(ls.settings, report))
     if token is not None:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=result.message))
     if result.ok:
@@ -76,8 +77,8 @@ async def _load_engine(ls: CopilotServer) -> None:
         )
 
 
-def _spawn(ls: CopilotServer) -> None:
-    task = asyncio.ensure_future(_load_engine(ls))
+def _spawn(ls: CopilotServer, retry: bool = False) -> None:
+    task = asyncio.ensure_future(_load_engine(ls, retry))
     _background.add(task)
     task.add_done_callback(_background.discard)
 
@@ -100,6 +101,17 @@ async def did_change_configuration(
         ls.show(types.MessageType.Info, "lsp-copilot: engine settings changed, restarting it")
         await ls.engines.shutdown()
         _spawn(ls)
+
+
+def restart_engine(ls: CopilotServer, args: Any) -> dict[str, Any]:
+    """``lspCopilot.restartEngine``: the user's retry after the engine stayed down (or a
+    restart of a working one). Answers at once; the load reports progress as at start."""
+    if not ls.settings.enable:
+        return {"state": ls.engines.state, "message": "completions are disabled (`enable`)"}
+    if ls.engines.state == "loading":
+        return {"state": "loading", "message": "the engine is already loading"}
+    _spawn(ls, retry=True)
+    return {"state": "loading", "message": "restarting the engine"}
 
 
 async def shutdown(ls: CopilotServer, params: None) -> None:
