@@ -199,6 +199,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from lsp_copilot import bench
 
     result: Any
+    if args.what == "robustness":  # through the real protocol: one line per trial
+        from lsp_copilot import bench_robustness
+
+        return bench_robustness.run(args.messages, args.soak, args.examples, args.trial,
+                                    args.json)
     if args.what == "context":  # no engine: measures the prompt itself
         from lsp_copilot.context import bench as context_bench
 
@@ -271,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.set_defaults(func=cmd_doctor)
 
     bench = sub.add_parser("bench", help="measure through the real engine")
-    bench.add_argument("what", choices=["engine", "prompt", "context", "typing"])
+    bench.add_argument("what", choices=["engine", "prompt", "context", "typing", "robustness"])
     bench.add_argument("--keystrokes", type=int, default=300, help="typing: keys to replay")
     bench.add_argument("--out", type=Path, default=Path("bench-results"),
                        help="typing: folder for the JSON summary and the PNG plot")
@@ -279,6 +284,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--count", type=int, default=40, help="holes / requests to run")
     bench.add_argument("--model", help="model folder or hub id (default: SmolLM2-135M)")
     bench.add_argument("--json", action="store_true")
+    bench.add_argument("--messages", type=int, default=10_000,
+                       help="robustness: fuzzed messages")
+    bench.add_argument("--soak", type=int, default=5_000, help="robustness: soak requests")
+    bench.add_argument("--examples", type=int, default=200,
+                       help="robustness: hypothesis edit sequences")
+    bench.add_argument("--trial", action="append",
+                       choices=["fuzz", "edits", "burst", "engine-kill", "secrets", "soak"],
+                       help="robustness: run only this trial (repeatable)")
     bench.set_defaults(func=cmd_bench)
 
     cache = sub.add_parser("cache", help="manage the completion cache")

@@ -5,9 +5,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 import sys
-import threading
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -68,44 +67,66 @@ def reap(pids: list[int], timeout: float = 3.0) -> None:
 
 # -- orphan guard -------------------------------------------------------------------
 #
-# vLLM forks its EngineCore (VLLM_WORKER_MULTIPROC_METHOD defaults to fork) and gives it
-# no parent-death watch: a server killed with SIGKILL (an editor crashing, the OOM killer)
-# would leave a process holding gigabytes. PR_SET_PDEATHSIG is no cure: it fires when the
-# *thread* that forked exits, and vLLM forks from our loading thread. So every child we
-# fork runs a watchdog thread that notices its reparenting and leaves.
+# vLLM's EngineCore (and its worker) have no parent-death watch: a server killed with
+# SIGKILL (an editor crashing, the OOM killer) would leave processes holding gigabytes.
+# Nothing in a SIGKILLed process runs, and on CPU vLLM *spawns* its EngineCore (a fresh
+# interpreter: no fork hook of ours runs there), so PR_SET_PDEATHSIG or a watchdog thread
+# in the child cannot be installed from here. Instead a tiny guardian process (our child,
+# ~15 MB) records the server's descendants once a second and, when its parent changes
+# (the server died, however), terminates then kills exactly those it recorded.
 
-GUARD_INTERVAL_S = 0.25
-_guard_installed = False
-_forker_pid = 0
-
-
-def _before_fork() -> None:
-    global _forker_pid
-    _forker_pid = os.getpid()
-
-
-def _watch_parent(parent: int) -> None:
-    while os.getppid() == parent:
-        threading.Event().wait(GUARD_INTERVAL_S)
-    # Our parent is gone: take our own children with us (vLLM workers), then leave.
-    with contextlib.suppress(Exception):
-        kill_children(timeout=1.0)
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _after_fork_in_child() -> None:
-    parent = _forker_pid
-    if parent <= 1:
-        return
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True,
-                     name="lsp-copilot-orphan-guard").start()
+GUARD_CODE = """
+import os, sys, time, psutil
+server = int(sys.argv[1]); interval = float(sys.argv[2])
+seen = {}
+try:
+    me = psutil.Process()
+    while os.getppid() == server:
+        try:
+            for p in psutil.Process(server).children(recursive=True):
+                if p.pid != me.pid and p.pid not in seen:
+                    seen[p.pid] = p.create_time()
+        except psutil.Error:
+            pass
+        time.sleep(interval)
+except KeyboardInterrupt:
+    pass
+procs = []
+for pid, created in seen.items():
+    try:
+        p = psutil.Process(pid)
+        if p.create_time() == created:
+            procs.append(p)
+    except psutil.Error:
+        pass
+for p in procs:
+    try:
+        p.terminate()
+    except psutil.Error:
+        pass
+gone, alive = psutil.wait_procs(procs, timeout=2)
+for p in alive:
+    try:
+        p.kill()
+    except psutil.Error:
+        pass
+"""
+GUARD_INTERVAL_S = 0.5
+_guardian: Any = None
 
 
 def install_orphan_guard() -> None:
-    """Make every process forked from now on exit within a fraction of a second of its
-    parent's death, however the parent died. Idempotent."""
-    global _guard_installed
-    if _guard_installed:
+    """Start the guardian (once per process) before any engine process exists."""
+    global _guardian
+    if _guardian is not None and _guardian.poll() is None:
         return
-    _guard_installed = True
-    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+    import subprocess
+
+    try:
+        _guardian = subprocess.Popen(
+            [sys.executable, "-c", GUARD_CODE, str(os.getpid()), str(GUARD_INTERVAL_S)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            close_fds=True)
+    except OSError:
+        log.warning("could not start the orphan guard: a SIGKILLed server may leave "
+                    "vLLM's EngineCore running", exc_info=True)
