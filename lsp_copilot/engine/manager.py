@@ -39,6 +39,10 @@ def _log_notice(level: str, message: str) -> None:
     log.log(logging.ERROR if level == "error" else logging.WARNING, message)
 
 
+def _log_progress(message: str) -> None:
+    log.info("engine: %s", message)
+
+
 def _reason(exc: BaseException) -> str:
     """Why a health check failed, in words; vLLM's EngineDeadError says only 'see above'."""
     if "EngineDead" in type(exc).__name__:
@@ -113,7 +117,7 @@ class EngineManager:
         self.notify: Notifier = _log_notice  # the server tells the user (showMessage)
         self.policy = policy or RestartPolicy()
         self._clock, self._sleep = clock, sleep
-        self._report: Reporter = lambda _: None
+        self.report: Reporter = _log_progress  # progress of a retry (the command sets it)
         self._epoch = 0  # one per life of an engine; stale monitors and calls see it change
         self._down: asyncio.Future[str] | None = None  # resolves when this life ends
         self._suspect: asyncio.Event | None = None
@@ -152,7 +156,7 @@ class EngineManager:
 
     def start(self, settings: Settings, report: Reporter = lambda _: None) -> asyncio.Task[Any]:
         """Begin loading in a worker thread; the returned task resolves to a LoadResult."""
-        self.settings, self._report = settings, report
+        self.settings = settings
         self._load_task = asyncio.ensure_future(self._load(settings, report))
         return self._load_task
 
@@ -206,7 +210,8 @@ class EngineManager:
             self._recovery.cancel()  # it is waiting out a backoff (loading is handled above)
         old = self._end_life("restarted by the user")
         if report is not None:
-            self._report = report
+            self.report = report
+        self.state, self.error = "loading", None  # now: a client asking next sees it
         self._load_task = asyncio.ensure_future(self._reload(old))
         return self._load_task
 
@@ -214,7 +219,7 @@ class EngineManager:
         self.state = "loading"
         if old is not None:
             await self._dispose(old)
-        result = await self._load(self.settings, self._report)
+        result = await self._load(self.settings, lambda m: self.report(m))
         if result.ok:
             self.count("engine_restarts")
         return result
@@ -308,7 +313,7 @@ class EngineManager:
             if self.state != "restarting":  # shut down or retried meanwhile
                 return
             self._load_task = asyncio.ensure_future(
-                self._load(self.settings, self._report, failed="restarting"))
+                self._load(self.settings, _log_progress, failed="restarting"))
             result = await self._load_task
             if result.ok:
                 self.count("engine_restarts")

@@ -10,6 +10,7 @@ from typing import Any
 from lsprotocol import types
 
 from lsp_copilot.config import parse_settings
+from lsp_copilot.engine.manager import LoadResult
 from lsp_copilot.handlers import workspace
 from lsp_copilot.process import exit_now
 from lsp_copilot.server import CopilotServer
@@ -36,7 +37,9 @@ def initialize(ls: CopilotServer, params: types.InitializeParams) -> None:
     ls.open_cache(workspace)
 
 
-async def _load_engine(ls: CopilotServer, retry: bool = False) -> None:
+async def _load_engine(
+    ls: CopilotServer, pending: asyncio.Task[LoadResult] | None = None
+) -> None:
     """Load the engine with work-done progress; a failure is shown, never raised."""
     token: str | None = None
     caps = ls.client_capabilities.window
@@ -60,7 +63,11 @@ async def _load_engine(ls: CopilotServer, retry: bool = False) -> None:
                 ls.work_done_progress.report, token, types.WorkDoneProgressReport(message=message)
             )
 
-    result = await (ls.engines.retry(report) if retry else ls.engines.start(ls.settings, report))
+    if pending is None:
+        result = await ls.engines.start(ls.settings, report)
+    else:  # a load already under way (the retry command): report its progress
+        ls.engines.report = report
+        result = await pending
     if token is not None:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=result.message))
     if result.ok:
@@ -77,8 +84,8 @@ async def _load_engine(ls: CopilotServer, retry: bool = False) -> None:
         )
 
 
-def _spawn(ls: CopilotServer, retry: bool = False) -> None:
-    task = asyncio.ensure_future(_load_engine(ls, retry))
+def _spawn(ls: CopilotServer, pending: asyncio.Task[LoadResult] | None = None) -> None:
+    task = asyncio.ensure_future(_load_engine(ls, pending))
     _background.add(task)
     task.add_done_callback(_background.discard)
 
@@ -110,7 +117,7 @@ def restart_engine(ls: CopilotServer, args: Any) -> dict[str, Any]:
         return {"state": ls.engines.state, "message": "completions are disabled (`enable`)"}
     if ls.engines.state == "loading":
         return {"state": "loading", "message": "the engine is already loading"}
-    _spawn(ls, retry=True)
+    _spawn(ls, ls.engines.retry())  # the state is "loading" from here on
     return {"state": "loading", "message": "restarting the engine"}
 
 
