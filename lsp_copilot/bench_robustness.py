@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -48,11 +49,11 @@ class RawClient:
         self._reader = asyncio.ensure_future(self._read())
 
     @classmethod
-    async def start(cls, env: dict[str, str] | None = None) -> RawClient:
+    async def start(cls, log: Any = None) -> RawClient:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "lsp_copilot", "serve", stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-            env={**os.environ, **(env or {})}, limit=2**24)
+            stdout=asyncio.subprocess.PIPE,
+            stderr=log if log is not None else asyncio.subprocess.DEVNULL, limit=2**24)
         return cls(proc)
 
     @property
@@ -266,6 +267,7 @@ async def trial_fuzz(client: RawClient, count: int, seed: int = 7) -> Trial:
     futures: list[asyncio.Future[Any]] = []
     kinds: dict[str, int] = {}
     base = "file:///fuzz/doc{}.py"
+    popups_before = len(client.messages)
     started = time.perf_counter()
     for i in range(count):
         kind = rng.choices(
@@ -369,18 +371,20 @@ async def trial_fuzz(client: RawClient, count: int, seed: int = 7) -> Trial:
             errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
     alive = client.proc.returncode is None
     s = await client.stats() if alive else {}
-    ok = alive and not pending and not any(isinstance(k, str) for k in errors)
+    # Every request answered, none with an internal error (a bad input must get a clear one).
+    ok = alive and not pending and not any(isinstance(k, str) or k == -32603 for k in errors)
     total_s = time.perf_counter() - started
     broken = sum(kinds.get(k, 0) for k in ("malformed", "invalid_json", "not_rpc"))
     return Trial("fuzz", ok, (
         f"{count} messages ({broken} malformed/invalid JSON/not JSON-RPC), "
         f"{len(futures)} requests: "
         f"{len(done)} answered, {len(pending)} unanswered; errors by code {errors}; "
-        f"server {'alive' if alive else 'DEAD'}, {s.get('documents', '?')} documents open; "
-        f"{total_s:.1f} s"),
+        f"server {'alive' if alive else 'DEAD'}, {s.get('documents', '?')} documents open, "
+        f"{len(client.messages) - popups_before} showMessage popups; {total_s:.1f} s"),
         {"messages": count, "requests": len(futures), "answered": len(done),
          "unanswered": len(pending), "errors": {str(k): v for k, v in errors.items()},
          "kinds": kinds, "alive": alive, "seconds": round(total_s, 1),
+         "popups": len(client.messages) - popups_before,
          "send_seconds": round(sent_s, 1)})
 
 
@@ -547,12 +551,14 @@ async def trial_kill(client: RawClient) -> Trial:
     text = "def area(width, height):\n    return "
     client.open(uri, text)
     await client.drain()
+    await client.wait_ready()
     pids = engine_core_pids(client.pid)
     if not pids:
         return Trial("engine-kill", False, "no EngineCore process found")
     before = await client.stats()
     for pid in pids:  # freeze first, so the request is surely mid-stream at the kill
-        os.kill(pid, signal.SIGSTOP)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGSTOP)
     request = client.inline(uri, 1, 11)
     await client.drain()
     deadline = time.monotonic() + 30
@@ -565,7 +571,8 @@ async def trial_kill(client: RawClient) -> Trial:
         await asyncio.sleep(0.05)
     killed = time.monotonic()
     for pid in pids:
-        os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     try:
         first = await asyncio.wait_for(request, 60)
         answered_s: float | None = time.monotonic() - killed
@@ -686,7 +693,7 @@ async def trial_soak(client: RawClient, total: int, warm_up: int) -> Trial:
 # ------------------------------------------------------------------ driver
 
 async def _run(messages: int, soak: int, examples: int, only: set[str] | None,
-               emit: Any) -> list[Trial]:
+               emit: Any, out: Path) -> list[Trial]:
     trials: list[Trial] = []
 
     def report(trial: Trial) -> None:
@@ -697,11 +704,14 @@ async def _run(messages: int, soak: int, examples: int, only: set[str] | None,
         report(await asyncio.to_thread(trial_edits, examples))
     if only is not None and only <= {"edits"}:
         return trials
-    with tempfile.TemporaryDirectory(prefix="lsp-copilot-robustness-") as tmp:
-        client = await RawClient.start()
+    out.mkdir(parents=True, exist_ok=True)
+    log_path = out / "robustness-server.log"
+    with tempfile.TemporaryDirectory(prefix="lsp-copilot-robustness-") as tmp, \
+            open(log_path, "wb") as log:
+        print(f"server log: {log_path}", file=sys.stderr)
+        client = await RawClient.start(log)
         try:
-            await client.initialize({"cacheDir": tmp, "healthCheckIntervalMs": 1000,
-                                     "healthCheckTimeoutMs": 10000})
+            await client.initialize({"cacheDir": tmp})
             s = await client.wait_ready()
             if s["engine_state"] != "ready":
                 raise SystemExit(f"error: the engine did not start: {s['engine_error']}")
@@ -716,19 +726,32 @@ async def _run(messages: int, soak: int, examples: int, only: set[str] | None,
                 if client.proc.returncode is not None:
                     report(Trial(name, False, "not run: the server died"))
                     continue
-                report(await step())
+                ready = await client.wait_ready()  # an earlier trial may have restarted it
+                if ready["engine_state"] != "ready":
+                    report(Trial(name, False, f"not run: engine {ready['engine_state']}"))
+                    continue
+                incidents = ready["engine_incidents"]
+                trial = await step()
+                s = await client.stats()
+                if name != "engine-kill" and s["engine_incidents"] != incidents:
+                    trial.ok = False
+                    trial.summary += (f"; ENGINE INCIDENTS +{s['engine_incidents'] - incidents}:"
+                                      f" {s['engine_error']}")
+                report(trial)
         finally:
             await client.stop()
     return trials
 
 
 def run(messages: int = 10_000, soak: int = 5_000, examples: int = 200,
-        only: list[str] | None = None, json_out: bool = False) -> int:
+        only: list[str] | None = None, json_out: bool = False,
+        out: Path = Path("bench-results")) -> int:
     def emit(trial: Trial) -> None:
         if not json_out:
             print(trial.line(), flush=True)
 
-    trials = asyncio.run(_run(messages, soak, examples, set(only) if only else None, emit))
+    trials = asyncio.run(_run(messages, soak, examples, set(only) if only else None, emit,
+                              out))
     if json_out:
         print(json.dumps([t.__dict__ for t in trials], indent=2, default=str))
     return 0 if all(t.ok for t in trials) else 1

@@ -203,7 +203,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from lsp_copilot import bench_robustness
 
         return bench_robustness.run(args.messages, args.soak, args.examples, args.trial,
-                                    args.json)
+                                    args.json, args.out)
     if args.what == "context":  # no engine: measures the prompt itself
         from lsp_copilot.context import bench as context_bench
 
@@ -279,7 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("what", choices=["engine", "prompt", "context", "typing", "robustness"])
     bench.add_argument("--keystrokes", type=int, default=300, help="typing: keys to replay")
     bench.add_argument("--out", type=Path, default=Path("bench-results"),
-                       help="typing: folder for the JSON summary and the PNG plot")
+                       help="typing: folder for the JSON summary and the PNG plot; "
+                       "robustness: the server's log")
     bench.add_argument("--corpus", type=Path, help="folder of code (default: Python's stdlib)")
     bench.add_argument("--count", type=int, default=40, help="holes / requests to run")
     bench.add_argument("--model", help="model folder or hub id (default: SmolLM2-135M)")

@@ -11,6 +11,7 @@ from typing import Any
 
 import cattrs
 from lsprotocol import types
+from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
@@ -126,6 +127,17 @@ class CopilotServer(LanguageServer):
     def show(self, kind: types.MessageType, message: str) -> None:
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.INFO, message)
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A message we could not handle (invalid JSON, bad notification params) is logged
+        and skipped; pygls would pop up a message for each one, so tell the user once."""
+        if source is FeatureRequestError:  # a request: its error response already went out
+            return
+        log.warning("skipped a message the server could not handle: %s", error)
+        if "server-error" not in self.told_once:
+            self.told_once.add("server-error")
+            self.show(types.MessageType.Warning, "lsp-copilot: the editor sent a message "
+                      "the server could not handle; it was skipped (details in the log).")
 
     def _engine_notice(self, level: str, message: str) -> None:
         """The supervisor's news: trouble pops up (showMessage), recovery goes to the log."""

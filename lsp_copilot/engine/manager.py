@@ -124,6 +124,7 @@ class EngineManager:
         self._monitor: asyncio.Task[None] | None = None
         self._recovery: asyncio.Task[None] | None = None
         self._failures: deque[float] = deque()
+        self._last_progress = 0.0  # when a generation last streamed text (monotonic)
 
     @property
     def info(self) -> EngineInfo | None:
@@ -151,6 +152,9 @@ class EngineManager:
 
     def count(self, name: str) -> None:
         self.telemetry.count(name)
+
+    def progress(self) -> None:
+        self._last_progress = time.monotonic()
 
     # -- loading ----------------------------------------------------------------------
 
@@ -264,6 +268,10 @@ class EngineManager:
                 await asyncio.wait_for(probe(), timeout)
                 continue
             except TimeoutError:
+                if time.monotonic() - self._last_progress < timeout:
+                    # Overloaded, not stuck (a busy machine): it streamed text meanwhile.
+                    log.warning("slow health check, but the engine is streaming: keep it")
+                    continue
                 reason = f"it did not answer a health check within {timeout:g} s"
             except Exception as exc:
                 reason = _reason(exc)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from lsp_copilot.context.budget import TokenCounter
@@ -51,6 +51,8 @@ class Guard(Protocol):
 
     def count(self, name: str) -> None: ...
 
+    def progress(self) -> None: ...
+
 
 def _abandon(task: asyncio.Future[Any]) -> None:
     """Cancel without waiting, and swallow whatever the task ends with later."""
@@ -72,7 +74,14 @@ class SupervisedEngine:
         if self._down.done():
             raise EngineDown(self._down.result())
         deadline = self._guard.deadline_s()
-        task = asyncio.ensure_future(self._inner.generate(request))
+        inner_stop = request.stop_at
+        guard = self._guard
+
+        def stop_at(text: str) -> int | None:
+            guard.progress()  # text streams: a slow health check is not a stuck engine
+            return inner_stop(text) if inner_stop is not None else None
+
+        task = asyncio.ensure_future(self._inner.generate(replace(request, stop_at=stop_at)))
         try:
             waits: set[asyncio.Future[Any]] = {task, self._down}
             await asyncio.wait(waits, timeout=deadline,

@@ -122,7 +122,7 @@ async def test_engine_call_past_its_deadline_is_answered_empty(
     try:
         before = await stats(lsp_client)
         result = await asyncio.wait_for(_inline(lsp_client), 30)
-        assert result is not None and result.items == []
+        assert result is not None and not result.items
         after = await stats(lsp_client)
         assert after["engine_deadline_exceeded"] == before["engine_deadline_exceeded"] + 1
         await asyncio.sleep(2)  # the overrun triggers a health check: the engine passes it
@@ -147,10 +147,12 @@ async def test_engine_killed_mid_stream_answers_at_once_and_comes_back(
         os.kill(pid, signal.SIGKILL)
     result = await request
     answered_s = time.monotonic() - killed
-    assert result is not None and result.items == []
+    assert result is not None and not result.items
     assert answered_s < 10, answered_s  # at once, not at the 30 s deadline
-    warnings = _messages(lsp_client, types.MessageType.Warning)
-    assert any("engine stopped" in m for m in warnings), warnings
+    deadline = time.monotonic() + 15
+    while not any("engine stopped" in m for m in _messages(lsp_client, types.MessageType.Warning)):
+        assert time.monotonic() < deadline, lsp_client.messages  # the user is told
+        await asyncio.sleep(0.2)
     back_s = await _suggestions_back(lsp_client)
     after = await stats(lsp_client)
     assert after["engine_restarts"] == before["engine_restarts"] + 1
@@ -170,7 +172,7 @@ async def test_frozen_engine_fails_health_check_and_is_restarted(
         os.kill(pid, signal.SIGSTOP)  # alive but answering nothing
     request, before = await _in_flight(lsp_client)
     result = await request  # the 5 s health check ends it, long before the 30 s deadline
-    assert result is not None and result.items == []
+    assert result is not None and not result.items
     _, alive = psutil.wait_procs([psutil.Process(p) for p in pids if psutil.pid_exists(p)],
                                  timeout=30)
     assert not alive, "the frozen EngineCore must be killed, not left next to the new one"
@@ -197,7 +199,7 @@ async def test_repeated_failures_stay_down_until_the_retry_command(
     await asyncio.sleep(3)
     assert (await stats(lsp_client))["engine_state"] == "failed"  # stays down on its own
     result = await asyncio.wait_for(_inline(lsp_client), 10)  # answered, empty, at once
-    assert result is not None and result.items == []
+    assert result is not None and not result.items
 
     reply = await lsp_client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="lspCopilot.restartEngine", arguments=[]))

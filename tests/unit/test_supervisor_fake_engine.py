@@ -261,6 +261,33 @@ async def test_fake_engine_shutdown_during_backoff_stays_stopped() -> None:
     assert manager.state == "stopped" and factory.calls == 1
 
 
+async def test_fake_engine_slow_health_check_while_streaming_is_not_restarted() -> None:
+    engine = FakeEngine()
+    clock = FakeClock()
+    factory = Factory(engine, FakeEngine("replacement"))
+    manager, notices = _manager(factory, clock)
+    assert (await manager.start(SETTINGS)).ok
+
+    async def streaming(request: EngineRequest) -> EngineResult:
+        for _ in range(60):  # 0.6 s of steady output, three health-check timeouts long
+            await asyncio.sleep(0.01)
+            assert request.stop_at is not None
+            request.stop_at("x")
+        return EngineResult(text="x")
+
+    async def overloaded() -> None:
+        await asyncio.Event().wait()  # the round trip waits behind busy engine steps
+
+    engine.generate = streaming  # type: ignore[method-assign]
+    engine.check_health = overloaded  # type: ignore[method-assign]
+    manager._monitor.cancel()  # type: ignore[union-attr]  # re-arm with the patched probe
+    manager._arm(engine)
+    result = await manager.engine().generate(REQUEST)
+    assert result.text == "x"
+    assert manager.state == "ready" and factory.calls == 1 and notices == []
+    await manager.shutdown()
+
+
 def test_restart_policy_doubles_up_to_a_cap() -> None:
     policy = RestartPolicy(backoff_s=1.0, backoff_max_s=10.0)
     assert [policy.delay(n) for n in range(1, 7)] == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
