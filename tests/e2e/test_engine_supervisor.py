@@ -100,7 +100,8 @@ def _messages(client: LanguageClient, kind: types.MessageType) -> list[str]:
 @pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=SERVER))
 async def supervised(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
     await initialize(lsp_client, "visual-studio-code", {"lspCopilot": {
-        "cache": False, "healthCheckIntervalMs": 1000, "healthCheckTimeoutMs": 5000}})
+        "cache": False, "typingThrough": False,  # every request must reach the engine
+        "healthCheckIntervalMs": 1000, "healthCheckTimeoutMs": 5000}})
     s = await wait_for_engine(lsp_client)
     assert s["engine_state"] == "ready", s
     lsp_client.text_document_did_open(types.DidOpenTextDocumentParams(
