@@ -204,6 +204,22 @@ class VllmEngine:
             raise EngineUnavailable(f"the EngineCore process {exc.pid} is gone") from None
         await llm.is_sleeping()  # a utility call answered by the EngineCore's busy loop
 
+    def busy_seconds(self) -> float:
+        """CPU seconds the EngineCore and its workers have used: a slow engine keeps
+        using CPU, a stuck (stopped, deadlocked) one does not."""
+        import psutil
+
+        total = 0.0
+        for pid in self.pids:
+            try:
+                root = psutil.Process(pid)
+                for proc in (root, *root.children(recursive=True)):
+                    times = proc.cpu_times()
+                    total += times.user + times.system
+            except psutil.Error:
+                continue
+        return total
+
     async def shutdown(self) -> None:
         llm, self._llm = self._llm, None
         if llm is not None:
