@@ -24,6 +24,7 @@ from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.scheduling import Scheduler
 from lsp_copilot.telemetry import Telemetry
+from lsp_copilot.warmup import Warmer
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +121,7 @@ class CopilotServer(LanguageServer):
         self.sources = Workspace(documents=lambda: [
             (uri, self.store.buffer(uri).text) for uri in self.store.uris()])
         self.completer.workspace = self.sources
+        self.warmer = Warmer(self.completer, self.telemetry, lambda: self.settings)
 
     def show(self, kind: types.MessageType, message: str) -> None:
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.INFO, message)

@@ -35,6 +35,8 @@ COUNTERS = (
     "shown",
     "accepted",
     "rejected",
+    "warmed_up",
+    "warm_up_aborted",
 )
 
 

@@ -28,6 +28,7 @@ def did_open(ls: CopilotServer, params: types.DidOpenTextDocumentParams) -> None
     doc = params.text_document
     ls.store.open(doc.uri, doc.language_id, doc.version, doc.text)
     _tell_once(ls, doc.uri)
+    ls.warmer.opened(ls.store.snapshot(doc.uri))  # background, lowest priority
 
 
 def did_change(ls: CopilotServer, params: types.DidChangeTextDocumentParams) -> None:

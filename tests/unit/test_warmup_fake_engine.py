@@ -1,0 +1,133 @@
+"""Warm-up logic with a FAKE engine that records prompts (the real engine: tests/e2e).
+
+What matters is that the warm-up prefills exactly the start of the prompt the first
+completion will send, at the lowest priority, and gets out of the way of real requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from pathlib import Path
+
+from lsp_copilot.completion import Completer
+from lsp_copilot.config import Settings
+from lsp_copilot.documents.store import DocumentStore, Snapshot
+from lsp_copilot.engine.base import EngineRequest, EngineResult
+from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.telemetry import Telemetry
+from lsp_copilot.warmup import PRIORITY, Warmer, chunks
+from tests.unit.test_scheduling_fake_engine import FakeEngine
+
+URI = "file:///w/shapes.py"
+
+
+class RecordingEngine(FakeEngine):
+    def __init__(self, step_s: float = 0.0) -> None:
+        super().__init__(reply="x\n")
+        self.requests: list[EngineRequest] = []
+        self.delay = step_s
+
+    async def generate(self, request: EngineRequest) -> EngineResult:
+        self.requests.append(request)
+        if self.delay:
+            try:
+                await asyncio.sleep(self.delay)
+            except asyncio.CancelledError:
+                self.aborted += 1
+                raise
+        return await super().generate(request)
+
+
+def _source() -> str:
+    # Real code of a realistic size: a module of this repository.
+    path = Path(__file__).resolve().parents[2] / "lsp_copilot" / "completion.py"
+    return path.read_text()
+
+
+async def _setup(engine: RecordingEngine, **settings: object) -> tuple[Completer, Warmer,
+                                                                       Telemetry]:
+    manager = EngineManager(factory=lambda s, report: engine)
+    assert (await manager.start(Settings())).ok
+    s = Settings(debounce_mode="off", cache=False, **settings)  # type: ignore[arg-type]
+    telemetry = Telemetry()
+    completer = Completer(manager, telemetry, lambda: s)
+    return completer, Warmer(completer, telemetry, lambda: s), telemetry
+
+
+def _store(text: str) -> DocumentStore:
+    store = DocumentStore()
+    store.open(URI, "python", 1, text)
+    return store
+
+
+def _snap(store: DocumentStore) -> Snapshot:
+    return store.snapshot(URI)
+
+
+def test_chunks_are_growing_prefixes_cut_at_line_ends() -> None:
+    prompt = "".join(f"line {i} = {i * 7}\n" for i in range(200)) + "tail"
+    parts = chunks(prompt, lambda t: len(t) // 3, size=100)
+    assert parts[-1] == prompt and len(parts) > 3
+    for a, b in itertools.pairwise(parts):
+        assert b.startswith(a) and a.endswith("\n")
+        assert len(b) // 3 - len(a) // 3 + 3 >= 100  # about a chunk apart
+    assert chunks("short\n", len) == ["short\n"]
+
+
+async def test_fake_engine_warm_up_prefills_the_first_completions_prompt() -> None:
+    engine = RecordingEngine()
+    completer, warmer, telemetry = await _setup(engine)
+    store = _store(_source())
+    warmer.opened(_snap(store))
+    assert warmer.running
+    while warmer.running:
+        await asyncio.sleep(0.01)
+    warm = list(engine.requests)
+    assert warm and all(r.priority == PRIORITY and r.max_tokens == 1 for r in warm)
+    assert telemetry.counters["warmed_up"] == 1
+    # The user appends a line at the end and asks for a completion there.
+    text = _source()
+    store.change(URI, 2, [(None, text + "def helper(")], "utf-16")
+    snap = _snap(store)
+    await completer.complete(snap, len(snap.data))
+    real = engine.requests[-1]
+    assert real.priority < PRIORITY
+    assert real.prompt.startswith(warm[-1].prompt)
+    assert len(warm[-1].prompt) > 0.9 * len(real.prompt)
+
+
+async def test_fake_engine_real_request_cancels_the_warm_up() -> None:
+    engine = RecordingEngine(step_s=0.2)
+    _, warmer, telemetry = await _setup(engine)
+    store = _store(_source())
+    warmer.opened(_snap(store))
+    await asyncio.sleep(0.05)
+    assert warmer.running
+    warmer.cancel()  # what the completion handler does first
+    await asyncio.sleep(0.01)
+    assert not warmer.running and engine.aborted == 1
+    assert telemetry.counters["warm_up_aborted"] == 1 and telemetry.counters["warmed_up"] == 0
+
+
+async def test_fake_engine_no_warm_up_when_busy_disabled_or_secret() -> None:
+    engine = RecordingEngine()
+    completer, warmer, telemetry = await _setup(engine, warm_up=False)
+    warmer.opened(_snap(_store(_source())))
+    assert not warmer.running
+    completer, warmer, telemetry = await _setup(engine)
+    secret = DocumentStore()
+    secret.open("file:///w/.env", "dotenv", 1, "API_KEY=abc\n")
+    warmer.opened(secret.snapshot("file:///w/.env"))
+    assert not warmer.running
+    # Busy: a real generation is in flight when the warm-up would start.
+    slow = RecordingEngine(step_s=0.3)
+    completer, warmer, telemetry = await _setup(slow)
+    store = _store(_source())
+    real = asyncio.ensure_future(completer.complete(_snap(store), len(_source())))
+    await asyncio.sleep(0.05)
+    warmer.opened(_snap(store))
+    await asyncio.sleep(0.05)
+    assert not warmer.running and telemetry.counters["warmed_up"] == 0
+    await real
+    assert all(r.priority != PRIORITY for r in slow.requests)
