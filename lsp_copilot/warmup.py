@@ -109,7 +109,7 @@ class Warmer:
         if self._completer.queue_depth:
             return  # the engine is busy with the user's requests: they matter more
         try:
-            done = await self._prefill(engine, snapshot)
+            done = await self.prefill(engine, snapshot)
         except asyncio.CancelledError:
             self._telemetry.count("warm_up_aborted")
             raise
@@ -137,7 +137,7 @@ class Warmer:
         )
         return context.prompt
 
-    async def _prefill(self, engine: Engine, snapshot: Snapshot) -> bool:
+    async def prefill(self, engine: Engine, snapshot: Snapshot) -> bool:
         """Prefill chunk by chunk; False when a real generation started meanwhile."""
         prompt = self.prompt(engine, snapshot)
         for part in chunks(prompt, engine.counter.count):
