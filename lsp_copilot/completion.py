@@ -26,7 +26,7 @@ from lsp_copilot.engine.base import Engine, EngineRequest, EngineResult, EngineU
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.postprocess import Cursor, finalize, stop_rule
 from lsp_copilot.privacy import secret_reason
-from lsp_copilot.prompts import template_for
+from lsp_copilot.prompts import PromptEncoder, Template, template_for
 from lsp_copilot.scheduling import Debouncer, Flight
 from lsp_copilot.telemetry import Telemetry
 
@@ -153,7 +153,8 @@ class Completer:
             # continue after trailing spaces (SmolLM2 answers a bare newline there).
             prompt_offset = offset - len(cursor.line_before.encode())
             cursor = Cursor(cursor.line_before, cursor.line_after, cursor.line_before)
-        template = template_for(None)
+        template = template_for(settings.template if settings.template != "auto"
+                                else engine.info.template)
         context = build_context(
             snapshot, prompt_offset, engine.counter, template, settings.max_prompt_tokens, mode,
             workspace=self.workspace,
@@ -195,6 +196,7 @@ class Completer:
                     if delay > 0:
                         self.telemetry.count("debounced")
                         await asyncio.sleep(delay / 1000)  # a newer keystroke cancels us here
+                ids, stop_ids = self._token_ids(engine, template, context)
                 request = EngineRequest(
                     request_id=f"lsp-copilot-{next(_ids)}",
                     prompt=context.prompt,
@@ -203,6 +205,8 @@ class Completer:
                     priority=2 if prefetch else (0 if mode == "single-line" else 1),
                     stop=template.stop,
                     stop_at=stop_rule(mode, cursor),
+                    prompt_token_ids=ids,
+                    stop_token_ids=stop_ids,
                 )
                 result = await self._fly(engine, snapshot.uri, key, mode, request, settings,
                                          cache)
@@ -221,6 +225,18 @@ class Completer:
             self._remember_shown(snapshot, offset, text, mode)
         return Outcome(text, mode, timings, None if text else "the model gave nothing usable",
                        context, source)
+
+    def _token_ids(self, engine: Engine, template: Template, context: Context
+                   ) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
+        """The prompt as token ids with the engine's tokenizer, and the stop tokens' ids;
+        (None, ()) for an engine without one (it then gets the text)."""
+        encoder = getattr(engine, "encoder", None)
+        if not isinstance(encoder, PromptEncoder):
+            return None, ()
+        encoded = encoder.encode(context.pieces or (context.prompt,))
+        if encoded.escaped:
+            self.telemetry.count("escaped_special_tokens", encoded.escaped)
+        return encoded.ids, encoder.stop_ids(template.stop)
 
     # -- typing-through -------------------------------------------------------------
 
@@ -345,6 +361,9 @@ class Completer:
             log.exception("engine request failed")
             raise
         self.telemetry.count("prompt_tokens", result.prompt_tokens)
+        if request.prompt_token_ids:
+            self.telemetry.count("token_id_prompts")
+            self.telemetry.count("prompt_token_ids", len(request.prompt_token_ids))
         self.telemetry.count("cached_prompt_tokens", result.cached_prompt_tokens)
         self.telemetry.count("generated_tokens", result.generated_tokens)
         if result.stopped_early:

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lsp_copilot.prompts import TEMPLATE_NAMES
+
 ENGINE_FIELDS = frozenset(
     {
         "model",
@@ -134,6 +136,12 @@ class Settings:
     )
     enforce_eager: bool = _setting(
         True, "Skip torch.compile/CUDA graphs: loads in seconds instead of minutes.", _is_bool
+    )
+    template: str = _setting(
+        "auto",
+        "Prompt format: auto (detected from the model's config and tokenizer) or a family: "
+        + ", ".join(TEMPLATE_NAMES) + ".",
+        _one_of("auto", *TEMPLATE_NAMES),
     )
     max_prompt_tokens: int = _setting(
         1536, "Token budget of the prompt (counted with the model's tokenizer).",
