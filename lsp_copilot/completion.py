@@ -25,7 +25,7 @@ from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.engine.base import Engine, EngineRequest, EngineResult, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.postprocess import Cursor, finalize, stop_rule
-from lsp_copilot.privacy import secret_reason
+from lsp_copilot.privacy import Privacy
 from lsp_copilot.prompts import template_for
 from lsp_copilot.scheduling import Debouncer, Flight
 from lsp_copilot.telemetry import Telemetry
@@ -86,6 +86,7 @@ class Completer:
         self._flights: dict[str, Flight] = {}  # uri -> the document's current generation
         self._shown: dict[str, _Shown] = {}
         self._secret: dict[tuple[str, int], str | None] = {}
+        self.privacy = Privacy()  # the server installs the user's rules
         self.workspace: Workspace | None = None  # index, open buffers, edits (context engine)
 
     @property
@@ -102,12 +103,22 @@ class Completer:
             flight.task.cancel()
 
     def _secret_reason(self, snapshot: Snapshot) -> str | None:
-        key = (snapshot.uri, snapshot.version)
+        return self.secret_reason(snapshot.uri, snapshot.version, snapshot.data)
+
+    def secret_reason(self, uri: str, version: int, data: bytes) -> str | None:
+        """Why the document must stay private (cached per version: content is scanned)."""
+        key = (uri, version)
         if key not in self._secret:
             if len(self._secret) > 256:
                 self._secret.clear()
-            self._secret[key] = secret_reason(snapshot.uri, snapshot.data)
+            self._secret[key] = self.privacy.reason(uri, data)
         return self._secret[key]
+
+    def set_privacy(self, privacy: Privacy) -> None:
+        self.privacy, self._secret = privacy, {}
+
+    def is_private(self, uri: str, version: int, data: bytes) -> bool:
+        return self.secret_reason(uri, version, data) is not None
 
     async def complete(
         self, snapshot: Snapshot, offset: int, *, prefetch: bool = False
@@ -125,6 +136,10 @@ class Completer:
             self.telemetry.count("rejected_input")
             why = "binary document" if snapshot.binary else "larger than maxDocumentBytes"
             return Outcome("", "none", reason=why, source="none")
+        if snapshot.out_of_sync is not None:
+            self.telemetry.count("out_of_sync")
+            return Outcome("", "none", reason=f"document out of sync: {snapshot.out_of_sync}",
+                           source="none")
         secret = self._secret_reason(snapshot)
         if secret is not None:
             self.telemetry.count("secret_skipped")

@@ -31,6 +31,7 @@ COUNTERS = (
     "debounced",
     "overloaded",
     "secret_skipped",
+    "out_of_sync",
     "prefetched",
     "shown",
     "accepted",
