@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from lsp_copilot.cache import CompletionCache, cache_key
 from lsp_copilot.config import Settings
@@ -123,6 +124,21 @@ class Completer:
     async def complete(
         self, snapshot: Snapshot, offset: int, *, prefetch: bool = False
     ) -> Outcome:
+        trace: dict[str, Any] = {"t": round(time.monotonic(), 4), "uri": snapshot.uri,
+                                 "version": snapshot.version, "prefetch": prefetch,
+                                 "status": "cancelled"}
+        try:
+            outcome = await self._complete(snapshot, offset, prefetch, trace)
+            trace.update(status="answered", mode=outcome.mode, source=outcome.source,
+                         chars=len(outcome.text), reason=outcome.reason,
+                         **outcome.timings_ms)
+            return outcome
+        finally:
+            self.telemetry.trace(trace)
+
+    async def _complete(
+        self, snapshot: Snapshot, offset: int, prefetch: bool, trace: dict[str, Any]
+    ) -> Outcome:
         settings = self._settings()
         started = time.perf_counter()
         waited = 0.0  # debounce and engine time, excluded from server time
@@ -207,6 +223,7 @@ class Completer:
                         snapshot.uri, settings.debounce_mode, settings.debounce_ms,
                         settings.debounce_max_ms, cursor.line_before, cursor.line_after,
                         noted=True)
+                    trace["debounce_ms"] = round(delay, 1)
                     if delay > 0:
                         self.telemetry.count("debounced")
                         await asyncio.sleep(delay / 1000)  # a newer keystroke cancels us here
@@ -222,6 +239,12 @@ class Completer:
                 result = await self._fly(engine, snapshot.uri, key, mode, request, settings,
                                          cache)
                 waited += (time.perf_counter() - t0) * 1000
+                if result is not None:
+                    trace.update(prompt_tokens=result.prompt_tokens,
+                                 uncached=result.prompt_tokens - result.cached_prompt_tokens,
+                                 generated_tokens=result.generated_tokens,
+                                 first_token_ms=result.first_token_ms and round(
+                                     result.first_token_ms, 1))
                 if result is None:
                     return Outcome("", mode, reason="engine error", context=context,
                                    source="none")

@@ -219,6 +219,11 @@ def test_debounce_with_a_scripted_clock() -> None:
     assert keystroke(100, before="x = foo(") < 100.0  # after a trigger character: sooner
     assert keystroke(1000) == 0.0  # the user paused before this request: start now
     assert keystroke(90) <= 250.0
+    for _ in range(10):  # bursts with a pause at each line end: pauses are not the rhythm
+        for _ in range(8):
+            keystroke(100)
+        keystroke(1200)
+    assert keystroke(100) == pytest.approx(100.0, rel=0.25)
     assert deb.delay_ms("u", "fixed", 75, 250, "", "") == 75
     assert deb.delay_ms("u", "off", 75, 250, "", "") == 0.0
 
