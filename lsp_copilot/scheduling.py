@@ -118,13 +118,12 @@ class Debouncer:
             return fixed_ms
         if state.gap_ms is None or (gap is not None and gap > PAUSE_FACTOR * state.gap_ms):
             return 0.0  # first request, or the user paused before this one: start now
-        # Wait about the user's usual gap: if no keystroke follows, they paused.
-        wait = state.gap_ms
-        if not line_after.strip() and line_before.rstrip() != line_before:
-            wait *= 0.5  # end of line after a space: a likely pause
-        elif line_before[-1:] in TRIGGER_CHARS:
-            wait *= 0.5
-        return float(min(max_ms, wait))
+        # Where people stop to look (a new line, after a trigger character) start at once:
+        # a generation the next keystroke agrees with is reused, one it doesn't is aborted.
+        if not line_before.strip() or line_before[-1:] in TRIGGER_CHARS:
+            return 0.0
+        # Elsewhere wait about the user's usual gap: if no keystroke follows, they paused.
+        return float(min(max_ms, state.gap_ms))
 
 
 @dataclass
