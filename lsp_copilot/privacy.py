@@ -31,6 +31,11 @@ SECRET_CONTENT = re.compile(
     rb"|\bglpat-[A-Za-z0-9_-]{20,}"  # GitLab tokens
 )
 
+# Literals every SECRET_CONTENT match contains: checking them first (memchr-fast) spares
+# the regex scan, 20+ ms on a 170 KB file, on every keystroke of every clean file.
+SECRET_MARKERS = (b"PRIVATE KEY", b"AKIA", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_",
+                  b"xox", b"sk-", b"AIza", b"glpat-")
+
 
 def _path(uri: str) -> str:
     return unquote(urlparse(uri).path) if "://" in uri else uri
@@ -47,8 +52,7 @@ class Privacy:
     ) -> None:
         self.file_patterns = SECRET_NAMES + tuple(file_patterns)
         extra = [p.encode() for p in content_patterns]
-        self.content = re.compile(b"|".join([SECRET_CONTENT.pattern, *extra])) if extra else (
-            SECRET_CONTENT)
+        self.extra_content = re.compile(b"|".join(extra)) if extra else None
         # Folder names ("secrets") match any path component; paths ("/srv/keys", "a/b")
         # match that folder and below.
         self.excluded_folders = tuple(f.rstrip("/") for f in excluded_folders if f.strip("/"))
@@ -72,8 +76,11 @@ class Privacy:
                     return f"in excluded folder {folder!r}"
             elif folder in posix.parts[:-1]:
                 return f"in excluded folder {folder!r}"
-        if self.content.search(data) is not None:
+        if (any(marker in data for marker in SECRET_MARKERS)
+                and SECRET_CONTENT.search(data) is not None):
             return "content looks like a credential (private key or token)"
+        if self.extra_content is not None and self.extra_content.search(data) is not None:
+            return "content matches secretContentPatterns"
         return None
 
 

@@ -65,3 +65,18 @@ def test_secret_open_buffers_never_reach_other_prompts() -> None:
                                                        "file:///w/team/notes.py"]
     _apply_settings(ls, {"excludedFolders": ["team"]})
     assert [u for u, _ in ls.sources.documents()] == ["file:///w/app.py"]
+
+
+def test_markers_cover_every_content_rule() -> None:
+    """The fast pre-check must never hide a match of the regex."""
+    from lsp_copilot.privacy import SECRET_CONTENT, SECRET_MARKERS
+
+    samples = [b"-----BEGIN OPENSSH PRIVATE KEY-----", b"AKIAABCDEFGHIJKLMNOP",
+               b"ghp_" + b"a" * 36, b"gho_" + b"a" * 36, b"ghs_" + b"a" * 36,
+               b"xoxb-1234567890ab", b"sk-" + b"a" * 32, b"AIza" + b"a" * 35,
+               b"glpat-" + b"a" * 20]
+    for sample in samples:
+        assert SECRET_CONTENT.search(sample), sample
+        assert any(m in sample for m in SECRET_MARKERS), sample
+    # every alternative of the regex is represented by a sample above
+    assert len(SECRET_CONTENT.pattern.split(b"|")) == len(samples) - 2
