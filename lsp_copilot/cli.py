@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsp_copilot import __version__
+from lsp_copilot.logs import source_text_logging
 from lsp_copilot.process import exit_now
 
 if TYPE_CHECKING:
@@ -27,10 +28,8 @@ def _setup_logging(level: str) -> None:
         level=getattr(logging, level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    if level.lower() != "debug":
-        # pygls logs every message it sends, source text included, at INFO.
-        for noisy in ("pygls", "pygls.protocol", "pygls.feature_manager"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
+    # pygls logs every message it sends, source text included: off unless asked for.
+    source_text_logging(False)
     # vLLM reads this at import time; stdout belongs to JSON-RPC or to --json output.
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
 
