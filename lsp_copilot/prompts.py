@@ -389,6 +389,18 @@ class PromptEncoder:
             log.exception("cannot load %s; prompts go to the engine as text", path)
             return None
 
+    @classmethod
+    def for_hf_tokenizer(cls, tokenizer: Any) -> PromptEncoder | None:
+        """From a transformers fast tokenizer (vLLM's, for a model given by hub id)."""
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        if backend is None or not hasattr(backend, "get_added_tokens_decoder"):
+            return None
+        try:
+            return cls(backend)
+        except Exception:
+            log.exception("cannot use the engine's tokenizer; prompts go as text")
+            return None
+
     def token_id(self, special: Special) -> int | None:
         for name in special.names:
             tid = self._vocab.get(name)

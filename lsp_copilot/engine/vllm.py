@@ -102,7 +102,9 @@ class VllmEngine:
             speculative=None if settings.speculative_method == "none" else "ngram",
             template=detect_family(model),
         )
-        return cls(llm, info, token_counter(model), PromptEncoder.for_model(model))
+        encoder = PromptEncoder.for_model(model) or PromptEncoder.for_hf_tokenizer(
+            getattr(llm, "tokenizer", None))  # a hub id: the tokenizer vLLM loaded
+        return cls(llm, info, token_counter(model), encoder)
 
     async def generate(self, request: EngineRequest) -> EngineResult:
         from vllm import SamplingParams

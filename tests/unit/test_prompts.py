@@ -345,6 +345,18 @@ def test_smollm2_tokenizer_keeps_file_sep_in_user_code_as_text() -> None:
     assert list(encoder.encode(template_for(None).pieces(code, "")).ids) == tok.encode(code).ids
 
 
+@needs_smollm2
+def test_encoder_from_the_transformers_tokenizer_vllm_loads() -> None:
+    from transformers import AutoTokenizer
+
+    hf = AutoTokenizer.from_pretrained(str(SMOLLM2))
+    encoder = PromptEncoder.for_hf_tokenizer(hf)
+    assert encoder is not None
+    code = "x = 1  # <file_sep>\n"
+    assert encoder.encode((code,)).escaped == 1
+    assert PromptEncoder.for_hf_tokenizer(None) is None
+
+
 # -- wiring (FAKE engine: the template choice and the request, not the model) ---------
 
 class _FakeEngine:
