@@ -228,7 +228,11 @@ class Completer:
                     if delay > 0:
                         self.telemetry.count("debounced")
                         await asyncio.sleep(delay / 1000)  # a newer keystroke cancels us here
+                t_ids = time.perf_counter()
                 ids, stop_ids = self._token_ids(engine, template, context)
+                encode_ms = (time.perf_counter() - t_ids) * 1000
+                waited -= encode_ms  # our own work (vLLM would tokenize in this process too)
+                trace["encode_ms"] = round(encode_ms, 2)
                 request = EngineRequest(
                     request_id=f"lsp-copilot-{next(_ids)}",
                     prompt=context.prompt,
