@@ -259,7 +259,8 @@ async def _first_token(manager: EngineManager, engine: Engine, settings: Setting
     """Time to first token of a document's first completion, cold and after the warm-up.
 
     Each document: the file up to one of its functions, whose first characters the user
-    has typed. Cold and warm run on the same prompt, the prefix cache emptied before each.
+    has typed. The completion runs through the Completer (the server's prompt, as token
+    ids), the prefix cache emptied before the cold and before the warm run.
     """
     from lsp_copilot.bench_typing import make_scripts
     from lsp_copilot.warmup import Warmer
@@ -268,42 +269,43 @@ async def _first_token(manager: EngineManager, engine: Engine, settings: Setting
     if llm is None or not hasattr(llm, "reset_prefix_cache"):
         return {"error": "this engine cannot empty its prefix cache"}
     completer = _completer(manager, settings)
+    records: list[dict[str, Any]] = []
+    completer.telemetry.trace = records.append  # the Completer's per-request record
     warmer = Warmer(completer, completer.telemetry, lambda: settings)
-    template = template_for(None)
     store = DocumentStore()
-    cold: list[float] = []
-    warm: list[float] = []
-    warm_cached: list[float] = []
+    runs: dict[str, list[dict[str, Any]]] = {"cold": [], "warm": []}
     warm_ms: list[float] = []
     scripts = [s for s in make_scripts(corpus, documents * 60, seed=7) if s.keys][:documents]
-    for n, script in enumerate(scripts):
+    for script in scripts:
         typed = "".join(k.text or "" for k in script.keys[:4] if k.text)
         store.open(script.uri, "python", 1, script.before)
         opened = store.snapshot(script.uri)
         store.change(script.uri, 2, [(None, script.before + typed)], "utf-16")
         snapshot = store.snapshot(script.uri)
         store.close(script.uri)
-        ctx = build_context(snapshot, len(snapshot.data), engine.counter, template,
-                            settings.max_prompt_tokens, "single-line")
         for label in ("cold", "warm"):
             await llm.reset_prefix_cache()
             if label == "warm":
                 started = time.perf_counter()
                 await warmer.prefill(engine, opened)
                 warm_ms.append((time.perf_counter() - started) * 1000)
-            result = await engine.generate(EngineRequest(
-                request_id=f"bench-ttft-{label}-{n}", prompt=ctx.prompt, max_tokens=4))
-            if result.first_token_ms is None:
-                continue
-            (cold if label == "cold" else warm).append(result.first_token_ms)
-            if label == "warm" and result.prompt_tokens:
-                warm_cached.append(result.cached_prompt_tokens / result.prompt_tokens)
+            records.clear()
+            await completer.complete(snapshot, len(snapshot.data))
+            if records and records[-1].get("first_token_ms") is not None:
+                runs[label].append(records[-1])
 
     def p50(values: list[float]) -> float | None:
         return round(statistics.median(values), 1) if values else None
 
-    return {"documents": len(scripts), "cold_ms_p50": p50(cold), "warm_ms_p50": p50(warm),
-            "warm_cached_share": round(statistics.mean(warm_cached), 3) if warm_cached else None,
+    def cached(label: str) -> float | None:
+        shares = [1 - r["uncached"] / r["prompt_tokens"] for r in runs[label]
+                  if r.get("prompt_tokens")]
+        return round(statistics.mean(shares), 3) if shares else None
+
+    return {"documents": len(scripts),
+            "cold_ms_p50": p50([r["first_token_ms"] for r in runs["cold"]]),
+            "warm_ms_p50": p50([r["first_token_ms"] for r in runs["warm"]]),
+            "cold_cached_share": cached("cold"), "warm_cached_share": cached("warm"),
             "warm_up_ms_p50": p50(warm_ms)}
 
 

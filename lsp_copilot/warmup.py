@@ -28,8 +28,7 @@ from lsp_copilot.context import LINE_RESERVE, build_context
 from lsp_copilot.context.trigger import completion_mode
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.engine.base import Engine, EngineRequest, EngineUnavailable
-from lsp_copilot.privacy import secret_reason
-from lsp_copilot.prompts import template_for
+from lsp_copilot.prompts import PromptEncoder, template_for
 from lsp_copilot.telemetry import Telemetry
 
 if TYPE_CHECKING:
@@ -41,7 +40,8 @@ _ids = itertools.count(1)
 PRIORITY = 10
 """vLLM serves lower numbers first: real requests use 0-2."""
 CHUNK_TOKENS = 256
-"""Tokens prefilled per warm-up request: the longest a real request can wait for one."""
+"""Tokens prefilled per warm-up request (a multiple of the cache block): the longest a
+real request can wait for one."""
 
 
 def warm_offset(snapshot: Snapshot) -> int:
@@ -50,7 +50,8 @@ def warm_offset(snapshot: Snapshot) -> int:
 
 
 def chunks(prompt: str, count: Callable[[str], int], size: int = CHUNK_TOKENS) -> list[str]:
-    """Growing prefixes of ``prompt`` cut at line ends, about ``size`` tokens apart.
+    """Growing prefixes of ``prompt`` cut at line ends, about ``size`` tokens apart (for
+    engines that take text; with token ids the prefixes are cut from the ids).
 
     Cut at newlines, so each prefix tokenizes like the start of the whole prompt and the
     next request finds its blocks in the prefix cache. The last prefix is the prompt.
@@ -85,9 +86,10 @@ class Warmer:
     def opened(self, snapshot: Snapshot) -> None:
         """A document opened: warm it up in the background when the engine is idle."""
         settings = self._settings()
-        if not (settings.enable and settings.warm_up) or snapshot.binary or snapshot.too_large:
+        if (not (settings.enable and settings.warm_up) or snapshot.binary or snapshot.too_large
+                or snapshot.out_of_sync is not None):
             return
-        if secret_reason(snapshot.uri, snapshot.data) is not None:
+        if self._completer.is_private(snapshot.uri, snapshot.version, snapshot.data):
             return  # never sent to the model, not even to warm its cache
         self.cancel()  # the document opened last is the one the user looks at
         self._task = asyncio.ensure_future(self._run(snapshot))
@@ -118,8 +120,9 @@ class Warmer:
             return
         self._telemetry.count("warmed_up" if done else "warm_up_aborted")
 
-    def prompt(self, engine: Engine, snapshot: Snapshot) -> str:
-        """The prompt the Completer will build for a line typed at ``warm_offset``."""
+    def prompt(self, engine: Engine, snapshot: Snapshot) -> tuple[str, tuple[int, ...] | None]:
+        """The prompt the Completer will send for a line typed at ``warm_offset``: its text,
+        and its token ids when the engine takes ids (as the Completer then sends them)."""
         settings = self._settings()
         offset = warm_offset(snapshot)
         mode = completion_mode(snapshot, offset)
@@ -129,21 +132,32 @@ class Warmer:
             # The Completer decides a line's prompt at its start, with LINE_RESERVE kept for
             # the text typed on it: warm that base, which every keystroke on the line extends.
             budget -= LINE_RESERVE
+        template = template_for(settings.template if settings.template != "auto"
+                                else engine.info.template)
         context = build_context(
-            snapshot, offset, engine.counter, template_for(None), budget,
+            snapshot, offset, engine.counter, template, budget,
             "multi-line" if mode == "none" else mode, workspace=self._completer.workspace,
             shares=dict(zip(("P0", "P1", "P2", "P3", "P4"), settings.context_shares,
                             strict=True)),
         )
-        return context.prompt
+        encoder = getattr(engine, "encoder", None)
+        if not isinstance(encoder, PromptEncoder):
+            return context.prompt, None
+        return context.prompt, encoder.encode(context.pieces or (context.prompt,)).ids
 
     async def prefill(self, engine: Engine, snapshot: Snapshot) -> bool:
         """Prefill chunk by chunk; False when a real generation started meanwhile."""
-        prompt = self.prompt(engine, snapshot)
-        for part in chunks(prompt, engine.counter.count):
+        text, ids = self.prompt(engine, snapshot)
+        parts: list[tuple[str, tuple[int, ...] | None]]
+        if ids:  # exact prefixes of the ids, a whole number of cache blocks apart
+            ends = [*range(CHUNK_TOKENS, len(ids), CHUNK_TOKENS), len(ids)]
+            parts = [(text, ids[:end]) for end in ends]
+        else:
+            parts = [(part, None) for part in chunks(text, engine.counter.count)]
+        for prompt, prompt_ids in parts:
             if self._completer.queue_depth:
                 return False
             await engine.generate(EngineRequest(
-                request_id=f"lsp-copilot-warm-{next(_ids)}", prompt=part, max_tokens=1,
-                priority=PRIORITY))
+                request_id=f"lsp-copilot-warm-{next(_ids)}", prompt=prompt, max_tokens=1,
+                priority=PRIORITY, prompt_token_ids=prompt_ids))
         return True

@@ -55,14 +55,14 @@ async def _setup(engine: RecordingEngine, **settings: object) -> tuple[Completer
     return completer, Warmer(completer, telemetry, lambda: s), telemetry
 
 
-def _store(text: str) -> DocumentStore:
+def _store(text: str, uri: str = URI) -> DocumentStore:
     store = DocumentStore()
-    store.open(URI, "python", 1, text)
+    store.open(uri, "python", 1, text)
     return store
 
 
-def _snap(store: DocumentStore) -> Snapshot:
-    return store.snapshot(URI)
+def _snap(store: DocumentStore, uri: str = URI) -> Snapshot:
+    return store.snapshot(uri)
 
 
 def test_chunks_are_growing_prefixes_cut_at_line_ends() -> None:
@@ -131,3 +131,37 @@ async def test_fake_engine_no_warm_up_when_busy_disabled_or_secret() -> None:
     assert not warmer.running and telemetry.counters["warmed_up"] == 0
     await real
     assert all(r.priority != PRIORITY for r in slow.requests)
+
+
+async def test_fake_engine_with_token_ids_warms_exact_id_prefixes() -> None:
+    """With the model's tokenizer the Completer sends token ids: the warm-up's chunks must
+    be exact prefixes of those ids, a whole number of cache blocks apart."""
+    from lsp_copilot.context.budget import token_counter
+    from lsp_copilot.engine.models import default_model_dir
+    from lsp_copilot.prompts import PromptEncoder
+
+    model = str(default_model_dir())
+    engine = RecordingEngine()
+    engine.encoder = PromptEncoder.for_model(model)  # type: ignore[attr-defined]
+    engine.counter = token_counter(model)  # type: ignore[assignment]
+    assert engine.encoder is not None  # type: ignore[attr-defined]
+    completer, warmer, _ = await _setup(engine)
+    # Another document than the other tests': the context engine memoizes a line's base
+    # prompt per document, and they counted tokens differently.
+    uri = "file:///w/shapes_ids.py"
+    store = _store(_source(), uri)
+    assert await warmer.prefill(engine, _snap(store, uri))
+    warm = [r.prompt_token_ids for r in engine.requests]
+    assert all(ids for ids in warm) and len(warm) > 1
+    for a, b in itertools.pairwise(warm):
+        assert a is not None and b is not None and b[:len(a)] == a and len(a) % 256 == 0
+    store.change(uri, 2, [(None, _source() + "def helper(")], "utf-16")
+    snap = _snap(store, uri)
+    await completer.complete(snap, len(snap.data))
+    real = engine.requests[-1].prompt_token_ids
+    last = warm[-1]
+    assert real is not None and last is not None
+    # All of the warmed ids but the last token or two (merges at the join) are shared.
+    shared = next((i for i, (x, y) in enumerate(zip(real, last, strict=False)) if x != y),
+                  min(len(real), len(last)))
+    assert shared >= len(last) - 2 and len(last) > 0.9 * len(real)
