@@ -79,6 +79,10 @@ class EngineFactory:
 
 def explain_failure(exc: BaseException) -> str:
     """A reason and a fix the user can act on, not a traceback."""
+    from lsp_copilot.engine.validate import EngineConfigError
+
+    if isinstance(exc, EngineConfigError):  # already a sentence that names the fix
+        return f"invalid engine settings: {exc}."
     text = f"{type(exc).__name__}: {exc}"
     lowered = text.lower()
     if "out of memory" in lowered or isinstance(exc, MemoryError):

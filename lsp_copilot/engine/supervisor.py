@@ -70,6 +70,10 @@ class SupervisedEngine:
         self.info: EngineInfo = inner.info
         self.counter: TokenCounter = inner.counter
 
+    def __getattr__(self, name: str) -> Any:
+        """Anything else a backend offers (its tokenizer, ...) is the inner engine's."""
+        return getattr(self._inner, name)
+
     async def generate(self, request: EngineRequest) -> EngineResult:
         if self._down.done():
             raise EngineDown(self._down.result())
