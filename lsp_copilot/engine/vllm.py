@@ -103,7 +103,15 @@ def engine_core_pids(llm: Any) -> list[int]:
     manager = getattr(getattr(getattr(llm, "engine_core", None), "resources", None),
                       "engine_manager", None)
     procs = getattr(manager, "processes", None) or []
-    return [p.pid for p in procs if getattr(p, "pid", None)]
+    pids = [p.pid for p in procs if getattr(p, "pid", None)]
+    try:  # and their workers: a killed EngineCore leaves them to exit on their own
+        import psutil
+
+        for pid in list(pids):
+            pids += [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    except Exception:
+        pass
+    return pids
 
 
 class VllmEngine:
