@@ -31,6 +31,10 @@ from lsp_copilot.prompts import Template
 
 log = logging.getLogger(__name__)
 
+MULTI_LINE_WINDOW = 1.5
+"""In multi-line mode the cursor window's (P0's) share of the budget is this many times
+larger (with the suffix's part of it larger too for fill-in-the-middle templates)."""
+MAX_P0_SHARE = 0.8
 SUFFIX_SHARE = 0.25
 """Share of the P0 budget given to the suffix (only used by fill-in-the-middle templates)."""
 
@@ -523,7 +527,7 @@ def _build_context(
     the prompt comes near the budget.
     """
     mode = mode or completion_mode(snapshot, offset)
-    shares = {**SHARES, **(shares or {})}
+    shares = _mode_shares({**SHARES, **(shares or {})}, mode)
     q = queries_for(snapshot.grammar) if snapshot.tree is not None else None
     suffix_share = SUFFIX_SHARE if mode == "multi-line" else SUFFIX_SHARE * 0.6
     overhead = counter.count(template.render("", "")) if template.fim else 0
@@ -635,6 +639,21 @@ def _build_context(
         suffix=window.suffix,
         layers=tuple(out_layers),
     )
+
+
+def _mode_shares(shares: dict[str, float], mode: Mode) -> dict[str, float]:
+    """Multi-line mode widens the cursor window: a block is written from the code around
+    it more than from single definitions. P0's share grows by ``MULTI_LINE_WINDOW`` (at
+    most to ``MAX_P0_SHARE``) and the other layers give it up in proportion, so the shares
+    still add up to what they did and the budget holds."""
+    if mode != "multi-line":
+        return shares
+    p0 = shares["P0"]
+    grown = min(MAX_P0_SHARE, p0 * MULTI_LINE_WINDOW)
+    if grown <= p0 or p0 >= 1:
+        return shares
+    scale = (1 - grown) / (1 - p0)
+    return {k: grown if k == "P0" else v * scale for k, v in shares.items()}
 
 
 def _window(snapshot: Snapshot, offset: int, counter: TokenCounter, template: Template,
