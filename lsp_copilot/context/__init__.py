@@ -159,7 +159,8 @@ class _Builder:
         self.counter = counter
         self.q = q
         self.workspace = workspace
-        self.index = workspace.index if workspace is not None else None
+        # A multi-root workspace: the index of the folder holding this file.
+        self.index = workspace.index_for(snapshot.uri) if workspace is not None else None
         self.data = snapshot.data
         self.tree = snapshot.tree
         self.path = _display_path(snapshot, workspace)
@@ -321,10 +322,11 @@ class _Builder:
     def _open_and_recent(self) -> tuple[set[str], dict[str, int]]:
         if self.workspace is None:
             return set(), {}
+        ws = self.workspace
         open_files = {r for uri, _ in self.documents()
-                      if (r := self.workspace.relative(uri)) is not None}
-        recent = {r: tick for uri, tick in self.workspace.recent().items()
-                  if (r := self.workspace.relative(uri)) is not None}
+                      if (r := ws.relative(uri)) is not None and ws.index_for(uri) is self.index}
+        recent = {r: tick for uri, tick in ws.recent().items()
+                  if (r := ws.relative(uri)) is not None and ws.index_for(uri) is self.index}
         return open_files, recent
 
     def _fill_new(self, candidates: list[_Block], allowance: int) -> _Filled:
