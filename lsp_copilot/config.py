@@ -297,6 +297,21 @@ class Settings:
         2_000_000, "Larger documents are tracked but never parsed or sent to the model.",
         _int_range(1_000, 1_000_000_000)
     )
+    request_timeout_ms: int = _setting(
+        30_000, "Deadline of one engine call; past it the request is answered empty and the "
+        "engine's health is checked.", _int_range(50, 3_600_000)
+    )
+    health_check_interval_ms: int = _setting(
+        5_000, "How often the engine is asked to prove it is alive.", _int_range(50, 3_600_000)
+    )
+    health_check_timeout_ms: int = _setting(
+        20_000, "An engine that does not answer a health check within this is restarted.",
+        _int_range(50, 3_600_000)
+    )
+    engine_max_restarts: int = _setting(
+        3, "Automatic engine restarts within 10 minutes; past that it stays down until the "
+        "lspCopilot.restartEngine command.", _int_range(0, 1000)
+    )
 
     secret_file_patterns: tuple[str, ...] = _setting(
         (), "Extra file-name globs of private files (never sent, cached or indexed); a glob "
