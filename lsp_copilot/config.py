@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lsp_copilot.prompts import TEMPLATE_NAMES
+
 ENGINE_FIELDS = frozenset(
     {
         "model",
@@ -23,6 +25,18 @@ ENGINE_FIELDS = frozenset(
         "quantization",
         "speculative_method",
         "speculative_tokens",
+        "speculative_model",
+        "prompt_lookup_min",
+        "prompt_lookup_max",
+        "suffix_max_tree_depth",
+        "suffix_max_spec_factor",
+        "suffix_min_token_prob",
+        "kv_cache_dtype",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "enable_chunked_prefill",
+        "tensor_parallel_size",
+        "data_parallel_size",
         "enforce_eager",
         "device",
     }
@@ -82,6 +96,35 @@ def _opt_block_size(value: Any) -> str | None:
     return None
 
 
+def _opt_int_range(low: int, high: int) -> Callable[[Any], str | None]:
+    inner = _int_range(low, high)
+
+    def check(value: Any) -> str | None:
+        problem = None if value is None else inner(value)
+        return f"{problem} (or null)" if problem else None
+
+    return check
+
+
+def _opt_bool(value: Any) -> str | None:
+    return None if value is None or isinstance(value, bool) else "must be null, true or false"
+
+
+SPECULATIVE_METHODS = ("ngram", "draft_model", "eagle", "eagle3", "mtp", "suffix", "none")
+"""vLLM's speculative methods we expose; `none` turns speculation off."""
+
+
+def _str_list(value: Any) -> str | None:
+    ok = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+    return None if ok else "must be a list of strings"
+
+
+def _regex_list(value: Any) -> str | None:
+    from lsp_copilot.privacy import check_patterns
+
+    return check_patterns(value)
+
+
 def _opt_str(value: Any) -> str | None:
     return None if value is None or isinstance(value, str) else "must be null or a string"
 
@@ -127,13 +170,68 @@ class Settings:
         None, "vLLM quantization method (awq, gptq, fp8, ...), null for none.", _opt_str
     )
     speculative_method: str = _setting(
-        "ngram", "Speculative decoding: ngram (prompt lookup) or none.", _one_of("ngram", "none")
+        "ngram",
+        "Speculative decoding: ngram (prompt lookup, CPU and GPU), suffix (needs "
+        "arctic-inference), draft_model, eagle, eagle3 (need speculativeModel), mtp (models "
+        "with MTP layers) or none.",
+        _one_of(*SPECULATIVE_METHODS),
     )
     speculative_tokens: int = _setting(
-        4, "Tokens proposed per speculative step.", _int_range(1, 16)
+        4, "Tokens proposed per speculative step (suffix: the most per step).", _int_range(1, 32)
+    )
+    speculative_model: str = _setting(
+        "", "Draft model or EAGLE head (local folder or hub id) for draft_model/eagle/eagle3.",
+        _is_str
+    )
+    prompt_lookup_min: int = _setting(
+        2, "ngram: shortest n-gram of the recent tokens looked up in the prompt.",
+        _int_range(1, 16)
+    )
+    prompt_lookup_max: int = _setting(
+        4, "ngram: longest n-gram looked up (at least promptLookupMin).", _int_range(1, 16)
+    )
+    suffix_max_tree_depth: int = _setting(
+        24, "suffix: depth of the suffix trees (prefix match plus speculation).",
+        _int_range(1, 256)
+    )
+    suffix_max_spec_factor: float = _setting(
+        1.0, "suffix: most tokens speculated per token of prefix match.", _float_range(0, 16)
+    )
+    suffix_min_token_prob: float = _setting(
+        0.1, "suffix: speculate only tokens at least this likely.", _float_range(0, 1)
+    )
+    kv_cache_dtype: str = _setting(
+        "auto",
+        "KV-cache dtype: auto (the model's), bfloat16, float16, or fp8/fp8_e4m3/fp8_e5m2 (half "
+        "the memory; on CPU needs AVX-512 or AMX).",
+        _one_of("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2"),
+    )
+    max_num_seqs: int | None = _setting(
+        None, "Most sequences vLLM runs in one batch; null: vLLM's default.",
+        _opt_int_range(1, 4096)
+    )
+    max_num_batched_tokens: int | None = _setting(
+        None, "Most tokens vLLM computes in one step; null: vLLM's default.",
+        _opt_int_range(16, 1_000_000)
+    )
+    enable_chunked_prefill: bool | None = _setting(
+        None, "Split long prefills across steps so decoding goes on; null: vLLM's default.",
+        _opt_bool
+    )
+    tensor_parallel_size: int = _setting(
+        1, "GPUs one copy of the model is split across (CUDA only).", _int_range(1, 64)
+    )
+    data_parallel_size: int = _setting(
+        1, "Copies of the model serving requests side by side (CUDA only).", _int_range(1, 64)
     )
     enforce_eager: bool = _setting(
         True, "Skip torch.compile/CUDA graphs: loads in seconds instead of minutes.", _is_bool
+    )
+    template: str = _setting(
+        "auto",
+        "Prompt format: auto (detected from the model's config and tokenizer) or a family: "
+        + ", ".join(TEMPLATE_NAMES) + ".",
+        _one_of("auto", *TEMPLATE_NAMES),
     )
     max_prompt_tokens: int = _setting(
         1536, "Token budget of the prompt (counted with the model's tokenizer).",
@@ -191,9 +289,45 @@ class Settings:
     prefetch: bool = _setting(
         True, "After an accepted suggestion, compute the next one ahead.", _is_bool
     )
+    warm_up: bool = _setting(
+        True, "When a document opens and the engine is idle, prefill its prompt (no output) "
+        "so the first completion hits the prefix cache.", _is_bool
+    )
     max_document_bytes: int = _setting(
         2_000_000, "Larger documents are tracked but never parsed or sent to the model.",
         _int_range(1_000, 1_000_000_000)
+    )
+    request_timeout_ms: int = _setting(
+        30_000, "Deadline of one engine call; past it the request is answered empty and the "
+        "engine's health is checked.", _int_range(50, 3_600_000)
+    )
+    health_check_interval_ms: int = _setting(
+        5_000, "How often the engine is asked to prove it is alive.", _int_range(50, 3_600_000)
+    )
+    health_check_timeout_ms: int = _setting(
+        20_000, "An engine that does not answer a health check within this is restarted.",
+        _int_range(50, 3_600_000)
+    )
+    engine_max_restarts: int = _setting(
+        3, "Automatic engine restarts within 10 minutes; past that it stays down until the "
+        "lspCopilot.restartEngine command.", _int_range(0, 1000)
+    )
+
+    secret_file_patterns: tuple[str, ...] = _setting(
+        (), "Extra file-name globs of private files (never sent, cached or indexed); a glob "
+        "with a / matches the whole path.", _str_list
+    )
+    secret_content_patterns: tuple[str, ...] = _setting(
+        (), "Extra regular expressions: a file whose content matches one stays private.",
+        _regex_list
+    )
+    excluded_folders: tuple[str, ...] = _setting(
+        (), "Folders whose files stay private: a name matches anywhere in the path, a path "
+        "matches that folder.", _str_list
+    )
+    log_source_text: bool = _setting(
+        False, "Let debug logs include message bodies (source text); off, logs never "
+        "contain your code.", _is_bool
     )
 
     def engine_key(self) -> tuple[Any, ...]:
@@ -266,5 +400,5 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
             )
             values[name] = f.default
         else:
-            values[name] = value
+            values[name] = tuple(value) if isinstance(value, list) else value
     return dataclasses.replace(base, **values), errors

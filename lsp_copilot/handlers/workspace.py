@@ -36,6 +36,7 @@ def _add_root(ls: CopilotServer, root: Path) -> None:
         log.info("not indexing %s: an editor started outside any project", root)
         return
     index = WorkspaceIndex(root)
+    index.private = ls.privacy.reason
     if ls.sources.add_index(index):
         index.start()
 
