@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lsp_copilot.prompts import TEMPLATE_NAMES
+
 ENGINE_FIELDS = frozenset(
     {
         "model",
@@ -121,6 +123,17 @@ def _header_name(value: Any) -> str | None:
     return None if ok else "must be an HTTP header name (letters, digits, -) or empty"
 
 
+def _str_list(value: Any) -> str | None:
+    ok = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+    return None if ok else "must be a list of strings"
+
+
+def _regex_list(value: Any) -> str | None:
+    from lsp_copilot.privacy import check_patterns
+
+    return check_patterns(value)
+
+
 def _opt_str(value: Any) -> str | None:
     return None if value is None or isinstance(value, str) else "must be null or a string"
 
@@ -173,6 +186,12 @@ class Settings:
     )
     enforce_eager: bool = _setting(
         True, "Skip torch.compile/CUDA graphs: loads in seconds instead of minutes.", _is_bool
+    )
+    template: str = _setting(
+        "auto",
+        "Prompt format: auto (detected from the model's config and tokenizer) or a family: "
+        + ", ".join(TEMPLATE_NAMES) + ".",
+        _one_of("auto", *TEMPLATE_NAMES),
     )
     max_prompt_tokens: int = _setting(
         1536, "Token budget of the prompt (counted with the model's tokenizer).",
@@ -286,6 +305,23 @@ class Settings:
         "found automatically, else cl100k calibrated with the server's /tokenize.", _is_str
     )
 
+    secret_file_patterns: tuple[str, ...] = _setting(
+        (), "Extra file-name globs of private files (never sent, cached or indexed); a glob "
+        "with a / matches the whole path.", _str_list
+    )
+    secret_content_patterns: tuple[str, ...] = _setting(
+        (), "Extra regular expressions: a file whose content matches one stays private.",
+        _regex_list
+    )
+    excluded_folders: tuple[str, ...] = _setting(
+        (), "Folders whose files stay private: a name matches anywhere in the path, a path "
+        "matches that folder.", _str_list
+    )
+    log_source_text: bool = _setting(
+        False, "Let debug logs include message bodies (source text); off, logs never "
+        "contain your code.", _is_bool
+    )
+
     def engine_key(self) -> tuple[Any, ...]:
         """What decides whether a running engine must be restarted after a change."""
         return tuple(getattr(self, name) for name in sorted(ENGINE_FIELDS))
@@ -383,5 +419,5 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
             )
             values[name] = f.default
         else:
-            values[name] = value
+            values[name] = tuple(value) if isinstance(value, list) else value
     return dataclasses.replace(base, **values), errors

@@ -22,6 +22,7 @@ from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.buffer import Encoding
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.privacy import Privacy
 from lsp_copilot.scheduling import Scheduler
 from lsp_copilot.telemetry import Telemetry
 
@@ -114,12 +115,25 @@ class CopilotServer(LanguageServer):
             self.engines, self.telemetry, lambda: self.settings, lambda: self.cache
         )
         self.scheduler = Scheduler(self.telemetry)
-        self.told_once: set[str] = set()
+        self.told_once: set[str | tuple[str, str]] = set()  # uris (or (uri, topic)) told
         # What the context engine reads beyond the buffer: the workspace index (built after
         # `initialized`), the open buffers, recent edits.
+        self.privacy = Privacy()
+        # Open buffers that look like secrets never reach another file's prompt.
         self.sources = Workspace(documents=lambda: [
-            (uri, self.store.buffer(uri).text) for uri in self.store.uris()])
+            (uri, buf.text) for uri in self.store.uris()
+            if not self.completer.is_private(
+                uri, self.store.version(uri), (buf := self.store.buffer(uri)).data)])
         self.completer.workspace = self.sources
+
+    def apply_privacy(self) -> None:
+        """Compile the secret rules of the current settings for every consumer."""
+        s = self.settings
+        self.privacy = Privacy(s.secret_file_patterns, s.secret_content_patterns,
+                               s.excluded_folders)
+        self.completer.set_privacy(self.privacy)
+        if self.sources.index is not None:
+            self.sources.index.private = self.privacy.reason
 
     def show(self, kind: types.MessageType, message: str) -> None:
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.INFO, message)

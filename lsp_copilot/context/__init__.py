@@ -73,6 +73,9 @@ class Context:
     prefix: str
     suffix: str
     layers: tuple[Layer, ...] = field(default_factory=tuple)
+    # The prompt as the template's pieces (text and control tokens): what the engine's
+    # token ids are built from; "".join(pieces) == prompt.
+    pieces: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -458,6 +461,7 @@ def build_context(
         while len(_LINE_BASES) > 8:
             _LINE_BASES.pop(next(iter(_LINE_BASES)))
     prompt = base.prompt + typed
+    pieces = (*base.pieces, typed)
     estimate = base.prompt_tokens + typed_tokens
     tokens = counter.count(prompt) if exact_count or estimate + JOIN_MARGIN > budget else (
         estimate)
@@ -470,7 +474,7 @@ def build_context(
     )
     return Context(mode=mode, prompt=prompt, prompt_tokens=tokens, budget_tokens=budget,
                    tokenizer=base.tokenizer, prefix=base.prefix + typed, suffix=base.suffix,
-                   layers=layers)
+                   layers=layers, pieces=pieces)
 
 
 def _build_context(
@@ -556,7 +560,12 @@ def _build_context(
         window, layers = base_window, {}
     here = f"{q.comment} {_display_path(snapshot, workspace)}\n" if q is not None else ""
     header, rendered = _assemble(q, layers, here)
-    prompt = template.render(window.prefix, window.suffix, header)
+    # Repository formats (Qwen2.5-Coder, StarCoder2, Mellum) write the layers' blocks as
+    # files of their own: they need each block's path, this file's path, the repo name.
+    path = _display_path(snapshot, workspace)
+    repo = workspace.index.root.name if workspace is not None and workspace.index else ""
+    pieces = template.pieces(window.prefix, window.suffix, header, _files(layers), path, repo)
+    prompt = "".join(pieces)
     # Token counts of parts need not add up exactly (merges across joins): unless the sum of
     # the parts is well under the budget, count the whole prompt, and drop the
     # lowest-priority blocks until it fits. (The layers' text is stable while the user
@@ -579,7 +588,9 @@ def _build_context(
             window = _window(snapshot, offset, counter, template,
                              max(0, counter.count(window.prefix) - 16), suffix_share)
         header, rendered = _assemble(q, layers, here)
-        prompt = template.render(window.prefix, window.suffix, header)
+        pieces = template.pieces(window.prefix, window.suffix, header, _files(layers), path,
+                                 repo)
+        prompt = "".join(pieces)
     out_layers = []
     for key in RENDER_ORDER:
         if key in layers and layers[key].blocks:
@@ -604,6 +615,7 @@ def _build_context(
         prefix=window.prefix,
         suffix=window.suffix,
         layers=tuple(out_layers),
+        pieces=pieces,
     )
 
 
@@ -612,6 +624,12 @@ def _window(snapshot: Snapshot, offset: int, counter: TokenCounter, template: Te
     suffix_budget = int(p0_budget * suffix_share) if template.fim else 0
     return cursor_window(snapshot.data, offset, counter, max(0, p0_budget - suffix_budget),
                          suffix_budget)
+
+
+def _files(layers: dict[str, _Filled]) -> tuple[tuple[str, str], ...]:
+    """(path, body) of every block, in the prompt's order."""
+    return tuple((b.path, b.body) for key in RENDER_ORDER if key in layers
+                 for b in layers[key].blocks)
 
 
 def _first_byte(window: Window, offset: int) -> int:

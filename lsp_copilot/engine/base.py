@@ -22,6 +22,7 @@ class EngineInfo:
     device: str
     prefix_caching: bool
     speculative: str | None
+    template: str = "prefix-only"  # the prompt family detected from the model folder
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -39,6 +40,11 @@ class EngineRequest:
     stop: tuple[str, ...] = ()
     # Returns the index at which to cut the text generated so far, or None to go on.
     stop_at: Callable[[str], int | None] | None = None
+    # The prompt as token ids (control tokens unsplit, user text never parsed for them);
+    # when set, the engine sends these and ``prompt`` is only the text form (cache, audit).
+    prompt_token_ids: tuple[int, ...] | None = None
+    # Stop tokens by id: vLLM drops special tokens from the text, where ``stop`` can't see.
+    stop_token_ids: tuple[int, ...] = ()
 
 
 @dataclass

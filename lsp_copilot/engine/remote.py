@@ -33,13 +33,9 @@ from urllib.parse import urlsplit
 import httpx
 
 from lsp_copilot.config import Settings
-from lsp_copilot.context.budget import (
-    HFTokenCounter,
-    TokenCounter,
-    fallback_counter,
-    token_counter,
-)
+from lsp_copilot.context.budget import HFTokenCounter, TokenCounter, fallback_counter
 from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult
+from lsp_copilot.prompts import DEFAULT_TEMPLATE, PromptEncoder, detect_family, family_from_name
 
 log = logging.getLogger(__name__)
 
@@ -259,6 +255,9 @@ class RemoteEngine:
         self._send_priority = True
         self._counters = {"remote_retries": 0, "remote_errors": 0, "remote_timeouts": 0}
         self._sleep: Callable[[float], Any] = asyncio.sleep  # tests shorten backoff
+        # The server's tokenizer, when readable here: prompts then go as token ids, so a
+        # control-token string in the user's code stays text (as with the embedded engine).
+        self.encoder: PromptEncoder | None = None
 
     # -- loading -------------------------------------------------------------------------
 
@@ -283,17 +282,24 @@ class RemoteEngine:
             models = cls._list_models(client, config)
             model, root = cls._pick_model(models, config)
             report(f"using {model} at {config.base_url}")
-            counter = cls._counter(client, config, model, root)
+            tokenizer = cls._tokenizer_file(config, model, root)
+            counter: TokenCounter = (HFTokenCounter(tokenizer) if tokenizer is not None
+                                     else calibrate(client, model, fallback_counter()))
+        encoder = PromptEncoder.for_model(str(tokenizer.parent)) if tokenizer else None
         info = EngineInfo(
             backend="remote",
             model=model,
             device=f"remote:{urlsplit(config.base_url).netloc}",
             prefix_caching=True,  # vLLM V1 caches prefixes unless started without it
             speculative=None,  # decided by the deployment, not visible through the API
+            template=remote_family(tokenizer, root, model),
         )
-        log.info("remote engine %s at %s; tokens counted with %s", model, config.base_url,
-                 counter.name)
-        return cls(config, model, counter, info)
+        log.info("remote engine %s at %s; template %s; tokens counted with %s; prompts sent "
+                 "as %s", model, config.base_url, info.template, counter.name,
+                 "token ids" if encoder else "text")
+        engine = cls(config, model, counter, info)
+        engine.encoder = encoder
+        return engine
 
     @staticmethod
     def _client_args(config: RemoteConfig) -> dict[str, Any]:
@@ -352,23 +358,22 @@ class RemoteEngine:
         return str(chosen["id"]), str(chosen.get("root") or "")
 
     @staticmethod
-    def _counter(
-        client: httpx.Client, config: RemoteConfig, model: str, root: str
-    ) -> TokenCounter:
-        """The server's own tokenizer when it can be read here, else calibrated cl100k.
+    def _tokenizer_file(config: RemoteConfig, model: str, root: str) -> Path | None:
+        """The server's own tokenizer.json, when this machine can read it.
 
-        In order: the ``remoteTokenizer`` folder or file; the folder the server loaded
-        the model from (``root`` in /v1/models), when this machine sees it (same host or
-        a shared file system); the Hugging Face cache; cl100k scaled by one ``/tokenize``.
+        In order: the ``remoteTokenizer`` folder or file; the folder the server loaded the
+        model from (``root`` in /v1/models), when this machine sees it (same host or a
+        shared file system); the Hugging Face cache. None: count with calibrated cl100k
+        and send text.
         """
         if config.tokenizer:
             path = Path(config.tokenizer).expanduser()
             file = path / "tokenizer.json" if path.is_dir() else path
             if not file.is_file():
                 raise RemoteError(f"remoteTokenizer {config.tokenizer!r}: no tokenizer.json")
-            return HFTokenCounter(file)
+            return file
         if root and (Path(root) / "tokenizer.json").is_file():
-            return token_counter(root)
+            return Path(root) / "tokenizer.json"
         for repo in (root, model):
             if not repo:
                 continue
@@ -379,8 +384,8 @@ class RemoteEngine:
             except Exception:
                 cached = None
             if isinstance(cached, str):
-                return HFTokenCounter(Path(cached))
-        return calibrate(client, model, fallback_counter())
+                return Path(cached)
+        return None
 
     # -- generation ----------------------------------------------------------------------
 
@@ -392,7 +397,9 @@ class RemoteEngine:
     def _body(self, request: EngineRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "prompt": request.prompt,
+            # vLLM takes a list of token ids as the prompt, as it takes text.
+            "prompt": list(request.prompt_token_ids) if request.prompt_token_ids
+            else request.prompt,
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
             "stream": True,
@@ -401,6 +408,8 @@ class RemoteEngine:
         }
         if request.stop:
             body["stop"] = list(request.stop)
+        if request.stop_token_ids:
+            body["stop_token_ids"] = list(request.stop_token_ids)
         if request.priority and self._send_priority:
             body["priority"] = request.priority
         return body
@@ -610,6 +619,19 @@ def _connect_message(exc: BaseException, config: RemoteConfig) -> str:
                 "verification cannot be turned off")
     return (f"cannot connect to {config.base_url} ({type(exc).__name__}: {text or 'refused'}). "
             "Is the vLLM server running, and is remoteUrl right?")
+
+
+def remote_family(tokenizer: Path | None, root: str, model: str) -> str:
+    """The prompt family: from the tokenizer's folder when we have it, else from the names
+    the server gives (the folder or hub id it loaded, then the served name)."""
+    if tokenizer is not None:
+        family = detect_family(str(tokenizer.parent))
+        if family != DEFAULT_TEMPLATE:
+            return family
+    for name in (root, model):
+        if name and (family := family_from_name(name)) != DEFAULT_TEMPLATE:
+            return family
+    return DEFAULT_TEMPLATE
 
 
 def calibrate(client: httpx.Client, model: str, base: TokenCounter) -> ScaledCounter:

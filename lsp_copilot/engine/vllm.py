@@ -15,6 +15,7 @@ from typing import Any
 from lsp_copilot.config import Settings
 from lsp_copilot.context.budget import TokenCounter, token_counter
 from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult
+from lsp_copilot.prompts import PromptEncoder, detect_family
 
 CPU_BLOCK_SIZE = 32
 """On CPU vLLM defaults to 128-token blocks; 32 lets far more of a prompt hit the cache."""
@@ -76,10 +77,12 @@ def engine_args(settings: Settings, model: str, device: str) -> dict[str, Any]:
 class VllmEngine:
     """Streams completions from an embedded ``AsyncLLM``; aborts on cancel or early stop."""
 
-    def __init__(self, llm: Any, info: EngineInfo, counter: TokenCounter) -> None:
+    def __init__(self, llm: Any, info: EngineInfo, counter: TokenCounter,
+                 encoder: PromptEncoder | None = None) -> None:
         self._llm = llm
         self.info = info
         self.counter = counter
+        self.encoder = encoder  # the model's tokenizer, for token-id prompts
         self._counters = {"spec_draft_tokens": 0, "spec_accepted_tokens": 0}
 
     @classmethod
@@ -97,8 +100,11 @@ class VllmEngine:
             device=device,
             prefix_caching=True,
             speculative=None if settings.speculative_method == "none" else "ngram",
+            template=detect_family(model),
         )
-        return cls(llm, info, token_counter(model))
+        encoder = PromptEncoder.for_model(model) or PromptEncoder.for_hf_tokenizer(
+            getattr(llm, "tokenizer", None))  # a hub id: the tokenizer vLLM loaded
+        return cls(llm, info, token_counter(model), encoder)
 
     async def generate(self, request: EngineRequest) -> EngineResult:
         from vllm import SamplingParams
@@ -108,14 +114,16 @@ class VllmEngine:
             max_tokens=request.max_tokens,
             temperature=request.temperature,
             stop=list(request.stop) or None,
+            stop_token_ids=list(request.stop_token_ids) or None,
             output_kind=RequestOutputKind.DELTA,
         )
         result = EngineResult()
         started = time.perf_counter()
         text = ""
-        gen = self._llm.generate(
-            {"prompt": request.prompt}, params, request.request_id, priority=request.priority
-        )
+        prompt: dict[str, Any] = (  # vLLM's TokensPrompt or TextPrompt
+            {"prompt_token_ids": list(request.prompt_token_ids)}
+            if request.prompt_token_ids else {"prompt": request.prompt})
+        gen = self._llm.generate(prompt, params, request.request_id, priority=request.priority)
         # aclosing: leaving the loop early runs vLLM's GeneratorExit path, which aborts.
         async with contextlib.aclosing(gen):
             async for out in gen:

@@ -11,6 +11,7 @@ from lsprotocol import types
 
 from lsp_copilot.config import parse_settings
 from lsp_copilot.handlers import workspace
+from lsp_copilot.logs import source_text_logging
 from lsp_copilot.process import exit_now
 from lsp_copilot.server import CopilotServer
 
@@ -23,6 +24,8 @@ def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
     before = ls.settings.engine_key()
     ls.settings, problems = parse_settings(raw, ls.settings)
     ls.store.max_parse_bytes = ls.settings.max_document_bytes
+    ls.apply_privacy()
+    source_text_logging(ls.settings.log_source_text)
     for problem in problems:
         ls.show(types.MessageType.Warning, f"lsp-copilot: {problem}")
     return ls.settings.engine_key() != before

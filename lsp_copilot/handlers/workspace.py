@@ -42,6 +42,7 @@ def start_index(ls: CopilotServer) -> None:
         log.info("not indexing %s: an editor started outside any project", root)
         return
     index = WorkspaceIndex(Path(root))
+    index.private = ls.privacy.reason
     ls.sources.index = index
     index.start()
 

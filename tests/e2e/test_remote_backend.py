@@ -208,6 +208,10 @@ async def test_remote_backend_completes_through_the_protocol(
     assert after["prompt_tokens"] > before["prompt_tokens"]
     assert after["generated_tokens"] > before["generated_tokens"]
     assert after["remote_errors"] == 0
+    # The server's tokenizer is readable here, so the prompt went as token ids, and the
+    # deployment counted exactly the ids we sent.
+    assert after["prompt_token_ids"] - before["prompt_token_ids"] == (
+        after["prompt_tokens"] - before["prompt_tokens"])
     # The deployment computed it: its own prompt-token counter moved as much as ours.
     deadline = time.monotonic() + 30
     while (metric(vllm.url, "vllm:prompt_tokens_total") - prompted

@@ -206,6 +206,17 @@ async def test_fake_server_streams_and_counts_usage(fake: FakeVllmServer, key_en
     assert body["stop"] == ["\n\n"] and body["priority"] == 1 and body["model"] == "coder"
 
 
+async def test_fake_server_gets_token_ids_when_the_prompt_has_them(
+        fake: FakeVllmServer, key_env: None) -> None:
+    engine, _ = await make_engine(settings(fake.url))
+    await engine.generate(request(prompt_token_ids=(1, 990, 17), stop_token_ids=(0, 2)))
+    await engine.shutdown()
+    body = fake.completions()[0].body
+    # vLLM takes token ids as the prompt: control tokens stay unsplit, text stays text.
+    assert body["prompt"] == [1, 990, 17] and body["stop_token_ids"] == [0, 2]
+    assert engine.encoder is None and engine.info.template == "prefix-only"  # "coder": no family
+
+
 async def test_fake_server_stop_at_closes_the_stream_early(
         fake: FakeVllmServer, key_env: None) -> None:
     fake.script = [stream(["a", "b\n", "c", "d"], delay=0.05)]
