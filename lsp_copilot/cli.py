@@ -227,7 +227,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"wrote {args.out / 'bench-typing.json'} and {args.out / 'bench-typing.png'}",
               file=sys.stderr)
     else:
-        result = bench.run(args.what, args.corpus, args.count, args.model)
+        result = bench.run(args.what, args.corpus, args.count, args.model, args.keystrokes)
     if args.json:
         print(json.dumps(result, indent=2))
     elif isinstance(result, list):
@@ -287,7 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="measure through the real engine")
     bench.add_argument("what", choices=["engine", "prompt", "context", "typing"])
-    bench.add_argument("--keystrokes", type=int, default=300, help="typing: keys to replay")
+    bench.add_argument("--keystrokes", type=int, default=300, help="typing, engine: keys to replay")
     bench.add_argument("--out", type=Path, default=Path("bench-results"),
                        help="typing: folder for the JSON summary and the PNG plot")
     bench.add_argument("--corpus", type=Path, help="folder of code (default: Python's stdlib)")

@@ -26,6 +26,18 @@ ENGINE_FIELDS = frozenset(
         "quantization",
         "speculative_method",
         "speculative_tokens",
+        "speculative_model",
+        "prompt_lookup_min",
+        "prompt_lookup_max",
+        "suffix_max_tree_depth",
+        "suffix_max_spec_factor",
+        "suffix_min_token_prob",
+        "kv_cache_dtype",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "enable_chunked_prefill",
+        "tensor_parallel_size",
+        "data_parallel_size",
         "enforce_eager",
         "device",
         "engine_backend",
@@ -123,6 +135,24 @@ def _header_name(value: Any) -> str | None:
     return None if ok else "must be an HTTP header name (letters, digits, -) or empty"
 
 
+def _opt_int_range(low: int, high: int) -> Callable[[Any], str | None]:
+    inner = _int_range(low, high)
+
+    def check(value: Any) -> str | None:
+        problem = None if value is None else inner(value)
+        return f"{problem} (or null)" if problem else None
+
+    return check
+
+
+def _opt_bool(value: Any) -> str | None:
+    return None if value is None or isinstance(value, bool) else "must be null, true or false"
+
+
+SPECULATIVE_METHODS = ("ngram", "draft_model", "eagle", "eagle3", "mtp", "suffix", "none")
+"""vLLM's speculative methods we expose; `none` turns speculation off."""
+
+
 def _str_list(value: Any) -> str | None:
     ok = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
     return None if ok else "must be a list of strings"
@@ -179,10 +209,59 @@ class Settings:
         None, "vLLM quantization method (awq, gptq, fp8, ...), null for none.", _opt_str
     )
     speculative_method: str = _setting(
-        "ngram", "Speculative decoding: ngram (prompt lookup) or none.", _one_of("ngram", "none")
+        "ngram",
+        "Speculative decoding: ngram (prompt lookup, CPU and GPU), suffix (needs "
+        "arctic-inference), draft_model, eagle, eagle3 (need speculativeModel), mtp (models "
+        "with MTP layers) or none.",
+        _one_of(*SPECULATIVE_METHODS),
     )
     speculative_tokens: int = _setting(
-        4, "Tokens proposed per speculative step.", _int_range(1, 16)
+        4, "Tokens proposed per speculative step (suffix: the most per step).", _int_range(1, 32)
+    )
+    speculative_model: str = _setting(
+        "", "Draft model or EAGLE head (local folder or hub id) for draft_model/eagle/eagle3.",
+        _is_str
+    )
+    prompt_lookup_min: int = _setting(
+        2, "ngram: shortest n-gram of the recent tokens looked up in the prompt.",
+        _int_range(1, 16)
+    )
+    prompt_lookup_max: int = _setting(
+        4, "ngram: longest n-gram looked up (at least promptLookupMin).", _int_range(1, 16)
+    )
+    suffix_max_tree_depth: int = _setting(
+        24, "suffix: depth of the suffix trees (prefix match plus speculation).",
+        _int_range(1, 256)
+    )
+    suffix_max_spec_factor: float = _setting(
+        1.0, "suffix: most tokens speculated per token of prefix match.", _float_range(0, 16)
+    )
+    suffix_min_token_prob: float = _setting(
+        0.1, "suffix: speculate only tokens at least this likely.", _float_range(0, 1)
+    )
+    kv_cache_dtype: str = _setting(
+        "auto",
+        "KV-cache dtype: auto (the model's), bfloat16, float16, or fp8/fp8_e4m3/fp8_e5m2 (half "
+        "the memory; on CPU needs AVX-512 or AMX).",
+        _one_of("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2"),
+    )
+    max_num_seqs: int | None = _setting(
+        None, "Most sequences vLLM runs in one batch; null: vLLM's default.",
+        _opt_int_range(1, 4096)
+    )
+    max_num_batched_tokens: int | None = _setting(
+        None, "Most tokens vLLM computes in one step; null: vLLM's default.",
+        _opt_int_range(16, 1_000_000)
+    )
+    enable_chunked_prefill: bool | None = _setting(
+        None, "Split long prefills across steps so decoding goes on; null: vLLM's default.",
+        _opt_bool
+    )
+    tensor_parallel_size: int = _setting(
+        1, "GPUs one copy of the model is split across (CUDA only).", _int_range(1, 64)
+    )
+    data_parallel_size: int = _setting(
+        1, "Copies of the model serving requests side by side (CUDA only).", _int_range(1, 64)
     )
     enforce_eager: bool = _setting(
         True, "Skip torch.compile/CUDA graphs: loads in seconds instead of minutes.", _is_bool
@@ -248,6 +327,10 @@ class Settings:
     )
     prefetch: bool = _setting(
         True, "After an accepted suggestion, compute the next one ahead.", _is_bool
+    )
+    warm_up: bool = _setting(
+        True, "When a document opens and the engine is idle, prefill its prompt (no output) "
+        "so the first completion hits the prefix cache.", _is_bool
     )
     max_document_bytes: int = _setting(
         2_000_000, "Larger documents are tracked but never parsed or sent to the model.",

@@ -25,6 +25,7 @@ from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.privacy import Privacy
 from lsp_copilot.scheduling import Scheduler
 from lsp_copilot.telemetry import Telemetry
+from lsp_copilot.warmup import Warmer
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +126,7 @@ class CopilotServer(LanguageServer):
             if not self.completer.is_private(
                 uri, self.store.version(uri), (buf := self.store.buffer(uri)).data)])
         self.completer.workspace = self.sources
+        self.warmer = Warmer(self.completer, self.telemetry, lambda: self.settings)
 
     def apply_privacy(self) -> None:
         """Compile the secret rules of the current settings for every consumer."""

@@ -41,6 +41,8 @@ COUNTERS = (
     "shown",
     "accepted",
     "rejected",
+    "warmed_up",
+    "warm_up_aborted",
 )
 
 

@@ -55,6 +55,11 @@ def explain_failure(exc: BaseException) -> str:
 
     if isinstance(exc, RemoteError):  # already says what to fix (remote* settings)
         return f"remote backend: {exc}"
+
+    from lsp_copilot.engine.validate import EngineConfigError
+
+    if isinstance(exc, EngineConfigError):  # already a sentence that names the fix
+        return f"invalid engine settings: {exc}."
     text = f"{type(exc).__name__}: {exc}"
     lowered = text.lower()
     if "out of memory" in lowered or isinstance(exc, MemoryError):

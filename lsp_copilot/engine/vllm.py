@@ -15,6 +15,7 @@ from typing import Any
 from lsp_copilot.config import Settings
 from lsp_copilot.context.budget import TokenCounter, token_counter
 from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult
+from lsp_copilot.engine.validate import check_engine
 from lsp_copilot.prompts import PromptEncoder, detect_family
 
 CPU_BLOCK_SIZE = 32
@@ -44,18 +45,31 @@ def prepare_environment(settings: Settings, device: str) -> None:
 
 
 def speculative_config(settings: Settings) -> dict[str, Any] | None:
-    if settings.speculative_method == "none":
+    """vLLM's ``speculative_config`` for the chosen method, with only its own parameters."""
+    method = settings.speculative_method
+    if method == "none":
         return None
-    return {
-        "method": "ngram",
-        "num_speculative_tokens": settings.speculative_tokens,
-        "prompt_lookup_min": 2,
-        "prompt_lookup_max": 4,
-    }
+    config: dict[str, Any] = {"method": method,
+                              "num_speculative_tokens": settings.speculative_tokens}
+    if method == "ngram":
+        config["prompt_lookup_min"] = settings.prompt_lookup_min
+        config["prompt_lookup_max"] = settings.prompt_lookup_max
+    elif method == "suffix":
+        config["suffix_decoding_max_tree_depth"] = settings.suffix_max_tree_depth
+        config["suffix_decoding_max_spec_factor"] = settings.suffix_max_spec_factor
+        config["suffix_decoding_min_token_prob"] = settings.suffix_min_token_prob
+    elif method in ("draft_model", "eagle", "eagle3"):
+        config["model"] = settings.speculative_model.strip()
+    # mtp: vLLM takes the MTP layers from the target model itself.
+    return config
 
 
 def engine_args(settings: Settings, model: str, device: str) -> dict[str, Any]:
-    """Keyword arguments of ``AsyncEngineArgs``: the one place engine settings map to vLLM."""
+    """Keyword arguments of ``AsyncEngineArgs``: the one place engine settings map to vLLM.
+
+    Settings left null keep vLLM's own default (which differs between CPU and CUDA), so
+    they are left out rather than passed as None.
+    """
     block_size = settings.block_size or (CPU_BLOCK_SIZE if device == "cpu" else None)
     args: dict[str, Any] = {
         "model": model,
@@ -68,9 +82,18 @@ def engine_args(settings: Settings, model: str, device: str) -> dict[str, Any]:
         "speculative_config": speculative_config(settings),
         "gpu_memory_utilization": settings.gpu_memory_utilization,
         "quantization": settings.quantization,
+        "kv_cache_dtype": settings.kv_cache_dtype,
+        "tensor_parallel_size": settings.tensor_parallel_size,
+        "data_parallel_size": settings.data_parallel_size,
     }
     if block_size:
         args["block_size"] = block_size
+    optional = {
+        "max_num_seqs": settings.max_num_seqs,
+        "max_num_batched_tokens": settings.max_num_batched_tokens,
+        "enable_chunked_prefill": settings.enable_chunked_prefill,
+    }
+    args.update({k: v for k, v in optional.items() if v is not None})
     return args
 
 
@@ -89,6 +112,7 @@ class VllmEngine:
     def create(cls, settings: Settings, model: str, display_name: str) -> VllmEngine:
         """Blocking: starts the EngineCore process and loads weights (run it in a thread)."""
         device = detect_device(settings.device)
+        check_engine(settings, model, device)  # a clear message, before vLLM is imported
         prepare_environment(settings, device)
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
@@ -99,7 +123,8 @@ class VllmEngine:
             model=display_name,
             device=device,
             prefix_caching=True,
-            speculative=None if settings.speculative_method == "none" else "ngram",
+            speculative=None if settings.speculative_method == "none" else (
+                settings.speculative_method),
             template=detect_family(model),
         )
         encoder = PromptEncoder.for_model(model) or PromptEncoder.for_hf_tokenizer(

@@ -29,6 +29,7 @@ def did_open(ls: CopilotServer, params: types.DidOpenTextDocumentParams) -> None
     ls.store.open(doc.uri, doc.language_id, doc.version, doc.text)
     ls.told_once.discard((doc.uri, "sync"))
     _tell_once(ls, doc.uri)
+    ls.warmer.opened(ls.store.snapshot(doc.uri))  # background, lowest priority
 
 
 def did_change(ls: CopilotServer, params: types.DidChangeTextDocumentParams) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from lsprotocol import types
 
 from lsp_copilot.config import parse_settings
+from lsp_copilot.engine.validate import settings_problems
 from lsp_copilot.handlers import workspace
 from lsp_copilot.logs import source_text_logging
 from lsp_copilot.process import exit_now
@@ -23,6 +24,7 @@ def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
     """Merge settings; report bad values; return whether the engine must restart."""
     before = ls.settings.engine_key()
     ls.settings, problems = parse_settings(raw, ls.settings)
+    problems += settings_problems(ls.settings)  # combinations; the engine load refuses them
     ls.store.max_parse_bytes = ls.settings.max_document_bytes
     ls.apply_privacy()
     source_text_logging(ls.settings.log_source_text)
