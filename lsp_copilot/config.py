@@ -387,6 +387,21 @@ class Settings:
         "", "Remote backend: local tokenizer.json (or its folder) for token budgets; empty: "
         "found automatically, else cl100k calibrated with the server's /tokenize.", _is_str
     )
+    request_timeout_ms: int = _setting(
+        30_000, "Deadline of one engine call; past it the request is answered empty and the "
+        "engine's health is checked.", _int_range(50, 3_600_000)
+    )
+    health_check_interval_ms: int = _setting(
+        5_000, "How often the engine is asked to prove it is alive.", _int_range(50, 3_600_000)
+    )
+    health_check_timeout_ms: int = _setting(
+        20_000, "An engine that does not answer a health check within this is restarted.",
+        _int_range(50, 3_600_000)
+    )
+    engine_max_restarts: int = _setting(
+        3, "Automatic engine restarts within 10 minutes; past that it stays down until the "
+        "lspCopilot.restartEngine command.", _int_range(0, 1000)
+    )
 
     secret_file_patterns: tuple[str, ...] = _setting(
         (), "Extra file-name globs of private files (never sent, cached or indexed); a glob "

@@ -11,6 +11,7 @@ from typing import Any
 
 import cattrs
 from lsprotocol import types
+from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
@@ -21,7 +22,7 @@ from lsp_copilot.config import Settings
 from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.buffer import Encoding
 from lsp_copilot.documents.store import DocumentStore
-from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.engine.manager import RESTART_COMMAND, EngineManager
 from lsp_copilot.privacy import Privacy
 from lsp_copilot.scheduling import Scheduler
 from lsp_copilot.telemetry import Telemetry
@@ -111,6 +112,8 @@ class CopilotServer(LanguageServer):
         self.telemetry = Telemetry()
         self.store = DocumentStore(self.settings.max_document_bytes)
         self.engines = engines or EngineManager()
+        self.engines.telemetry = self.telemetry
+        self.engines.notify = self._engine_notice
         self.cache: CompletionCache | None = None
         self.completer = Completer(
             self.engines, self.telemetry, lambda: self.settings, lambda: self.cache
@@ -140,6 +143,27 @@ class CopilotServer(LanguageServer):
     def show(self, kind: types.MessageType, message: str) -> None:
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.INFO, message)
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A message we could not handle (invalid JSON, bad notification params) is logged
+        and skipped; pygls would pop up a message for each one, so tell the user once."""
+        if source is FeatureRequestError:  # a request: its error response already went out
+            return
+        log.warning("skipped a message the server could not handle: %s", error)
+        if "server-error" not in self.told_once:
+            self.told_once.add("server-error")
+            self.show(types.MessageType.Warning, "lsp-copilot: the editor sent a message "
+                      "the server could not handle; it was skipped (details in the log).")
+
+    def _engine_notice(self, level: str, message: str) -> None:
+        """The supervisor's news: trouble pops up (showMessage), recovery goes to the log."""
+        if level == "info":
+            log.info(message)
+            self.window_log_message(
+                types.LogMessageParams(type=types.MessageType.Info, message=message))
+        else:
+            kind = types.MessageType.Error if level == "error" else types.MessageType.Warning
+            self.show(kind, message)
 
     def open_cache(self, workspace: str) -> None:
         """One persistent cache per workspace: no entry crosses workspaces."""
@@ -194,4 +218,5 @@ def create_server(engines: EngineManager | None = None) -> CopilotServer:
     server.feature(feedback.DID_ACCEPT)(feedback.did_accept)
     server.feature(feedback.DID_REJECT)(feedback.did_reject)
     server.command(feedback.ACCEPT_COMMAND)(feedback.accept_command)
+    server.command(RESTART_COMMAND)(lifecycle.restart_engine)
     return server

@@ -581,6 +581,21 @@ class RemoteEngine:
     async def warm_up(self) -> None:
         """Nothing to warm: the deployment is shared and already loaded."""
 
+    async def check_health(self) -> None:
+        """The supervisor's probe: vLLM's ``/health`` (200 alive, 503 engine dead); a server
+        without it (404) is asked for ``/v1/models``, which also proves the key still works."""
+        client = self._async_client()
+        try:
+            response = await client.get("/health")
+            if response.status_code == 404:
+                response = await client.get("/v1/models")
+        except httpx.HTTPError as exc:
+            raise RemoteError(f"{self.config.base_url} does not answer: "
+                              f"{type(exc).__name__}: {exc}") from None
+        if response.status_code != 200:
+            raise RemoteError(describe_status(response.status_code, response.content,
+                                              self.config))
+
     async def shutdown(self) -> None:
         for task in list(self._tasks.values()):
             task.cancel()

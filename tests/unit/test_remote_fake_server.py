@@ -89,6 +89,8 @@ class FakeVllmServer:
                 await status(200, MODELS)(writer, seen)
             elif path == "/tokenize":
                 await status(200, {"count": 2 * len(seen.body["prompt"].split())})(writer, seen)
+            elif path != "/v1/completions":
+                await status(404, {"detail": "Not Found"})(writer, seen)
             elif self.script:
                 await self.script.pop(0)(writer, seen)
             else:
@@ -372,6 +374,31 @@ async def test_fake_server_manager_reports_failure_and_stays_up(
     await manager.restart(settings(fake.url))
     result = await manager.wait_ready()
     assert result is not None and result.ok and manager.engine().info.model == "coder"
+    await manager.shutdown()
+
+
+async def test_fake_server_health_check(fake: FakeVllmServer, key_env: None) -> None:
+    engine, _ = await make_engine(settings(fake.url))
+    await engine.check_health()  # the fake has no /health: /v1/models answers instead
+    assert [s.path for s in fake.seen[-2:]] == ["/health", "/v1/models"]
+    port = fake.port
+    await fake.stop()
+    await engine.shutdown()
+    with pytest.raises(RemoteError, match=f"127.0.0.1:{port} does not answer"):
+        await engine.check_health()
+
+
+async def test_fake_server_going_away_is_noticed_by_the_supervisor(
+        fake: FakeVllmServer, key_env: None) -> None:
+    manager = EngineManager()
+    s = settings(fake.url, healthCheckIntervalMs=50, engineMaxRestarts=0)
+    assert (await manager.start(s, lambda _: None)).ok and manager.state == "ready"
+    await fake.stop()  # the deployment goes away while the editor runs
+    deadline = asyncio.get_running_loop().time() + 10
+    while manager.state == "ready":
+        assert asyncio.get_running_loop().time() < deadline, "the supervisor never noticed"
+        await asyncio.sleep(0.05)
+    assert "does not answer" in (manager.error or ""), manager.error
     await manager.shutdown()
 
 
