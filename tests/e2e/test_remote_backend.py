@@ -45,7 +45,8 @@ SERVER_ENV = {
 SERVER_ENV.pop("LSP_COPILOT_TEST_UNSET_KEY", None)
 MODEL_NAME = os.environ.get("LSP_COPILOT_TEST_VLLM_MODEL", "smollm2-remote")
 # A loaded 2-core machine decodes a few tokens per second: generous limits.
-SLOW_MACHINE = {"remoteFirstTokenTimeoutMs": 120_000, "remoteTimeoutMs": 300_000}
+SLOW_MACHINE = {"remoteFirstTokenTimeoutMs": 120_000, "remoteTimeoutMs": 300_000,
+                "requestTimeoutMs": 300_000, "healthCheckTimeoutMs": 120_000}
 
 
 def _free_port() -> int:
