@@ -137,8 +137,8 @@ class CopilotServer(LanguageServer):
         self.privacy = Privacy(s.secret_file_patterns, s.secret_content_patterns,
                                s.excluded_folders)
         self.completer.set_privacy(self.privacy)
-        if self.sources.index is not None:
-            self.sources.index.private = self.privacy.reason
+        for index in self.sources.indexes():  # one per workspace folder
+            index.private = self.privacy.reason
 
     def show(self, kind: types.MessageType, message: str) -> None:
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.INFO, message)
@@ -184,6 +184,9 @@ class CopilotServer(LanguageServer):
         out.update(self.engines.stats())
         out["queue_depth"] = self.completer.queue_depth
         out["documents"] = len(self.store)
+        indexes = self.sources.indexes()  # one per workspace folder
+        out["index_roots"] = [str(index.root) for index in indexes]
+        out["index_files"] = sum(len(index) for index in indexes)
         out["engine_state"] = self.engines.state
         out["engine_error"] = self.engines.error
         out["engine_load_seconds"] = self.engines.load_seconds
@@ -207,6 +210,8 @@ def create_server(engines: EngineManager | None = None) -> CopilotServer:
     server.feature(types.TEXT_DOCUMENT_DID_CLOSE)(documents.did_close)
     server.feature(types.TEXT_DOCUMENT_DID_SAVE)(workspace.did_save)
     server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(workspace.did_change_watched_files)
+    server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(
+        workspace.did_change_workspace_folders)
     server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())(
         completion.inline_completion
     )

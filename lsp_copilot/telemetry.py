@@ -41,12 +41,12 @@ COUNTERS = (
     "shown",
     "accepted",
     "rejected",
+    "warmed_up",
+    "warm_up_aborted",
     "engine_restarts",
     "engine_incidents",
     "engine_interrupted",
     "engine_deadline_exceeded",
-    "warmed_up",
-    "warm_up_aborted",
 )
 
 

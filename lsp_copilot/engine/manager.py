@@ -64,6 +64,10 @@ class EngineFactory:
     """Builds the real engine. Tests of scheduling logic may pass another factory."""
 
     def __call__(self, settings: Settings, report: Reporter) -> Engine:
+        if settings.engine_backend == "remote":  # a shared vLLM deployment: no local load
+            from lsp_copilot.engine.remote import RemoteEngine
+
+            return RemoteEngine.create(settings, report)
         from lsp_copilot.engine.models import ModelError, resolve_model
         from lsp_copilot.engine.vllm import VllmEngine
 
@@ -79,6 +83,11 @@ class EngineFactory:
 
 def explain_failure(exc: BaseException) -> str:
     """A reason and a fix the user can act on, not a traceback."""
+    from lsp_copilot.engine.remote import RemoteError
+
+    if isinstance(exc, RemoteError):  # already says what to fix (remote* settings)
+        return f"remote backend: {exc}"
+
     from lsp_copilot.engine.validate import EngineConfigError
 
     if isinstance(exc, EngineConfigError):  # already a sentence that names the fix

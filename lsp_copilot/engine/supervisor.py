@@ -69,6 +69,12 @@ class SupervisedEngine:
         self._guard = guard
         self.info: EngineInfo = inner.info
         self.counter: TokenCounter = inner.counter
+        self.encoder = getattr(inner, "encoder", None)  # token-id prompts (prompts.py)
+
+    @property
+    def inner(self) -> Engine:
+        """The engine itself, for benchmarks that reach into vLLM (prefix-cache reset)."""
+        return self._inner
 
     def __getattr__(self, name: str) -> Any:
         """Anything else a backend offers (its tokenizer, ...) is the inner engine's."""

@@ -27,9 +27,9 @@ def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
     ls.settings, problems = parse_settings(raw, ls.settings)
     problems += settings_problems(ls.settings)  # combinations; the engine load refuses them
     ls.store.max_parse_bytes = ls.settings.max_document_bytes
-    ls.engines.settings = ls.settings
     ls.apply_privacy()
     source_text_logging(ls.settings.log_source_text)
+    ls.engines.settings = ls.settings
     for problem in problems:
         ls.show(types.MessageType.Warning, f"lsp-copilot: {problem}")
     return ls.settings.engine_key() != before
