@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import json
 import random
 import statistics
 import sys
@@ -186,8 +187,11 @@ def _open_buffers(uri: str, text: str) -> Callable[[], list[tuple[str, str]]]:
 
 
 async def run_holes(holes: list[Hole], index: WorkspaceIndex, settings: Settings,
-                    manager: EngineManager) -> list[dict[str, Any]]:
-    """Fill every hole with both variants, interleaved (machine load hits both alike)."""
+                    manager: EngineManager, log: Path | None = None) -> list[dict[str, Any]]:
+    """Fill every hole with both variants, interleaved (machine load hits both alike).
+
+    With ``log``, each hole's record is appended to it as a JSON line as soon as it is
+    done (a long run on a busy machine can be read, or stopped, half way)."""
     telemetry = Telemetry()
     ours = Completer(manager, telemetry, lambda: settings)
     base = Completer(manager, telemetry, lambda: settings)
@@ -223,6 +227,9 @@ async def run_holes(holes: list[Hole], index: WorkspaceIndex, settings: Settings
                 completer.forget(uri)
             records.append(record)
             store.close(uri)
+            if log is not None:
+                with log.open("a") as f:
+                    f.write(json.dumps(record, ensure_ascii=False) + "\n")
             print(f"hole {n}/{len(holes)} {hole.kind}: ours "
                   f"{'exact' if record['ours']['exact'] else '-'}, prefix-only "
                   f"{'exact' if record['prefix_only']['exact'] else '-'}",
@@ -259,7 +266,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def bench_quality(corpus: Path, count: int, settings: Settings,
-                        seed: int = 0) -> dict[str, Any]:
+                        seed: int = 0, log: Path | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     index = WorkspaceIndex(corpus)
     manager = EngineManager()
@@ -273,7 +280,7 @@ async def bench_quality(corpus: Path, count: int, settings: Settings,
         raise SystemExit(f"error: no holes could be cut in {corpus} (no code files with a "
                          "grammar in grammars/?)")
     try:
-        records = await run_holes(holes, index, settings, manager)
+        records = await run_holes(holes, index, settings, manager, log)
         info = manager.info
     finally:
         await manager.shutdown()
@@ -306,8 +313,9 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run(corpus: Path | None, count: int, model: str | None, seed: int = 0) -> dict[str, Any]:
+def run(corpus: Path | None, count: int, model: str | None, seed: int = 0,
+        log: Path | None = None) -> dict[str, Any]:
     # The server's settings, minus what would make holes depend on each other.
     settings = Settings(model=model or "", cache=False, merge=False, typing_through=False,
                         debounce_mode="off", prefetch=False)
-    return asyncio.run(bench_quality(corpus or default_corpus(), count, settings, seed))
+    return asyncio.run(bench_quality(corpus or default_corpus(), count, settings, seed, log))

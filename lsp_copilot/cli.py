@@ -202,7 +202,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.what == "quality":  # the whole pipeline, ours against prefix-only
         from lsp_copilot import bench_quality
 
-        result = bench_quality.run(args.corpus, args.count, args.model)
+        log = Path(f"{args.json}.holes.jsonl") if isinstance(args.json, str) else None
+        if log is not None:
+            log.unlink(missing_ok=True)
+        result = bench_quality.run(args.corpus, args.count, args.model, log=log)
         if isinstance(args.json, str):
             Path(args.json).write_text(json.dumps(result, indent=2, ensure_ascii=False))
         if args.json is True:

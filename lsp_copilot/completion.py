@@ -64,9 +64,11 @@ SUFFIX_LINES = 4
 def cursor_at(snapshot: Snapshot, offset: int) -> Cursor:
     """The text around ``offset`` that post-processing needs.
 
-    On a line holding only indentation the prompt ends at the line start (models write
-    indentation better than they continue after trailing spaces; SmolLM2 answers a bare
-    newline there), so the indentation is recorded as ``prompt_dropped_indent``.
+    When the cursor follows whitespace, the prompt ends one character earlier (recorded
+    as ``prompt_dropped_indent``): BPE models carry a word's leading space in its token
+    (``:\n    x`` is ``:``, ``\n   ``, `` x``), so a prompt ending in that space is one
+    they rarely saw, and SmolLM2 answers it with a blank or dedented line. The model
+    writes the space back and post-processing takes it off.
     """
     data = snapshot.data
     start = data.rfind(b"\n", 0, offset) + 1
@@ -83,7 +85,7 @@ def cursor_at(snapshot: Snapshot, offset: int) -> Cursor:
         line_after=data[offset:end].decode("utf-8", "replace").rstrip("\r"),
         line_above=above[above.rfind(b"\n") + 1:].decode("utf-8", "replace"),
         suffix_lines=data[end + 1:following].decode("utf-8", "replace"),
-        prompt_dropped_indent=before if before and not before.strip() else "",
+        prompt_dropped_indent=before[-1:] if before[-1:] in (" ", "\t") else "",
     )
 
 

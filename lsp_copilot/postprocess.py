@@ -37,7 +37,7 @@ class Cursor:
 
     line_before: str  # text of the cursor line before the cursor
     line_after: str  # text of the cursor line after the cursor
-    prompt_dropped_indent: str = ""  # whitespace cut from the prompt's last line (see below)
+    prompt_dropped_indent: str = ""  # whitespace the prompt ends before (the model writes it)
     line_above: str = ""  # the nearest non-blank line above the cursor line
     suffix_lines: str = ""  # a few lines after the cursor line
 
@@ -104,10 +104,13 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
         complete = lines[:-1]  # the last piece may still grow
         if not complete:
             return None
-        if cursor.prompt_dropped_indent:
+        dropped = cursor.prompt_dropped_indent
+        if dropped:
             first = complete[0]
-            if first.strip() and _indent(first) < len(cursor.prompt_dropped_indent):
+            if first.strip() and _indent(first) < len(dropped):
                 return skipped  # the model left the cursor's block at once: nothing to add
+            # The first line's column: what the prompt kept of the line, then the model's.
+            first = cursor.line_before[: len(cursor.line_before) - len(dropped)] + first
         else:
             first = cursor.line_before + complete[0]
         base = _indent(first) if first.strip() else _indent(cursor.line_before)
@@ -135,21 +138,30 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
 
 
 def _reindent(text: str, cursor: Cursor) -> str:
-    """The prompt ended at the line start, so the model wrote the indentation itself.
+    """The prompt ended before the cursor's last whitespace, so the model wrote it.
 
-    Its first line's indentation stands for the cursor's: strip it, and shift the lines
-    after it by the same amount, so a body written one level off keeps its own shape
-    under the cursor's block.
+    Its first line's leading whitespace stands for that dropped part: take it off. When
+    the model indented its first line more or less than the cursor is, shift the lines
+    after it by the same amount, so its body keeps its shape under the cursor's block.
     """
     ws = cursor.prompt_dropped_indent
+    kept = cursor.line_before[: len(cursor.line_before) - len(ws)]
     lines = text.split("\n")
     model = lines[0][: _indent(lines[0])]
     lines[0] = lines[0][len(model):]
-    if model != ws:
+    if model != ws and not kept.strip():
         for i in range(1, len(lines)):
-            if lines[i].startswith(model):
-                lines[i] = ws + lines[i][len(model):]
+            if lines[i].startswith(kept + model):
+                lines[i] = cursor.line_before + lines[i][len(kept + model):]
     return "\n".join(lines)
+
+
+def _trim(text: str) -> str:
+    """No trailing spaces, no trailing blank lines; whitespace alone is no suggestion."""
+    lines = [line.rstrip() for line in text.split("\n")]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines) if any(line.strip() for line in lines) else ""
 
 
 def _content(line: str) -> bool:
@@ -160,13 +172,14 @@ _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
 def _degenerate_line(line: str) -> int | None:
-    """Where a line falls into repeating one token group over and over, or None."""
+    """Where a line falls into repeating one token group (with a name in it: not a
+    table of numbers) over and over, or None."""
     tokens = [(m.start(), m.group()) for m in _TOKEN.finditer(line)]
     words = [t for _, t in tokens]
     for start in range(len(words)):
         for size in range(1, 5):
             unit = words[start:start + size]
-            if len(unit) < size or not any(w[0].isalnum() or w[0] == "_" for w in unit):
+            if len(unit) < size or not any(w[0].isalpha() or w[0] == "_" for w in unit):
                 continue
             repeats = 1
             while words[start + repeats * size:start + (repeats + 1) * size] == unit:
@@ -364,11 +377,8 @@ def finalize(text: str, mode: Mode, cursor: Cursor, snapshot: Snapshot | None = 
     text = _skip_leading_blank_lines(text, cursor)
     if cursor.prompt_dropped_indent:
         text = _reindent(text, cursor)
-    lines = [line.rstrip() for line in text.split("\n")]
-    while lines and not lines[-1].strip():
-        lines.pop()
-    text = "\n".join(lines)
-    if not text.strip():
+    text = _trim(text)
+    if not text:
         return ""
     rules = rules_for(snapshot.grammar if snapshot is not None else None)
     text = _drop_repetition(text)
@@ -376,4 +386,4 @@ def finalize(text: str, mode: Mode, cursor: Cursor, snapshot: Snapshot | None = 
     text = _balance(text, mode, cursor, rules)
     if mode == "multi-line" and snapshot is not None and offset is not None:
         text = _cut_at_block_end(text, snapshot, offset, rules)
-    return text if text.strip() else ""
+    return _trim(text)

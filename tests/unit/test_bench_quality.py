@@ -59,3 +59,13 @@ def test_summary_ratio_and_parse_share() -> None:
     assert summary["all"]["ours"]["exact_match"] == round(2 / 3, 3)
     assert summary["all"]["exact_match_ratio"] == 2.0
     assert summary["all"]["prefix_only"]["parses"] == 0.5  # the unparsed file is left out
+
+
+def test_cli_takes_bench_quality_with_an_optional_json_file() -> None:
+    from lsp_copilot.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "quality", "--corpus", "src", "--count", "6",
+                                      "--json", "out.json"])
+    assert (args.what, args.count, args.json) == ("quality", 6, "out.json")
+    assert build_parser().parse_args(["bench", "engine", "--json"]).json is True
+    assert build_parser().parse_args(["bench", "engine"]).json is False
