@@ -20,7 +20,7 @@ from functools import cache
 import tree_sitter
 
 from lsp_copilot.context.grammars import folder_for, grammars_dir
-from lsp_copilot.context.trigger import Mode
+from lsp_copilot.context.trigger import BLOCK_OPENERS, Mode
 from lsp_copilot.documents.languages import parser_for
 from lsp_copilot.documents.store import Snapshot
 
@@ -310,6 +310,28 @@ def _balance(text: str, mode: Mode, cursor: Cursor, rules: LanguageRules) -> str
     return text
 
 
+def _drop_unfinished_tail(text: str, rules: LanguageRules) -> str:
+    """A multi-line answer the token limit cut mid-statement: keep it up to the last line
+    where its brackets are balanced, without a trailing line that opens an empty block."""
+    depth = 0
+    balanced_end = -1
+    newlines = [(i, "\n") for i, ch in enumerate(text) if ch == "\n"]
+    for pos, ch in sorted(_scan(text, rules) + newlines):
+        if ch == "\n":
+            if depth == 0:
+                balanced_end = pos
+        elif ch in rules.closers:
+            depth = max(0, depth - 1)
+        else:
+            depth += 1
+    if depth > 0 and balanced_end > 0:
+        text = text[:balanced_end]
+    lines = text.split("\n")
+    while len(lines) > 1 and lines[-1].rstrip().endswith(BLOCK_OPENERS):
+        lines.pop()
+    return "\n".join(lines) if depth > 0 else text
+
+
 # -- the syntax tree rule --------------------------------------------------------------
 
 
@@ -384,6 +406,8 @@ def finalize(text: str, mode: Mode, cursor: Cursor, snapshot: Snapshot | None = 
     text = _drop_repetition(text)
     text = _drop_repeats_of_neighbours(text, mode, cursor)
     text = _balance(text, mode, cursor, rules)
+    if mode == "multi-line":
+        text = _drop_unfinished_tail(text, rules)
     if mode == "multi-line" and snapshot is not None and offset is not None:
         text = _cut_at_block_end(text, snapshot, offset, rules)
     return _trim(text)
