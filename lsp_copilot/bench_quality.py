@@ -162,11 +162,13 @@ def prefix_only_context(snapshot: Snapshot, offset: int, counter: TokenCounter,
                         template: Template, budget: int, mode: Mode | None = None,
                         **_: Any) -> Context:
     """The baseline: whole lines before the cursor, as many as ``budget`` tokens hold."""
-    prefix = _prefix_only(snapshot.data, offset, counter, budget)
-    prompt = template.render(prefix, "")
+    overhead = counter.count(template.render("", "")) if template.fim else 0
+    prefix = _prefix_only(snapshot.data, offset, counter, budget - overhead)
+    pieces = template.pieces(prefix, "")
+    prompt = "".join(pieces)
     tokens = counter.count(prompt)
     return Context(mode or "single-line", prompt, tokens, budget, counter.name, prefix, "",
-                   (Layer("P0 cursor window", snapshot.uri, tokens, False, prefix),))
+                   (Layer("P0 cursor window", snapshot.uri, tokens, False, prefix),), pieces)
 
 
 def _normal(text: str) -> str:

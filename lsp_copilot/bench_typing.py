@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import statistics
 import sys
@@ -114,6 +115,8 @@ class Run:
     pauses_late: int = 0  # not answered before the next keystroke
     latencies_ms: list[float] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    pause_keys: list[tuple[str, int, str]] = field(default_factory=list)  # uri, version, how
+    trace: list[dict[str, Any]] = field(default_factory=list)  # the server's request trace
 
 
 def _plain(value: Any) -> Any:
@@ -129,7 +132,14 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
     from pygls.lsp.client import LanguageClient
 
     client = LanguageClient("bench-typing", "1")
-    await client.start_io(sys.executable, "-m", "lsp_copilot", "serve")
+    trace_path = cache_dir.parent / f"trace-{name}.jsonl"
+    trace_path.unlink(missing_ok=True)
+    await client.start_io(sys.executable, "-m", "lsp_copilot", "serve",
+                          env={**os.environ, "LSP_COPILOT_TRACE": str(trace_path)})
+    server = client._server
+    drain: asyncio.Future[None] | None = None
+    if server is not None and server.stderr is not None:  # drain it: a full pipe blocks
+        drain = asyncio.ensure_future(_drain(server.stderr, trace_path.with_suffix(".log")))
     await client.initialize_async(types.InitializeParams(
         capabilities=types.ClientCapabilities(), root_uri=root.as_uri(),
         initialization_options={**options, "cacheDir": str(cache_dir)}))
@@ -195,10 +205,14 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
                     if result is not None and result.items and answered:
                         run.pauses_with_suggestion += 1
                         run.latencies_ms.append((answered[0] - sent) * 1000)
+                        how = "suggested"
                     else:
                         run.pauses_empty += 1
+                        how = "empty"
                 else:
                     run.pauses_late += 1
+                    how = "late"
+                run.pause_keys.append((script.uri, version, how))
         await asyncio.sleep(0.3)
         client.text_document_did_close(types.DidCloseTextDocumentParams(
             types.TextDocumentIdentifier(script.uri)))
@@ -210,7 +224,43 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
+    if drain is not None:
+        await asyncio.wait_for(drain, 10)
+    if trace_path.exists():
+        run.trace = [json.loads(line) for line in trace_path.read_text().splitlines()]
     return run
+
+
+async def _drain(stream: asyncio.StreamReader, path: Path) -> None:
+    with path.open("wb") as out:
+        while chunk := await stream.read(65536):
+            out.write(chunk)
+
+
+def _pause_breakdown(run: Run) -> dict[str, Any]:
+    """Why pauses were missed, from the server's trace of the pause's own request."""
+    by_key = {(r["uri"], r["version"]): r for r in run.trace if not r.get("prefetch")}
+    out: dict[str, Any] = {}
+    for how in ("suggested", "empty", "late"):
+        rows = [by_key.get((u, v), {}) for u, v, h in run.pause_keys if h == how]
+        if not rows:
+            continue
+
+        def med(name: str, rows: list[dict[str, Any]] = rows) -> float | None:
+            values = [r[name] for r in rows if isinstance(r.get(name), int | float)]
+            return round(statistics.median(values), 1) if values else None
+
+        sources: dict[str, int] = {}
+        for r in rows:
+            key = r.get("source") or r.get("status", "untraced")
+            sources[key] = sources.get(key, 0) + 1
+        out[how] = {"count": len(rows), "by_source": sources,
+                    "debounce_ms_p50": med("debounce_ms"), "engine_ms_p50": med("engine"),
+                    "first_token_ms_p50": med("first_token_ms"),
+                    "generated_tokens_p50": med("generated_tokens"),
+                    "uncached_prompt_tokens_p50": med("uncached"),
+                    "total_ms_p50": med("total")}
+    return out
 
 
 def _summary(run: Run) -> dict[str, Any]:
@@ -236,6 +286,7 @@ def _summary(run: Run) -> dict[str, Any]:
         "server_ms_p99": s["server_ms_p99"],
         "merged": s["merged"], "typed_through": s["typed_through"],
         "cache_hits": s["cache_hits"], "engine_aborted": s["engine_aborted"],
+        "pause_breakdown": _pause_breakdown(run),
     }
 
 

@@ -10,10 +10,14 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsp_copilot import __version__
+from lsp_copilot.logs import source_text_logging
 from lsp_copilot.process import exit_now
+
+if TYPE_CHECKING:
+    from lsp_copilot.config import Settings
 
 log = logging.getLogger("lsp_copilot")
 
@@ -24,10 +28,8 @@ def _setup_logging(level: str) -> None:
         level=getattr(logging, level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    if level.lower() != "debug":
-        # pygls logs every message it sends, source text included, at INFO.
-        for noisy in ("pygls", "pygls.protocol", "pygls.feature_manager"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
+    # pygls logs every message it sends, source text included: off unless asked for.
+    source_text_logging(False)
     # vLLM reads this at import time; stdout belongs to JSON-RPC or to --json output.
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
 
@@ -80,7 +82,6 @@ def _parse_location(value: str) -> tuple[Path, int, int]:
 
 async def _complete(args: argparse.Namespace) -> dict[str, Any]:
     from lsp_copilot.completion import Completer
-    from lsp_copilot.config import Settings
     from lsp_copilot.context.audit import find_root
     from lsp_copilot.context.index import WorkspaceIndex
     from lsp_copilot.context.workspace import Workspace
@@ -95,7 +96,7 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
         text = path.read_bytes().decode("utf-8", "surrogateescape")
     except OSError as exc:
         raise SystemExit(f"error: cannot read {path}: {exc.strerror}") from None
-    settings = Settings(model=args.model or "")
+    settings = _settings(args)
     store = DocumentStore(settings.max_document_bytes)
     uri = path.resolve().as_uri()
     store.open(uri, language_id_for_path(str(path)), 0, text)
@@ -136,6 +137,17 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _settings(args: argparse.Namespace) -> Settings:
+    """Settings from the command line's --model and --template, checked like the editor's."""
+    from lsp_copilot.config import parse_settings
+
+    settings, problems = parse_settings({"model": args.model or "",
+                                         "template": args.template or "auto"})
+    if problems:
+        raise SystemExit(f"error: {problems[0]}")
+    return settings
+
+
 def cmd_complete(args: argparse.Namespace) -> int:
     out = asyncio.run(_complete(args))
     if args.json:
@@ -159,7 +171,8 @@ def cmd_context(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise SystemExit(f"error: cannot read {path}")
     try:
-        report, timings = audit(path, line, col, args.root, args.budget, args.model)
+        template = _settings(args).template
+        report, timings = audit(path, line, col, args.root, args.budget, args.model, template)
     except ValueError as exc:  # PositionError: a position past the end
         raise SystemExit(f"error: {path}:{line}:{col}: {exc}") from None
     if args.json:
@@ -213,6 +226,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         else:
             print(bench_quality.render(result))
         return 0
+    if args.what == "robustness":  # through the real protocol: one line per trial
+        from lsp_copilot import bench_robustness
+
+        return bench_robustness.run(args.messages, args.soak, args.examples, args.trial,
+                                    args.json, args.out)
     if args.what == "context":  # no engine: measures the prompt itself
         from lsp_copilot.context import bench as context_bench
 
@@ -228,7 +246,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"wrote {args.out / 'bench-typing.json'} and {args.out / 'bench-typing.png'}",
               file=sys.stderr)
     else:
-        result = bench.run(args.what, args.corpus, args.count, args.model)
+        result = bench.run(args.what, args.corpus, args.count, args.model, args.keystrokes)
     if args.json:
         print(json.dumps(result, indent=2))
     elif isinstance(result, list):
@@ -269,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     complete.add_argument("--root", type=Path, help="workspace folder (default: nearest .git)")
     complete.add_argument("--json", action="store_true", help="print a JSON object")
     complete.add_argument("--model", help="model folder or hub id (default: SmolLM2-135M)")
+    complete.add_argument("--template", help="prompt family (default: auto, detected)")
     complete.set_defaults(func=cmd_complete)
 
     context = sub.add_parser("context", help="print the context the engine would get at "
@@ -278,6 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     context.add_argument("--budget", type=int, default=1536, help="prompt budget in tokens")
     context.add_argument("--json", action="store_true", help="print the audit JSON")
     context.add_argument("--model", help="model folder whose tokenizer counts (default: SmolLM2)")
+    context.add_argument("--template", help="prompt family (default: auto, detected)")
     context.set_defaults(func=cmd_context)
 
     doctor = sub.add_parser("doctor", help="what engine, model, grammars and caches are found")
@@ -285,15 +305,25 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.set_defaults(func=cmd_doctor)
 
     bench = sub.add_parser("bench", help="measure through the real engine")
-    bench.add_argument("what", choices=["engine", "prompt", "context", "typing", "quality"])
-    bench.add_argument("--keystrokes", type=int, default=300, help="typing: keys to replay")
+    bench.add_argument("what", choices=["engine", "prompt", "context", "typing", "robustness",
+                                          "quality"])
+    bench.add_argument("--keystrokes", type=int, default=300, help="typing, engine: keys to replay")
     bench.add_argument("--out", type=Path, default=Path("bench-results"),
-                       help="typing: folder for the JSON summary and the PNG plot")
+                       help="typing: folder for the JSON summary and the PNG plot; "
+                       "robustness: the server's log")
     bench.add_argument("--corpus", type=Path, help="folder of code (default: Python's stdlib)")
     bench.add_argument("--count", type=int, default=40, help="holes / requests to run")
     bench.add_argument("--model", help="model folder or hub id (default: SmolLM2-135M)")
     bench.add_argument("--json", nargs="?", const=True, default=False, metavar="OUT",
                        help="print JSON (quality: or write it, holes included, to OUT)")
+    bench.add_argument("--messages", type=int, default=10_000,
+                       help="robustness: fuzzed messages")
+    bench.add_argument("--soak", type=int, default=5_000, help="robustness: soak requests")
+    bench.add_argument("--examples", type=int, default=200,
+                       help="robustness: hypothesis edit sequences")
+    bench.add_argument("--trial", action="append",
+                       choices=["fuzz", "edits", "burst", "engine-kill", "secrets", "soak"],
+                       help="robustness: run only this trial (repeatable)")
     bench.set_defaults(func=cmd_bench)
 
     cache = sub.add_parser("cache", help="manage the completion cache")

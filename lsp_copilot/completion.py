@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from lsp_copilot.cache import CompletionCache, cache_key
 from lsp_copilot.config import Settings
@@ -25,8 +26,8 @@ from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.engine.base import Engine, EngineRequest, EngineResult, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.postprocess import Cursor, finalize, stop_rule
-from lsp_copilot.privacy import secret_reason
-from lsp_copilot.prompts import template_for
+from lsp_copilot.privacy import Privacy
+from lsp_copilot.prompts import PromptEncoder, Template, template_for
 from lsp_copilot.scheduling import Debouncer, Flight
 from lsp_copilot.telemetry import Telemetry
 
@@ -108,6 +109,7 @@ class Completer:
         self._flights: dict[str, Flight] = {}  # uri -> the document's current generation
         self._shown: dict[str, _Shown] = {}
         self._secret: dict[tuple[str, int], str | None] = {}
+        self.privacy = Privacy()  # the server installs the user's rules
         self.workspace: Workspace | None = None  # index, open buffers, edits (context engine)
         # Swappable so that `bench quality` runs a prefix-only baseline through this path.
         self.build_context: Callable[..., Context] = build_context
@@ -126,15 +128,40 @@ class Completer:
             flight.task.cancel()
 
     def _secret_reason(self, snapshot: Snapshot) -> str | None:
-        key = (snapshot.uri, snapshot.version)
+        return self.secret_reason(snapshot.uri, snapshot.version, snapshot.data)
+
+    def secret_reason(self, uri: str, version: int, data: bytes) -> str | None:
+        """Why the document must stay private (cached per version: content is scanned)."""
+        key = (uri, version)
         if key not in self._secret:
             if len(self._secret) > 256:
                 self._secret.clear()
-            self._secret[key] = secret_reason(snapshot.uri, snapshot.data)
+            self._secret[key] = self.privacy.reason(uri, data)
         return self._secret[key]
+
+    def set_privacy(self, privacy: Privacy) -> None:
+        self.privacy, self._secret = privacy, {}
+
+    def is_private(self, uri: str, version: int, data: bytes) -> bool:
+        return self.secret_reason(uri, version, data) is not None
 
     async def complete(
         self, snapshot: Snapshot, offset: int, *, prefetch: bool = False
+    ) -> Outcome:
+        trace: dict[str, Any] = {"t": round(time.monotonic(), 4), "uri": snapshot.uri,
+                                 "version": snapshot.version, "prefetch": prefetch,
+                                 "status": "cancelled"}
+        try:
+            outcome = await self._complete(snapshot, offset, prefetch, trace)
+            trace.update(status="answered", mode=outcome.mode, source=outcome.source,
+                         chars=len(outcome.text), reason=outcome.reason,
+                         **outcome.timings_ms)
+            return outcome
+        finally:
+            self.telemetry.trace(trace)
+
+    async def _complete(
+        self, snapshot: Snapshot, offset: int, prefetch: bool, trace: dict[str, Any]
     ) -> Outcome:
         settings = self._settings()
         started = time.perf_counter()
@@ -149,6 +176,10 @@ class Completer:
             self.telemetry.count("rejected_input")
             why = "binary document" if snapshot.binary else "larger than maxDocumentBytes"
             return Outcome("", "none", reason=why, source="none")
+        if snapshot.out_of_sync is not None:
+            self.telemetry.count("out_of_sync")
+            return Outcome("", "none", reason=f"document out of sync: {snapshot.out_of_sync}",
+                           source="none")
         secret = self._secret_reason(snapshot)
         if secret is not None:
             self.telemetry.count("secret_skipped")
@@ -172,7 +203,8 @@ class Completer:
             return Outcome("", mode, reason=f"engine not ready: {exc}", source="none")
 
         prompt_offset = offset - len(cursor.prompt_dropped_indent.encode())
-        template = template_for(None)
+        template = template_for(settings.template if settings.template != "auto"
+                                else engine.info.template)
         context = self.build_context(
             snapshot, prompt_offset, engine.counter, template, settings.max_prompt_tokens, mode,
             workspace=self.workspace,
@@ -211,9 +243,15 @@ class Completer:
                         snapshot.uri, settings.debounce_mode, settings.debounce_ms,
                         settings.debounce_max_ms, cursor.line_before, cursor.line_after,
                         noted=True)
+                    trace["debounce_ms"] = round(delay, 1)
                     if delay > 0:
                         self.telemetry.count("debounced")
                         await asyncio.sleep(delay / 1000)  # a newer keystroke cancels us here
+                t_ids = time.perf_counter()
+                ids, stop_ids = self._token_ids(engine, template, context)
+                encode_ms = (time.perf_counter() - t_ids) * 1000
+                waited -= encode_ms  # our own work (vLLM would tokenize in this process too)
+                trace["encode_ms"] = round(encode_ms, 2)
                 request = EngineRequest(
                     request_id=f"lsp-copilot-{next(_ids)}",
                     prompt=context.prompt,
@@ -222,10 +260,18 @@ class Completer:
                     priority=2 if prefetch else (0 if mode == "single-line" else 1),
                     stop=template.stop,
                     stop_at=stop_rule(mode, cursor),
+                    prompt_token_ids=ids,
+                    stop_token_ids=stop_ids,
                 )
                 result = await self._fly(engine, snapshot.uri, key, mode, request, settings,
                                          cache)
                 waited += (time.perf_counter() - t0) * 1000
+                if result is not None:
+                    trace.update(prompt_tokens=result.prompt_tokens,
+                                 uncached=result.prompt_tokens - result.cached_prompt_tokens,
+                                 generated_tokens=result.generated_tokens,
+                                 first_token_ms=result.first_token_ms and round(
+                                     result.first_token_ms, 1))
                 if result is None:
                     return Outcome("", mode, reason="engine error", context=context,
                                    source="none")
@@ -240,6 +286,18 @@ class Completer:
             self._remember_shown(snapshot, offset, text, mode)
         return Outcome(text, mode, timings, None if text else "the model gave nothing usable",
                        context, source, raw)
+
+    def _token_ids(self, engine: Engine, template: Template, context: Context
+                   ) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
+        """The prompt as token ids with the engine's tokenizer, and the stop tokens' ids;
+        (None, ()) for an engine without one (it then gets the text)."""
+        encoder = getattr(engine, "encoder", None)
+        if not isinstance(encoder, PromptEncoder):
+            return None, ()
+        encoded = encoder.encode(context.pieces or (context.prompt,))
+        if encoded.escaped:
+            self.telemetry.count("escaped_special_tokens", encoded.escaped)
+        return encoded.ids, encoder.stop_ids(template.stop)
 
     # -- typing-through -------------------------------------------------------------
 
@@ -359,11 +417,18 @@ class Completer:
         except asyncio.CancelledError:
             self.telemetry.count("engine_aborted")
             raise
+        except EngineUnavailable as exc:  # deadline or engine down: the supervisor says why
+            self.telemetry.count("engine_errors")
+            log.warning("engine request ended: %s", exc)
+            raise
         except Exception:
             self.telemetry.count("engine_errors")
             log.exception("engine request failed")
             raise
         self.telemetry.count("prompt_tokens", result.prompt_tokens)
+        if request.prompt_token_ids:
+            self.telemetry.count("token_id_prompts")
+            self.telemetry.count("prompt_token_ids", len(request.prompt_token_ids))
         self.telemetry.count("cached_prompt_tokens", result.cached_prompt_tokens)
         self.telemetry.count("generated_tokens", result.generated_tokens)
         if result.stopped_early:

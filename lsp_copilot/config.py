@@ -8,9 +8,12 @@ server down: it is reported to the user and replaced by its default.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from lsp_copilot.prompts import TEMPLATE_NAMES
 
 ENGINE_FIELDS = frozenset(
     {
@@ -23,15 +26,43 @@ ENGINE_FIELDS = frozenset(
         "quantization",
         "speculative_method",
         "speculative_tokens",
+        "speculative_model",
+        "prompt_lookup_min",
+        "prompt_lookup_max",
+        "suffix_max_tree_depth",
+        "suffix_max_spec_factor",
+        "suffix_min_token_prob",
+        "kv_cache_dtype",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "enable_chunked_prefill",
+        "tensor_parallel_size",
+        "data_parallel_size",
         "enforce_eager",
         "device",
+        "engine_backend",
+        "remote_url",
+        "remote_model",
+        "remote_api_key_env",
+        "remote_connect_timeout_ms",
+        "remote_first_token_timeout_ms",
+        "remote_timeout_ms",
+        "remote_retries",
+        "remote_backoff_ms",
+        "remote_ca_bundle",
+        "remote_routing_header",
+        "remote_tokenizer",
     }
 )
 """Settings that only take effect when the engine is (re)started."""
 
 
-def _setting(default: Any, doc: str, check: Callable[[Any], str | None] | None = None) -> Any:
-    return field(default=default, metadata={"doc": doc, "check": check})
+def _setting(
+    default: Any, doc: str, check: Callable[[Any], str | None] | None = None,
+    redact: bool = False,
+) -> Any:
+    """``redact``: a rejected value is not echoed back (it may be a pasted secret)."""
+    return field(default=default, metadata={"doc": doc, "check": check, "redact": redact})
 
 
 def _one_of(*values: Any) -> Callable[[Any], str | None]:
@@ -82,6 +113,57 @@ def _opt_block_size(value: Any) -> str | None:
     return None
 
 
+def _url(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return "must be a string"
+    ok = not value or value.startswith(("https://", "http://"))
+    return None if ok else "must be empty or start with https:// (or http:// on this machine)"
+
+
+def _env_name(value: Any) -> str | None:
+    """The NAME of a variable: a key pasted here would end up in settings files and logs."""
+    if not isinstance(value, str):
+        return "must be a string"
+    if value and not re.fullmatch(r"[A-Z_][A-Z0-9_]{0,127}", value):
+        return ("must be the name of an environment variable (capitals, digits, _), "
+                "not the key itself")
+    return None
+
+
+def _header_name(value: Any) -> str | None:
+    ok = isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9-]{0,64}", value) is not None
+    return None if ok else "must be an HTTP header name (letters, digits, -) or empty"
+
+
+def _opt_int_range(low: int, high: int) -> Callable[[Any], str | None]:
+    inner = _int_range(low, high)
+
+    def check(value: Any) -> str | None:
+        problem = None if value is None else inner(value)
+        return f"{problem} (or null)" if problem else None
+
+    return check
+
+
+def _opt_bool(value: Any) -> str | None:
+    return None if value is None or isinstance(value, bool) else "must be null, true or false"
+
+
+SPECULATIVE_METHODS = ("ngram", "draft_model", "eagle", "eagle3", "mtp", "suffix", "none")
+"""vLLM's speculative methods we expose; `none` turns speculation off."""
+
+
+def _str_list(value: Any) -> str | None:
+    ok = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+    return None if ok else "must be a list of strings"
+
+
+def _regex_list(value: Any) -> str | None:
+    from lsp_copilot.privacy import check_patterns
+
+    return check_patterns(value)
+
+
 def _opt_str(value: Any) -> str | None:
     return None if value is None or isinstance(value, str) else "must be null or a string"
 
@@ -127,13 +209,68 @@ class Settings:
         None, "vLLM quantization method (awq, gptq, fp8, ...), null for none.", _opt_str
     )
     speculative_method: str = _setting(
-        "ngram", "Speculative decoding: ngram (prompt lookup) or none.", _one_of("ngram", "none")
+        "ngram",
+        "Speculative decoding: ngram (prompt lookup, CPU and GPU), suffix (needs "
+        "arctic-inference), draft_model, eagle, eagle3 (need speculativeModel), mtp (models "
+        "with MTP layers) or none.",
+        _one_of(*SPECULATIVE_METHODS),
     )
     speculative_tokens: int = _setting(
-        4, "Tokens proposed per speculative step.", _int_range(1, 16)
+        4, "Tokens proposed per speculative step (suffix: the most per step).", _int_range(1, 32)
+    )
+    speculative_model: str = _setting(
+        "", "Draft model or EAGLE head (local folder or hub id) for draft_model/eagle/eagle3.",
+        _is_str
+    )
+    prompt_lookup_min: int = _setting(
+        2, "ngram: shortest n-gram of the recent tokens looked up in the prompt.",
+        _int_range(1, 16)
+    )
+    prompt_lookup_max: int = _setting(
+        4, "ngram: longest n-gram looked up (at least promptLookupMin).", _int_range(1, 16)
+    )
+    suffix_max_tree_depth: int = _setting(
+        24, "suffix: depth of the suffix trees (prefix match plus speculation).",
+        _int_range(1, 256)
+    )
+    suffix_max_spec_factor: float = _setting(
+        1.0, "suffix: most tokens speculated per token of prefix match.", _float_range(0, 16)
+    )
+    suffix_min_token_prob: float = _setting(
+        0.1, "suffix: speculate only tokens at least this likely.", _float_range(0, 1)
+    )
+    kv_cache_dtype: str = _setting(
+        "auto",
+        "KV-cache dtype: auto (the model's), bfloat16, float16, or fp8/fp8_e4m3/fp8_e5m2 (half "
+        "the memory; on CPU needs AVX-512 or AMX).",
+        _one_of("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2"),
+    )
+    max_num_seqs: int | None = _setting(
+        None, "Most sequences vLLM runs in one batch; null: vLLM's default.",
+        _opt_int_range(1, 4096)
+    )
+    max_num_batched_tokens: int | None = _setting(
+        None, "Most tokens vLLM computes in one step; null: vLLM's default.",
+        _opt_int_range(16, 1_000_000)
+    )
+    enable_chunked_prefill: bool | None = _setting(
+        None, "Split long prefills across steps so decoding goes on; null: vLLM's default.",
+        _opt_bool
+    )
+    tensor_parallel_size: int = _setting(
+        1, "GPUs one copy of the model is split across (CUDA only).", _int_range(1, 64)
+    )
+    data_parallel_size: int = _setting(
+        1, "Copies of the model serving requests side by side (CUDA only).", _int_range(1, 64)
     )
     enforce_eager: bool = _setting(
         True, "Skip torch.compile/CUDA graphs: loads in seconds instead of minutes.", _is_bool
+    )
+    template: str = _setting(
+        "auto",
+        "Prompt format: auto (detected from the model's config and tokenizer) or a family: "
+        + ", ".join(TEMPLATE_NAMES) + ".",
+        _one_of("auto", *TEMPLATE_NAMES),
     )
     max_prompt_tokens: int = _setting(
         1536, "Token budget of the prompt (counted with the model's tokenizer).",
@@ -191,9 +328,96 @@ class Settings:
     prefetch: bool = _setting(
         True, "After an accepted suggestion, compute the next one ahead.", _is_bool
     )
+    warm_up: bool = _setting(
+        True, "When a document opens and the engine is idle, prefill its prompt (no output) "
+        "so the first completion hits the prefix cache.", _is_bool
+    )
     max_document_bytes: int = _setting(
         2_000_000, "Larger documents are tracked but never parsed or sent to the model.",
         _int_range(1_000, 1_000_000_000)
+    )
+    engine_backend: str = _setting(
+        "embedded",
+        "embedded (vLLM in this process) or remote (a vLLM deployment at remoteUrl); the "
+        "issue's `engine.backend` spelling works too.",
+        _one_of("embedded", "remote"),
+    )
+    remote_url: str = _setting(
+        "", "Remote backend: root URL of the vLLM OpenAI-compatible server (https://...).", _url
+    )
+    remote_model: str = _setting(
+        "", "Remote backend: served model name; empty: the first one the server lists.", _is_str
+    )
+    remote_api_key_env: str = _setting(
+        "LSP_COPILOT_API_KEY",
+        "Remote backend: NAME of the environment variable holding the API key (sent as "
+        "Bearer; never put the key itself in settings).",
+        _env_name,
+        redact=True,
+    )
+    remote_connect_timeout_ms: int = _setting(
+        2000, "Remote backend: time to connect, in ms.", _int_range(50, 120_000)
+    )
+    remote_first_token_timeout_ms: int = _setting(
+        5000, "Remote backend: time from request to first token, in ms.",
+        _int_range(50, 600_000)
+    )
+    remote_timeout_ms: int = _setting(
+        15000, "Remote backend: time for a whole completion, retries included, in ms.",
+        _int_range(100, 600_000)
+    )
+    remote_retries: int = _setting(
+        2, "Remote backend: retries after connection errors, 429 and 5xx, only before the "
+        "first token.", _int_range(0, 10)
+    )
+    remote_backoff_ms: int = _setting(
+        100, "Remote backend: first retry delay, doubled each retry (with jitter), in ms.",
+        _int_range(0, 10_000)
+    )
+    remote_ca_bundle: str = _setting(
+        "", "Remote backend: extra PEM CA bundle to trust (TLS is always verified).", _is_str
+    )
+    remote_routing_header: str = _setting(
+        "X-Session-ID",
+        "Remote backend: header carrying a stable anonymous per-user id, so that a "
+        "session-affinity router keeps your prefix cache on one replica; empty: none.",
+        _header_name,
+    )
+    remote_tokenizer: str = _setting(
+        "", "Remote backend: local tokenizer.json (or its folder) for token budgets; empty: "
+        "found automatically, else cl100k calibrated with the server's /tokenize.", _is_str
+    )
+    request_timeout_ms: int = _setting(
+        30_000, "Deadline of one engine call; past it the request is answered empty and the "
+        "engine's health is checked.", _int_range(50, 3_600_000)
+    )
+    health_check_interval_ms: int = _setting(
+        5_000, "How often the engine is asked to prove it is alive.", _int_range(50, 3_600_000)
+    )
+    health_check_timeout_ms: int = _setting(
+        20_000, "An engine that does not answer a health check within this is restarted.",
+        _int_range(50, 3_600_000)
+    )
+    engine_max_restarts: int = _setting(
+        3, "Automatic engine restarts within 10 minutes; past that it stays down until the "
+        "lspCopilot.restartEngine command.", _int_range(0, 1000)
+    )
+
+    secret_file_patterns: tuple[str, ...] = _setting(
+        (), "Extra file-name globs of private files (never sent, cached or indexed); a glob "
+        "with a / matches the whole path.", _str_list
+    )
+    secret_content_patterns: tuple[str, ...] = _setting(
+        (), "Extra regular expressions: a file whose content matches one stays private.",
+        _regex_list
+    )
+    excluded_folders: tuple[str, ...] = _setting(
+        (), "Folders whose files stay private: a name matches anywhere in the path, a path "
+        "matches that folder.", _str_list
+    )
+    log_source_text: bool = _setting(
+        False, "Let debug logs include message bodies (source text); off, logs never "
+        "contain your code.", _is_bool
     )
 
     def engine_key(self) -> tuple[Any, ...]:
@@ -231,6 +455,32 @@ def _camel_to_snake(name: str) -> str:
     return "".join(out)
 
 
+_NAMESPACES = ("lspCopilot", "lsp-copilot", "lsp_copilot")
+
+
+def _flatten(raw: Mapping[Any, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Nested and dotted keys to flat camelCase: ``{"engine": {"backend": "remote"}}`` and
+    ``"engine.backend"`` both become ``engineBackend`` (the issue's name), and
+    ``engine.remote.url`` / ``remote.url`` become ``remoteUrl``."""
+    out: dict[str, Any] = {}
+
+    def visit(parts: list[str], value: Any) -> None:
+        while len(parts) > 1 and parts[0] in _NAMESPACES:
+            parts = parts[1:]
+        if parts[:2] == ["engine", "remote"] and len(parts) > 2:
+            parts = parts[1:]
+        name = parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
+        if isinstance(value, Mapping) and _camel_to_snake(name) not in fields:
+            for sub, inner in value.items():
+                visit([*parts, *str(sub).split(".")], inner)
+        else:
+            out[name] = value
+
+    for key, value in raw.items():
+        visit(str(key).split("."), value)
+    return out
+
+
 def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, list[str]]:
     """Merge editor JSON into ``base``; return the settings and one message per bad value.
 
@@ -250,7 +500,7 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
         return base, [f"settings must be a JSON object, got {type(raw).__name__}; using defaults"]
     fields = {f.name: f for f in dataclasses.fields(Settings)}
     values: dict[str, Any] = {}
-    for key, value in raw.items():
+    for key, value in _flatten(raw, fields).items():
         name = _camel_to_snake(str(key))
         f = fields.get(name)
         if f is None:
@@ -261,10 +511,11 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
         check = f.metadata["check"]
         problem = check(value) if check else None
         if problem:
+            shown = "<hidden>" if f.metadata.get("redact") else repr(value)
             errors.append(
-                f"setting {key!r} = {value!r} {problem}; using the default {f.default!r}"
+                f"setting {key!r} = {shown} {problem}; using the default {f.default!r}"
             )
             values[name] = f.default
         else:
-            values[name] = value
+            values[name] = tuple(value) if isinstance(value, list) else value
     return dataclasses.replace(base, **values), errors

@@ -25,6 +25,8 @@ from lsp_copilot.telemetry import Telemetry
 T = TypeVar("T")
 
 TRIGGER_CHARS = frozenset(".(,[{:= ")
+PAUSE_FACTOR = 2.5
+"""A gap this many times the learned one is a pause, not the typing rhythm."""
 
 
 class Superseded(Exception):
@@ -92,8 +94,14 @@ class Debouncer:
         state = self._docs.setdefault(uri, _Typing())
         gap = None if state.last is None else (now - state.last) * 1000
         state.last, state.last_gap = now, gap
-        if gap is not None and gap < 2000:  # gaps longer than that are pauses, not typing
-            state.gap_ms = gap if state.gap_ms is None else 0.7 * state.gap_ms + 0.3 * gap
+        if gap is None or gap >= 2000:  # longer gaps are pauses, not typing
+            return
+        if state.gap_ms is None:
+            state.gap_ms = gap
+        elif gap <= PAUSE_FACTOR * state.gap_ms:
+            state.gap_ms = 0.7 * state.gap_ms + 0.3 * gap
+        else:  # a pause (end of a line, a look at the code): barely moves the rhythm
+            state.gap_ms = 0.95 * state.gap_ms + 0.05 * min(gap, 4 * state.gap_ms)
 
     def delay_ms(
         self, uri: str, mode: str, fixed_ms: float, max_ms: float, line_before: str,
@@ -108,15 +116,14 @@ class Debouncer:
             return 0.0
         if mode == "fixed":
             return fixed_ms
-        if state.gap_ms is None or (gap is not None and gap > 2.5 * state.gap_ms):
+        if state.gap_ms is None or (gap is not None and gap > PAUSE_FACTOR * state.gap_ms):
             return 0.0  # first request, or the user paused before this one: start now
-        # Wait about the user's usual gap: if no keystroke follows, they paused.
-        wait = state.gap_ms
-        if not line_after.strip() and line_before.rstrip() != line_before:
-            wait *= 0.5  # end of line after a space: a likely pause
-        elif line_before[-1:] in TRIGGER_CHARS:
-            wait *= 0.5
-        return float(min(max_ms, wait))
+        # Where people stop to look (a new line, after a trigger character) start at once:
+        # a generation the next keystroke agrees with is reused, one it doesn't is aborted.
+        if not line_before.strip() or line_before[-1:] in TRIGGER_CHARS:
+            return 0.0
+        # Elsewhere wait about the user's usual gap: if no keystroke follows, they paused.
+        return float(min(max_ms, state.gap_ms))
 
 
 @dataclass

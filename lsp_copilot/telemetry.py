@@ -6,6 +6,8 @@ bounded window so that a server running for days uses constant memory.
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -26,15 +28,25 @@ COUNTERS = (
     "empty_mode",
     "rejected_input",
     "prompt_tokens",
+    "token_id_prompts",
+    "prompt_token_ids",
+    "escaped_special_tokens",
     "cached_prompt_tokens",
     "generated_tokens",
     "debounced",
     "overloaded",
     "secret_skipped",
+    "out_of_sync",
     "prefetched",
     "shown",
     "accepted",
     "rejected",
+    "warmed_up",
+    "warm_up_aborted",
+    "engine_restarts",
+    "engine_incidents",
+    "engine_interrupted",
+    "engine_deadline_exceeded",
 )
 
 
@@ -66,6 +78,17 @@ class Telemetry:
         while len(self._latencies) > self.window:
             self._latencies.popleft()
         return ms
+
+    def trace(self, record: dict[str, Any]) -> None:
+        """One line per request (timings, token counts; never text) to LSP_COPILOT_TRACE."""
+        path = os.environ.get("LSP_COPILOT_TRACE")
+        if not path:
+            return
+        try:
+            with open(path, "a", encoding="utf-8") as out:
+                out.write(json.dumps(record) + "\n")
+        except OSError:
+            pass
 
     def server_time(self, ms: float) -> None:
         """Time spent in our own code for a request (no debounce, no engine)."""

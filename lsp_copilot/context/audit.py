@@ -16,7 +16,7 @@ from lsp_copilot.context.index import WorkspaceIndex
 from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.languages import language_id_for_path
 from lsp_copilot.documents.store import DocumentStore
-from lsp_copilot.prompts import template_for
+from lsp_copilot.prompts import PromptEncoder, detect_family, template_for
 
 
 def find_root(path: Path) -> Path:
@@ -41,9 +41,27 @@ def engine_counter(model: str | None) -> TokenCounter:
     return token_counter(str(folder))
 
 
+def engine_model(model: str | None) -> str | None:
+    """The folder (or hub id) the engine would load: ``model``, else the default's folder."""
+    if model:
+        return model
+    try:
+        from lsp_copilot.engine.models import default_model_dir
+
+        return str(default_model_dir())
+    except Exception:
+        return None
+
+
 def audit(path: Path, line: int, col: int, root: Path | None, budget: int,
-          model: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The audit JSON (schema in the README: layers, counts, the exact prompt) and timings."""
+          model: str | None = None, template: str | None = None,
+          ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The audit JSON (schema in the README: layers, counts, the exact prompt) and timings.
+
+    The template is the engine's (``template``, else the family detected from the model
+    folder), and ``prompt_token_ids`` are the ids the engine gets, so that the audit shows
+    the engine's input exactly.
+    """
     text = path.read_bytes().decode("utf-8", "surrogateescape")
     store = DocumentStore()
     uri = path.resolve().as_uri()
@@ -56,8 +74,11 @@ def audit(path: Path, line: int, col: int, root: Path | None, budget: int,
     index_seconds = time.perf_counter() - started
     workspace = Workspace(index, lambda: [(uri, text)])
     counter = engine_counter(model)
+    folder = engine_model(model)
+    chosen = template_for(template if template and template != "auto"
+                          else detect_family(folder) if folder else None)
     started = time.perf_counter()
-    ctx = build_context(snapshot, offset, counter, template_for(None), budget,
+    ctx = build_context(snapshot, offset, counter, chosen, budget,
                         workspace=workspace, exact_count=True)
     build_ms = (time.perf_counter() - started) * 1000
     timings = {"index_seconds": round(index_seconds, 3), "build_ms": round(build_ms, 2),
@@ -74,6 +95,9 @@ def audit(path: Path, line: int, col: int, root: Path | None, budget: int,
             for layer in ctx.layers
         ],
         "prompt": ctx.prompt,
+        "template": chosen.name,
+        "prompt_token_ids": list(encoder.encode(ctx.pieces or (ctx.prompt,)).ids)
+        if (encoder := PromptEncoder.for_model(folder) if folder else None) else None,
     }, timings
 
 

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +22,8 @@ import tree_sitter
 from lsp_copilot.context.grammars import LanguageQueries, queries_for
 from lsp_copilot.context.imports import resolve
 from lsp_copilot.context.symbols import Definition, FileSymbols, extract
-from lsp_copilot.documents.languages import language_for
+from lsp_copilot.documents.languages import extensions, language_for
+from lsp_copilot.privacy import secret_reason
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,9 @@ class WorkspaceIndex:
                              tuple[int, list[tuple[str, str, tuple[str, ...]]]]] = {}
         self.build_seconds: float | None = None
         self.skipped = 0
+        # Files that look like secrets never enter the index (their symbols would reach
+        # other files' prompts); the server installs the user's rules here.
+        self.private: Callable[[str, bytes], str | None] = secret_reason
 
     # -- building ---------------------------------------------------------------------
     def walk(self) -> Iterator[str]:
@@ -175,7 +179,8 @@ class WorkspaceIndex:
                 self.remove(rel)
                 return False
         head = data[:4096]
-        if len(data) > MAX_FILE_BYTES or b"\x00" in head or _generated(rel, head[:1024]):
+        if (len(data) > MAX_FILE_BYTES or b"\x00" in head or _generated(rel, head[:1024])
+                or self.private(str(self.root / rel), data) is not None):
             self.skipped += 1
             self.remove(rel)
             return False
@@ -308,3 +313,10 @@ class WorkspaceIndex:
             best = min(items, key=rank, default=None)
             return [best] if best is not None else []
         return sorted(items, key=rank)[:limit]
+
+
+def watched_globs() -> list[str]:
+    """Glob patterns of the files the index reads (extensions of the languages with
+    queries): what the server asks the client to watch."""
+    exts = [ext[1:] for ext in extensions() if queries_for(language_for(None, "f" + ext))]
+    return [f"**/*.{{{','.join(exts)}}}"] if exts else []

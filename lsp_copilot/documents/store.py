@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from lsp_copilot.documents.buffer import Buffer, ByteEdit, Encoding
+from lsp_copilot.documents.buffer import Buffer, ByteEdit, Encoding, PositionError
 from lsp_copilot.documents.languages import language_for, parser_for
 from lsp_copilot.documents.tree import SyntaxTree
 
@@ -37,10 +37,12 @@ class Snapshot:
     tree: tree_sitter.Tree | None
     too_large: bool
     binary: bool
+    out_of_sync: str | None = None  # why our text may differ from the editor's
 
 
 class _Document:
-    __slots__ = ("binary", "buffer", "grammar", "language_id", "syntax", "too_large", "version")
+    __slots__ = ("binary", "buffer", "grammar", "language_id", "out_of_sync", "syntax",
+                 "too_large", "version")
 
     def __init__(self, language_id: str, grammar: str | None, version: int, text: str) -> None:
         self.language_id = language_id
@@ -50,6 +52,7 @@ class _Document:
         self.syntax: SyntaxTree | None = None
         self.too_large = False
         self.binary = False
+        self.out_of_sync: str | None = None
 
 
 def _path_of(uri: str) -> str:
@@ -102,27 +105,52 @@ class DocumentStore:
 
         Each change is ((start_line, start_char, end_line, end_char) in ``encoding``
         units, text), or (None, text) for the full content. The edits are made on a
-        copy of the buffer, so a bad range (PositionError) leaves the document as it
-        was; the tree is edited per change and re-parsed once for the batch.
+        copy of the buffer; the tree is edited per change and re-parsed once for the batch.
+
+        A batch that cannot apply (a bad range, a version that goes backwards, an unknown
+        document) raises DocumentError/PositionError and leaves the document marked out of
+        sync: its partial edits are refused until the client sends the full content (or
+        opens it again), which resynchronizes it.
         """
-        doc = self._get(uri)
+        full = max((i for i, (rng, _) in enumerate(changes) if rng is None), default=None)
+        doc = self._docs.get(uri)
+        if doc is None:
+            if full is None:
+                raise DocumentError(
+                    f"unknown document {uri!r} (not opened, or already closed)")
+            self.open(uri, "", version, changes[full][1])  # resync from the full content
+            self.change(uri, version, changes[full + 1:], encoding)
+            return
+        if full is None:
+            if doc.out_of_sync is not None:
+                raise DocumentError(f"{uri} is out of sync ({doc.out_of_sync}); edit ignored "
+                                    "until the client sends the full text")
+            if version < doc.version:
+                doc.out_of_sync = f"version {version} after {doc.version}"
+                raise DocumentError(f"{uri}: version {version} goes backwards (have "
+                                    f"{doc.version}); waiting for the full text")
         buffer = doc.buffer.copy()
         edits: list[ByteEdit] = []
         fresh = False
-        for rng, text in changes:
-            if rng is None:
-                buffer = Buffer(text)
-                edits.clear()
-                fresh = True
-                continue
-            start_line, start_char, end_line, end_char = rng
-            start = buffer.offset(start_line, start_char, encoding)
-            end = buffer.offset(end_line, end_char, encoding)
-            if end < start:  # a reversed range: be lenient, as editors are
-                start, end = end, start
-            edits.append(buffer.replace(start, end, text))
+        try:
+            for rng, text in changes:
+                if rng is None:
+                    buffer = Buffer(text)
+                    edits.clear()
+                    fresh = True
+                    continue
+                start_line, start_char, end_line, end_char = rng
+                start = buffer.offset(start_line, start_char, encoding)
+                end = buffer.offset(end_line, end_char, encoding)
+                if end < start:  # a reversed range: be lenient, as editors are
+                    start, end = end, start
+                edits.append(buffer.replace(start, end, text))
+        except PositionError as exc:
+            doc.out_of_sync = f"an edit at a position it does not have: {exc}"
+            raise
         doc.buffer = buffer
         doc.version = version
+        doc.out_of_sync = None
         self._sync_tree(doc, edits, fresh=fresh)
 
     def _sync_tree(self, doc: _Document, edits: list[ByteEdit], *, fresh: bool) -> None:
@@ -144,6 +172,9 @@ class DocumentStore:
         """Forget a document; closing an unknown uri is a no-op (clients race on it)."""
         self._docs.pop(uri, None)
 
+    def out_of_sync(self, uri: str) -> str | None:
+        return self._get(uri).out_of_sync
+
     def unparsed_reason(self, uri: str) -> str | None:
         """Why the document is tracked but not parsed ("binary", "too large"), if it is."""
         doc = self._get(uri)
@@ -161,7 +192,11 @@ class DocumentStore:
             tree=doc.syntax.copy() if doc.syntax is not None else None,
             too_large=doc.too_large,
             binary=doc.binary,
+            out_of_sync=doc.out_of_sync,
         )
+
+    def version(self, uri: str) -> int:
+        return self._get(uri).version
 
     def buffer(self, uri: str) -> Buffer:
         """The live buffer, for position conversion; do not edit it directly."""

@@ -13,6 +13,14 @@ class EngineUnavailable(RuntimeError):
     """The engine is loading, failed or stopped: the caller answers with an empty result."""
 
 
+class EngineDown(EngineUnavailable):
+    """The engine died or stopped answering while a request waited on it."""
+
+
+class EngineDeadline(EngineUnavailable):
+    """An engine call took longer than ``requestTimeoutMs``: it is abandoned, not awaited."""
+
+
 @dataclass(frozen=True)
 class EngineInfo:
     """What `complete --json` and `lspCopilot/stats` report under ``engine``."""
@@ -22,6 +30,7 @@ class EngineInfo:
     device: str
     prefix_caching: bool
     speculative: str | None
+    template: str = "prefix-only"  # the prompt family detected from the model folder
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -39,6 +48,11 @@ class EngineRequest:
     stop: tuple[str, ...] = ()
     # Returns the index at which to cut the text generated so far, or None to go on.
     stop_at: Callable[[str], int | None] | None = None
+    # The prompt as token ids (control tokens unsplit, user text never parsed for them);
+    # when set, the engine sends these and ``prompt`` is only the text form (cache, audit).
+    prompt_token_ids: tuple[int, ...] | None = None
+    # Stop tokens by id: vLLM drops special tokens from the text, where ``stop`` can't see.
+    stop_token_ids: tuple[int, ...] = ()
 
 
 @dataclass
@@ -64,6 +78,11 @@ class Engine(Protocol):
     async def abort(self, request_id: str) -> None: ...
 
     async def warm_up(self) -> None: ...
+
+    async def check_health(self) -> None:
+        """Return if the engine answers, raise if it is dead; the caller bounds the wait
+        (a stuck engine never returns)."""
+        ...
 
     def stats(self) -> dict[str, int]: ...
 

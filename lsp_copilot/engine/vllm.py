@@ -14,7 +14,10 @@ from typing import Any
 
 from lsp_copilot.config import Settings
 from lsp_copilot.context.budget import TokenCounter, token_counter
-from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult
+from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult, EngineUnavailable
+from lsp_copilot.engine.validate import check_engine
+from lsp_copilot.process import install_orphan_guard, reap
+from lsp_copilot.prompts import PromptEncoder, detect_family
 
 CPU_BLOCK_SIZE = 32
 """On CPU vLLM defaults to 128-token blocks; 32 lets far more of a prompt hit the cache."""
@@ -43,18 +46,31 @@ def prepare_environment(settings: Settings, device: str) -> None:
 
 
 def speculative_config(settings: Settings) -> dict[str, Any] | None:
-    if settings.speculative_method == "none":
+    """vLLM's ``speculative_config`` for the chosen method, with only its own parameters."""
+    method = settings.speculative_method
+    if method == "none":
         return None
-    return {
-        "method": "ngram",
-        "num_speculative_tokens": settings.speculative_tokens,
-        "prompt_lookup_min": 2,
-        "prompt_lookup_max": 4,
-    }
+    config: dict[str, Any] = {"method": method,
+                              "num_speculative_tokens": settings.speculative_tokens}
+    if method == "ngram":
+        config["prompt_lookup_min"] = settings.prompt_lookup_min
+        config["prompt_lookup_max"] = settings.prompt_lookup_max
+    elif method == "suffix":
+        config["suffix_decoding_max_tree_depth"] = settings.suffix_max_tree_depth
+        config["suffix_decoding_max_spec_factor"] = settings.suffix_max_spec_factor
+        config["suffix_decoding_min_token_prob"] = settings.suffix_min_token_prob
+    elif method in ("draft_model", "eagle", "eagle3"):
+        config["model"] = settings.speculative_model.strip()
+    # mtp: vLLM takes the MTP layers from the target model itself.
+    return config
 
 
 def engine_args(settings: Settings, model: str, device: str) -> dict[str, Any]:
-    """Keyword arguments of ``AsyncEngineArgs``: the one place engine settings map to vLLM."""
+    """Keyword arguments of ``AsyncEngineArgs``: the one place engine settings map to vLLM.
+
+    Settings left null keep vLLM's own default (which differs between CPU and CUDA), so
+    they are left out rather than passed as None.
+    """
     block_size = settings.block_size or (CPU_BLOCK_SIZE if device == "cpu" else None)
     args: dict[str, Any] = {
         "model": model,
@@ -67,26 +83,48 @@ def engine_args(settings: Settings, model: str, device: str) -> dict[str, Any]:
         "speculative_config": speculative_config(settings),
         "gpu_memory_utilization": settings.gpu_memory_utilization,
         "quantization": settings.quantization,
+        "kv_cache_dtype": settings.kv_cache_dtype,
+        "tensor_parallel_size": settings.tensor_parallel_size,
+        "data_parallel_size": settings.data_parallel_size,
     }
     if block_size:
         args["block_size"] = block_size
+    optional = {
+        "max_num_seqs": settings.max_num_seqs,
+        "max_num_batched_tokens": settings.max_num_batched_tokens,
+        "enable_chunked_prefill": settings.enable_chunked_prefill,
+    }
+    args.update({k: v for k, v in optional.items() if v is not None})
     return args
+
+
+def engine_core_pids(llm: Any) -> list[int]:
+    """The EngineCore processes vLLM started for ``llm`` (empty if it keeps them elsewhere)."""
+    manager = getattr(getattr(getattr(llm, "engine_core", None), "resources", None),
+                      "engine_manager", None)
+    procs = getattr(manager, "processes", None) or []
+    return [p.pid for p in procs if getattr(p, "pid", None)]
 
 
 class VllmEngine:
     """Streams completions from an embedded ``AsyncLLM``; aborts on cancel or early stop."""
 
-    def __init__(self, llm: Any, info: EngineInfo, counter: TokenCounter) -> None:
+    def __init__(self, llm: Any, info: EngineInfo, counter: TokenCounter,
+                 encoder: PromptEncoder | None = None) -> None:
         self._llm = llm
         self.info = info
         self.counter = counter
+        self.encoder = encoder  # the model's tokenizer, for token-id prompts
         self._counters = {"spec_draft_tokens": 0, "spec_accepted_tokens": 0}
+        self.pids = engine_core_pids(llm)
 
     @classmethod
     def create(cls, settings: Settings, model: str, display_name: str) -> VllmEngine:
         """Blocking: starts the EngineCore process and loads weights (run it in a thread)."""
         device = detect_device(settings.device)
+        check_engine(settings, model, device)  # a clear message, before vLLM is imported
         prepare_environment(settings, device)
+        install_orphan_guard()  # before vLLM forks its EngineCore
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
@@ -96,9 +134,13 @@ class VllmEngine:
             model=display_name,
             device=device,
             prefix_caching=True,
-            speculative=None if settings.speculative_method == "none" else "ngram",
+            speculative=None if settings.speculative_method == "none" else (
+                settings.speculative_method),
+            template=detect_family(model),
         )
-        return cls(llm, info, token_counter(model))
+        encoder = PromptEncoder.for_model(model) or PromptEncoder.for_hf_tokenizer(
+            getattr(llm, "tokenizer", None))  # a hub id: the tokenizer vLLM loaded
+        return cls(llm, info, token_counter(model), encoder)
 
     async def generate(self, request: EngineRequest) -> EngineResult:
         from vllm import SamplingParams
@@ -108,14 +150,16 @@ class VllmEngine:
             max_tokens=request.max_tokens,
             temperature=request.temperature,
             stop=list(request.stop) or None,
+            stop_token_ids=list(request.stop_token_ids) or None,
             output_kind=RequestOutputKind.DELTA,
         )
         result = EngineResult()
         started = time.perf_counter()
         text = ""
-        gen = self._llm.generate(
-            {"prompt": request.prompt}, params, request.request_id, priority=request.priority
-        )
+        prompt: dict[str, Any] = (  # vLLM's TokensPrompt or TextPrompt
+            {"prompt_token_ids": list(request.prompt_token_ids)}
+            if request.prompt_token_ids else {"prompt": request.prompt})
+        gen = self._llm.generate(prompt, params, request.request_id, priority=request.priority)
         # aclosing: leaving the loop early runs vLLM's GeneratorExit path, which aborts.
         async with contextlib.aclosing(gen):
             async for out in gen:
@@ -175,10 +219,33 @@ class VllmEngine:
             async for _ in gen:
                 pass
 
+    async def check_health(self) -> None:
+        """Dead if vLLM says so or its EngineCore process is gone; alive only if the
+        EngineCore answers a round trip (a stuck one never does: the caller times out)."""
+        llm = self._llm
+        if llm is None:
+            raise EngineUnavailable("the engine is shut down")
+        await llm.check_health()  # raises EngineDeadError once vLLM saw its core die
+        import psutil
+
+        try:
+            for pid in self.pids:
+                proc = psutil.Process(pid)
+                if proc.status() == psutil.STATUS_ZOMBIE:
+                    raise EngineUnavailable(f"the EngineCore process {pid} exited")
+        except psutil.NoSuchProcess as exc:
+            raise EngineUnavailable(f"the EngineCore process {exc.pid} is gone") from None
+        await llm.is_sleeping()  # a utility call answered by the EngineCore's busy loop
+
     async def shutdown(self) -> None:
         llm, self._llm = self._llm, None
         if llm is not None:
-            await asyncio.to_thread(llm.shutdown)
+            try:
+                await asyncio.to_thread(llm.shutdown)
+            finally:
+                # A stuck or stopped EngineCore may survive vLLM's own shutdown: it holds
+                # gigabytes, and a restart must not run next to it.
+                await asyncio.to_thread(reap, self.pids)
             # AsyncLLM.__del__ shuts down a second time, which at interpreter exit (module
             # globals already gone) prints a TypeError; it is done, so make __del__ a no-op.
             llm.__class__ = type("ClosedAsyncLLM", (type(llm),), {"__del__": lambda _: None})

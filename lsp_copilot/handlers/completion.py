@@ -23,6 +23,7 @@ async def _complete(ls: CopilotServer, uri: str, position: types.Position) -> Ou
     except (DocumentError, PositionError) as exc:
         ls.telemetry.count("rejected_input")
         raise JsonRpcInvalidParams(str(exc)) from None
+    ls.warmer.cancel()  # a warm-up must never delay a real request
     try:
         return await ls.scheduler.run(uri, lambda: ls.completer.complete(snapshot, offset))
     except Superseded:

@@ -27,7 +27,9 @@ def _tell_once(ls: CopilotServer, uri: str) -> None:
 def did_open(ls: CopilotServer, params: types.DidOpenTextDocumentParams) -> None:
     doc = params.text_document
     ls.store.open(doc.uri, doc.language_id, doc.version, doc.text)
+    ls.told_once.discard((doc.uri, "sync"))
     _tell_once(ls, doc.uri)
+    ls.warmer.opened(ls.store.snapshot(doc.uri))  # background, lowest priority
 
 
 def did_change(ls: CopilotServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -44,6 +46,11 @@ def did_change(ls: CopilotServer, params: types.DidChangeTextDocumentParams) -> 
         ls.store.change(uri, params.text_document.version, changes, ls.encoding)
     except (DocumentError, PositionError) as exc:
         log.warning("didChange for %s not applied: %s", uri, exc)
+        if uri in ls.store and (uri, "sync") not in ls.told_once:
+            ls.told_once.add((uri, "sync"))
+            ls.show(types.MessageType.Warning,
+                    f"lsp-copilot: {uri} is out of sync with the editor ({exc}); "
+                    "completions for it resume when the file is reopened.")
         return
     line = changes[-1][0][0] if changes and changes[-1][0] is not None else None
     ls.sources.edited(uri, ls.store.buffer(uri).data, line)  # recency, index (off the loop)
@@ -51,6 +58,8 @@ def did_change(ls: CopilotServer, params: types.DidChangeTextDocumentParams) -> 
 
 
 def did_close(ls: CopilotServer, params: types.DidCloseTextDocumentParams) -> None:
-    ls.store.close(params.text_document.uri)
-    ls.completer.forget(params.text_document.uri)
-    ls.told_once.discard(params.text_document.uri)
+    uri = params.text_document.uri
+    ls.store.close(uri)
+    ls.completer.forget(uri)
+    ls.told_once.discard(uri)
+    ls.told_once.discard((uri, "sync"))

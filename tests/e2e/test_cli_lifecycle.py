@@ -55,7 +55,7 @@ def test_complete_json_with_the_real_default_model() -> None:
     assert set(result["timings_ms"]) >= {"context", "engine", "total"}
     assert result["engine"] == {
         "backend": "vllm", "model": "SmolLM2-135M (default)", "device": "cpu",
-        "prefix_caching": True, "speculative": "ngram",
+        "prefix_caching": True, "speculative": "ngram", "template": "prefix-only",
     }
 
 

@@ -244,6 +244,45 @@ async def test_secret_files_never_reach_the_engine(engine_client: LanguageClient
     assert after["engine_requests"] == before["engine_requests"]
 
 
+async def test_user_secret_patterns_keep_files_private(engine_client: LanguageClient) -> None:
+    uri = _uri("e2e_vault/settings_prod.py")
+    _open(engine_client, uri, "def connect():\n    return ")
+    engine_client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"lspCopilot": {"excludedFolders": ["e2e_vault"]}}))
+    before = await stats(engine_client)
+    result = await _inline(engine_client, uri, 1, 11)
+    after = await stats(engine_client)
+    assert result is not None and not result.items
+    assert after["secret_skipped"] == before["secret_skipped"] + 1
+    assert after["engine_requests"] == before["engine_requests"]
+    engine_client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"lspCopilot": {"excludedFolders": []}}))
+    await _inline(engine_client, uri, 1, 11)  # the rule is gone: the engine is asked again
+    assert (await stats(engine_client))["secret_skipped"] == after["secret_skipped"]
+
+
+async def test_out_of_sync_document_waits_for_full_text(engine_client: LanguageClient) -> None:
+    uri = _uri("e2e_sync.py")
+    _open(engine_client, uri, "def add(a, b):\n    return ")
+    _edit(engine_client, uri, 5, 1, 11, "a")
+    _edit(engine_client, uri, 3, 1, 12, " +")  # the version goes backwards: not applied
+    before = await stats(engine_client)
+    result = await _inline(engine_client, uri, 1, 12)
+    after = await stats(engine_client)
+    assert result is not None and not result.items
+    assert after["out_of_sync"] == before["out_of_sync"] + 1
+    assert any("out of sync" in m.message for m in engine_client.messages)
+    engine_client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=6),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(
+            text="def add(a, b):\n    return a +")]))
+    await _inline(engine_client, uri, 1, 14)  # resynchronized: answered normally again
+    assert (await stats(engine_client))["out_of_sync"] == after["out_of_sync"]
+    # A completion past the end of our (resynced) text is a clear error, not silence.
+    with pytest.raises(JsonRpcException, match="past the end"):
+        await _inline(engine_client, uri, 5, 0)
+
+
 async def test_overload_answers_empty_and_recovers(engine_client: LanguageClient) -> None:
     engine_client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"lspCopilot": {"maxQueue": 1}})

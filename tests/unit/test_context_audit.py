@@ -11,7 +11,8 @@ from lsp_copilot.context.audit import audit, find_root, render_table
 
 LAYER_KEYS = {"name": str, "source": str, "tokens": int, "truncated": bool, "text": str}
 TOP_KEYS = {"language": str, "mode": str, "budget_tokens": int, "prompt_tokens": int,
-            "tokenizer": str, "layers": list, "prompt": str}
+            "tokenizer": str, "layers": list, "prompt": str, "template": str,
+            "prompt_token_ids": list}
 
 
 def _workspace(tmp_path: Path) -> Path:

@@ -138,6 +138,32 @@ def test_replace_keeps_line_index(
     _assert_same_index(buf, Buffer(buf.text))
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.sampled_from([*TEXTS, "x = 1\n" * 40]),
+    steps=st.lists(
+        st.tuples(st.integers(-3, 3), st.sampled_from(["a", "😀", "\n", "\r", " ", ""]),
+                  st.integers(0, 2)),
+        min_size=1, max_size=60,
+    ),
+)
+def test_typing_near_the_cursor_keeps_line_index(
+    text: str, steps: list[tuple[int, str, int]]
+) -> None:
+    """Keystrokes at and around one place: the line index shifts the tail lazily while no
+    line break comes or goes, and must always equal a fresh index."""
+    buf = Buffer(text)
+    cursor = len(buf.data) // 2
+    for move, typed, deleted in steps:
+        bounds = list(_boundaries(buf))
+        i = min(range(len(bounds)), key=lambda k: abs(bounds[k] - cursor))
+        start = bounds[max(0, min(len(bounds) - 1, i + move))]
+        end = bounds[min(len(bounds) - 1, bounds.index(start) + deleted)]
+        buf.replace(start, end, typed)
+        cursor = start + len(typed.encode())
+        _assert_same_index(buf, Buffer(buf.text))
+
+
 def test_replace_rejects_bad_offsets() -> None:
     buf = Buffer("a😀b")
     with pytest.raises(PositionError):
@@ -394,6 +420,10 @@ def _run_edit_sequence(
             assert (before.tree is None) or str(after_snap.tree.root_node) == str(  # type: ignore[union-attr]
                 before.tree.root_node
             )
+            # Out of sync now: the client's full text (here: ours) brings it back.
+            assert after_snap.out_of_sync is not None
+            store.change(uri, version, [(None, before.text)], encoding)
+            assert store.snapshot(uri).out_of_sync is None
             continue
         store.change(uri, version, changes, encoding)
         units = expected
@@ -480,7 +510,8 @@ def test_unknown_uri() -> None:
     with pytest.raises(DocumentError, match=r"file:///nope\.py"):
         store.snapshot("file:///nope.py")
     with pytest.raises(DocumentError):
-        store.change("file:///nope.py", 1, [(None, "x")], "utf-16")
+        store.change("file:///nope.py", 1, [((0, 0, 0, 0), "x")], "utf-16")
+    assert "file:///nope.py" not in store
     with pytest.raises(DocumentError):
         store.get_offset("file:///nope.py", 0, 0, "utf-16")
     store.close("file:///nope.py")  # closing twice is harmless
@@ -512,10 +543,43 @@ def test_failing_change_leaves_document_intact() -> None:
     assert after.tree is not None
     assert str(after.tree.root_node) == str(before.tree.root_node)
     _assert_tree_is_fresh(after.tree, "python", after.data)
-    # and the document still takes edits afterwards
-    store.change("file:///a.py", 2, [good], "utf-16")
+    # The editor applied the batch, we did not: refuse partial edits until the full text.
+    assert after.out_of_sync is not None and "7:0" in after.out_of_sync
+    with pytest.raises(DocumentError, match="out of sync"):
+        store.change("file:///a.py", 3, [good], "utf-16")
+    assert store.snapshot("file:///a.py").text == PY
+    store.change("file:///a.py", 3, [(None, "def g(x):\n    pass\n"), ((1, 4, 1, 8), "return 1")],
+                 "utf-16")
     snap = store.snapshot("file:///a.py")
-    assert snap.text.startswith("def g(x)")
+    assert snap.out_of_sync is None
+    assert snap.text == "def g(x):\n    return 1\n"
+    _assert_tree_is_fresh(snap.tree, "python", snap.data)
+    store.change("file:///a.py", 4, [((0, 4, 0, 5), "h")], "utf-16")  # edits apply again
+    assert store.snapshot("file:///a.py").text.startswith("def h(x)")
+
+
+def test_version_going_backwards_waits_for_full_text() -> None:
+    store = DocumentStore()
+    store.open("file:///a.py", "python", 5, PY)
+    with pytest.raises(DocumentError, match="version 4 goes backwards"):
+        store.change("file:///a.py", 4, [((0, 4, 0, 5), "g")], "utf-16")
+    snap = store.snapshot("file:///a.py")
+    assert snap.text == PY and snap.version == 5 and snap.out_of_sync is not None
+    with pytest.raises(DocumentError, match="out of sync"):
+        store.change("file:///a.py", 6, [((0, 4, 0, 5), "g")], "utf-16")
+    store.change("file:///a.py", 2, [(None, "x = 1\n")], "utf-16")  # full text: resync
+    snap = store.snapshot("file:///a.py")
+    assert (snap.text, snap.version, snap.out_of_sync) == ("x = 1\n", 2, None)
+    _assert_tree_is_fresh(snap.tree, "python", snap.data)
+    store.change("file:///a.py", 2, [((0, 0, 0, 1), "y")], "utf-16")  # same version: fine
+    assert store.snapshot("file:///a.py").text == "y = 1\n"
+
+
+def test_full_text_for_unknown_document_opens_it() -> None:
+    store = DocumentStore()
+    store.change("file:///b.py", 3, [(None, "a = 1\n"), ((0, 0, 0, 1), "b")], "utf-16")
+    snap = store.snapshot("file:///b.py")
+    assert snap.text == "b = 1\n" and snap.version == 3 and snap.grammar == "python"
     _assert_tree_is_fresh(snap.tree, "python", snap.data)
 
 

@@ -7,6 +7,7 @@ logic only. The same behaviours are checked through the real engine in tests/e2e
 from __future__ import annotations
 
 import asyncio
+import json
 import stat
 from pathlib import Path
 
@@ -66,6 +67,9 @@ class FakeEngine:
     async def warm_up(self) -> None:
         pass
 
+    async def check_health(self) -> None:
+        pass
+
     def stats(self) -> dict[str, int]:
         return {}
 
@@ -105,7 +109,8 @@ async def test_fake_engine_typing_through_needs_no_call() -> None:
 
 
 async def test_fake_engine_request_extending_inflight_prompt_reuses_it() -> None:
-    engine = FakeEngine(reply="a + b + c\n", step_s=0.02)
+    # The prompt ends before the typed space; a BPE model writes it back: " a".
+    engine = FakeEngine(reply=" a + b + c\n", step_s=0.02)
     completer = await _completer(engine, typing_through=False)
     first = asyncio.ensure_future(completer.complete(_snap(SOURCE), len(SOURCE)))
     await asyncio.sleep(0.03)  # in flight, partly generated
@@ -118,7 +123,7 @@ async def test_fake_engine_request_extending_inflight_prompt_reuses_it() -> None
 
 
 async def test_fake_engine_backspace_reuses_inflight_generation() -> None:
-    engine = FakeEngine(reply="b\n", step_s=0.02)
+    engine = FakeEngine(reply=" b\n", step_s=0.02)  # the space the prompt ends before
     completer = await _completer(engine, typing_through=False)
     longer = SOURCE + "a + "
     first = asyncio.ensure_future(completer.complete(_snap(longer), len(longer)))
@@ -219,6 +224,11 @@ def test_debounce_with_a_scripted_clock() -> None:
     assert keystroke(100, before="x = foo(") < 100.0  # after a trigger character: sooner
     assert keystroke(1000) == 0.0  # the user paused before this request: start now
     assert keystroke(90) <= 250.0
+    for _ in range(10):  # bursts with a pause at each line end: pauses are not the rhythm
+        for _ in range(8):
+            keystroke(100)
+        keystroke(1200)
+    assert keystroke(100) == pytest.approx(100.0, rel=0.25)
     assert deb.delay_ms("u", "fixed", 75, 250, "", "") == 75
     assert deb.delay_ms("u", "off", 75, 250, "", "") == 0.0
 
@@ -240,3 +250,20 @@ async def test_fake_engine_typed_through_keystrokes_still_teach_the_debounce() -
     now[0] += 0.1
     delay = completer.debouncer.delay_ms(URI, "adaptive", 75, 250, "x = a +", "")
     assert delay == pytest.approx(100.0)
+
+
+async def test_fake_engine_trace_has_timings_and_no_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = tmp_path / "trace.jsonl"
+    monkeypatch.setenv("LSP_COPILOT_TRACE", str(trace))
+    engine = FakeEngine()
+    manager = EngineManager(factory=lambda s, report: engine)
+    assert (await manager.start(Settings())).ok
+    s = Settings(debounce_mode="off", cache=False)
+    completer = Completer(manager, Telemetry(), lambda: s)
+    assert (await completer.complete(_snap(SOURCE), len(SOURCE))).text == "a + b"
+    record = json.loads(trace.read_text().splitlines()[0])
+    assert record["status"] == "answered" and record["source"] == "engine"
+    assert "prompt_tokens" in record and record["total"] >= record["engine"] >= 0
+    assert "a + b" not in trace.read_text() and "def add" not in trace.read_text()

@@ -1,0 +1,74 @@
+"""Warm-up on open, through the real protocol and the real engine (shared server)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from tests.e2e.conftest import stats
+from tests.e2e.test_engine_server import _edit, _inline, _open, _uri
+
+pytestmark = pytest.mark.engine
+
+
+def _module() -> str:
+    """Code no earlier prompt contains: nothing of it can be in the prefix cache yet."""
+    tag = "m" + uuid.uuid4().hex[:10]
+    return "".join(
+        f"def {tag}_field_{i}(record):\n"
+        f"    value = record.get('{tag}_{i}', {i})\n"
+        f"    return value * {i + 1}\n\n\n"
+        for i in range(14)
+    )
+
+
+def _close(client: LanguageClient, uri: str) -> None:
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+async def _first_completion(client: LanguageClient, name: str, warm: bool) -> dict[str, Any]:
+    """Open a fresh module, let the server warm it (or not), append a line and complete."""
+    uri = _uri(name)
+    text = _module()
+    before = await stats(client)
+    _open(client, uri, text)
+    if warm:
+        deadline = time.monotonic() + 120
+        while (await stats(client))["warmed_up"] <= before["warmed_up"]:
+            assert time.monotonic() < deadline, "the warm-up never finished"
+            await asyncio.sleep(0.1)
+    else:
+        await asyncio.sleep(1.0)  # as long as a warm-up would have had
+    line = text.count("\n")
+    typed = "result = "
+    _edit(client, uri, 2, line, 0, typed)
+    await _inline(client, uri, line, len(typed))
+    after = await stats(client)
+    _close(client, uri)
+    return {k: after[k] - before[k] for k in (
+        "engine_requests", "prompt_tokens", "cached_prompt_tokens", "warmed_up")}
+
+
+async def test_warm_up_on_open_makes_the_first_completion_hit_the_cache(
+    engine_client: LanguageClient,
+) -> None:
+    warm = await _first_completion(engine_client, "e2e_warm.py", warm=True)
+    assert warm["warmed_up"] == 1 and warm["engine_requests"] == 1, warm
+    assert warm["cached_prompt_tokens"] >= 0.5 * warm["prompt_tokens"] > 0, warm
+
+    engine_client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"lspCopilot": {"warmUp": False}}))
+    try:
+        cold = await _first_completion(engine_client, "e2e_cold.py", warm=False)
+    finally:
+        engine_client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"lspCopilot": {"warmUp": True}}))
+    assert cold["warmed_up"] == 0 and cold["engine_requests"] == 1, cold
+    assert cold["cached_prompt_tokens"] <= 0.1 * cold["prompt_tokens"], cold

@@ -1,0 +1,167 @@
+"""Warm-up logic with a FAKE engine that records prompts (the real engine: tests/e2e).
+
+What matters is that the warm-up prefills exactly the start of the prompt the first
+completion will send, at the lowest priority, and gets out of the way of real requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from pathlib import Path
+
+from lsp_copilot.completion import Completer
+from lsp_copilot.config import Settings
+from lsp_copilot.documents.store import DocumentStore, Snapshot
+from lsp_copilot.engine.base import EngineRequest, EngineResult
+from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.telemetry import Telemetry
+from lsp_copilot.warmup import PRIORITY, Warmer, chunks
+from tests.unit.test_scheduling_fake_engine import FakeEngine
+
+URI = "file:///w/shapes.py"
+
+
+class RecordingEngine(FakeEngine):
+    def __init__(self, step_s: float = 0.0) -> None:
+        super().__init__(reply="x\n")
+        self.requests: list[EngineRequest] = []
+        self.delay = step_s
+
+    async def generate(self, request: EngineRequest) -> EngineResult:
+        self.requests.append(request)
+        if self.delay:
+            try:
+                await asyncio.sleep(self.delay)
+            except asyncio.CancelledError:
+                self.aborted += 1
+                raise
+        return await super().generate(request)
+
+
+def _source() -> str:
+    # Real code of a realistic size: a module of this repository.
+    path = Path(__file__).resolve().parents[2] / "lsp_copilot" / "completion.py"
+    return path.read_text()
+
+
+async def _setup(engine: RecordingEngine, **settings: object) -> tuple[Completer, Warmer,
+                                                                       Telemetry]:
+    manager = EngineManager(factory=lambda s, report: engine)
+    assert (await manager.start(Settings())).ok
+    s = Settings(debounce_mode="off", cache=False, **settings)  # type: ignore[arg-type]
+    telemetry = Telemetry()
+    completer = Completer(manager, telemetry, lambda: s)
+    return completer, Warmer(completer, telemetry, lambda: s), telemetry
+
+
+def _store(text: str, uri: str = URI) -> DocumentStore:
+    store = DocumentStore()
+    store.open(uri, "python", 1, text)
+    return store
+
+
+def _snap(store: DocumentStore, uri: str = URI) -> Snapshot:
+    return store.snapshot(uri)
+
+
+def test_chunks_are_growing_prefixes_cut_at_line_ends() -> None:
+    prompt = "".join(f"line {i} = {i * 7}\n" for i in range(200)) + "tail"
+    parts = chunks(prompt, lambda t: len(t) // 3, size=100)
+    assert parts[-1] == prompt and len(parts) > 3
+    for a, b in itertools.pairwise(parts):
+        assert b.startswith(a) and a.endswith("\n")
+        assert len(b) // 3 - len(a) // 3 + 3 >= 100  # about a chunk apart
+    assert chunks("short\n", len) == ["short\n"]
+
+
+async def test_fake_engine_warm_up_prefills_the_first_completions_prompt() -> None:
+    engine = RecordingEngine()
+    completer, warmer, telemetry = await _setup(engine)
+    store = _store(_source())
+    warmer.opened(_snap(store))
+    assert warmer.running
+    while warmer.running:
+        await asyncio.sleep(0.01)
+    warm = list(engine.requests)
+    assert warm and all(r.priority == PRIORITY and r.max_tokens == 1 for r in warm)
+    assert telemetry.counters["warmed_up"] == 1
+    # The user appends a line at the end and asks for a completion there.
+    text = _source()
+    store.change(URI, 2, [(None, text + "def helper(")], "utf-16")
+    snap = _snap(store)
+    await completer.complete(snap, len(snap.data))
+    real = engine.requests[-1]
+    assert real.priority < PRIORITY
+    assert real.prompt.startswith(warm[-1].prompt)
+    assert len(warm[-1].prompt) > 0.9 * len(real.prompt)
+
+
+async def test_fake_engine_real_request_cancels_the_warm_up() -> None:
+    engine = RecordingEngine(step_s=0.2)
+    _, warmer, telemetry = await _setup(engine)
+    store = _store(_source())
+    warmer.opened(_snap(store))
+    await asyncio.sleep(0.05)
+    assert warmer.running
+    warmer.cancel()  # what the completion handler does first
+    await asyncio.sleep(0.01)
+    assert not warmer.running and engine.aborted == 1
+    assert telemetry.counters["warm_up_aborted"] == 1 and telemetry.counters["warmed_up"] == 0
+
+
+async def test_fake_engine_no_warm_up_when_busy_disabled_or_secret() -> None:
+    engine = RecordingEngine()
+    completer, warmer, telemetry = await _setup(engine, warm_up=False)
+    warmer.opened(_snap(_store(_source())))
+    assert not warmer.running
+    completer, warmer, telemetry = await _setup(engine)
+    secret = DocumentStore()
+    secret.open("file:///w/.env", "dotenv", 1, "API_KEY=abc\n")
+    warmer.opened(secret.snapshot("file:///w/.env"))
+    assert not warmer.running
+    # Busy: a real generation is in flight when the warm-up would start.
+    slow = RecordingEngine(step_s=0.3)
+    completer, warmer, telemetry = await _setup(slow)
+    store = _store(_source())
+    real = asyncio.ensure_future(completer.complete(_snap(store), len(_source())))
+    await asyncio.sleep(0.05)
+    warmer.opened(_snap(store))
+    await asyncio.sleep(0.05)
+    assert not warmer.running and telemetry.counters["warmed_up"] == 0
+    await real
+    assert all(r.priority != PRIORITY for r in slow.requests)
+
+
+async def test_fake_engine_with_token_ids_warms_exact_id_prefixes() -> None:
+    """With the model's tokenizer the Completer sends token ids: the warm-up's chunks must
+    be exact prefixes of those ids, a whole number of cache blocks apart."""
+    from lsp_copilot.context.budget import token_counter
+    from lsp_copilot.engine.models import default_model_dir
+    from lsp_copilot.prompts import PromptEncoder
+
+    model = str(default_model_dir())
+    engine = RecordingEngine()
+    engine.encoder = PromptEncoder.for_model(model)  # type: ignore[attr-defined]
+    engine.counter = token_counter(model)  # type: ignore[assignment]
+    assert engine.encoder is not None  # type: ignore[attr-defined]
+    completer, warmer, _ = await _setup(engine)
+    # Another document than the other tests': the context engine memoizes a line's base
+    # prompt per document, and they counted tokens differently.
+    uri = "file:///w/shapes_ids.py"
+    store = _store(_source(), uri)
+    assert await warmer.prefill(engine, _snap(store, uri))
+    warm = [r.prompt_token_ids for r in engine.requests]
+    assert all(ids for ids in warm) and len(warm) > 1
+    for a, b in itertools.pairwise(warm):
+        assert a is not None and b is not None and b[:len(a)] == a and len(a) % 256 == 0
+    store.change(uri, 2, [(None, _source() + "def helper(")], "utf-16")
+    snap = _snap(store, uri)
+    await completer.complete(snap, len(snap.data))
+    real = engine.requests[-1].prompt_token_ids
+    last = warm[-1]
+    assert real is not None and last is not None
+    # All of the warmed ids but the last token or two (merges at the join) are shared.
+    shared = next((i for i, (x, y) in enumerate(zip(real, last, strict=False)) if x != y),
+                  min(len(real), len(last)))
+    assert shared >= len(last) - 2 and len(last) > 0.9 * len(real)
