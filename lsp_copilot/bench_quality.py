@@ -24,7 +24,7 @@ import sys
 import sysconfig
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from lsp_copilot.context.budget import TokenCounter
 from lsp_copilot.context.index import WorkspaceIndex
 from lsp_copilot.context.trigger import BLOCK_OPENERS, Mode, completion_mode
 from lsp_copilot.context.workspace import Workspace
-from lsp_copilot.documents.languages import language_id_for_path
+from lsp_copilot.documents.languages import language_id_for_path, parser_for
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.postprocess import parse_inserted
@@ -208,8 +208,9 @@ async def run_holes(holes: list[Hole], index: WorkspaceIndex, settings: Settings
             store.open(uri, language_id_for_path(hole.rel), 1, hole.masked)
             snapshot = store.snapshot(uri)
             offset = store.get_offset(uri, hole.line, hole.column, "utf-32")
-            original = replace(snapshot, data=hole.original.encode(), text=hole.original)
-            before_ok = _parses(original, 0, "")
+            parser = parser_for(snapshot.grammar) if snapshot.grammar else None
+            before_ok = parser is not None and not parser.parse(
+                hole.original.encode()).root_node.has_error  # a fresh parse of the file
             record: dict[str, Any] = {"file": hole.rel, "line": hole.line + 1,
                                       "column": hole.column + 1, "kind": hole.kind,
                                       "expected": hole.expected, "parsed_before": before_ok}
