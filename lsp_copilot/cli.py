@@ -212,6 +212,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from lsp_copilot import bench
 
     result: Any
+    if args.what == "quality":  # the whole pipeline, ours against prefix-only
+        from lsp_copilot import bench_quality
+
+        log = Path(f"{args.json}.holes.jsonl") if isinstance(args.json, str) else None
+        if log is not None:
+            log.unlink(missing_ok=True)
+        result = bench_quality.run(args.corpus, args.count, args.model, log=log)
+        if isinstance(args.json, str):
+            Path(args.json).write_text(json.dumps(result, indent=2, ensure_ascii=False))
+        if args.json is True:
+            print(json.dumps(result, indent=2, ensure_ascii=False))
+        else:
+            print(bench_quality.render(result))
+        return 0
     if args.what == "robustness":  # through the real protocol: one line per trial
         from lsp_copilot import bench_robustness
 
@@ -291,7 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.set_defaults(func=cmd_doctor)
 
     bench = sub.add_parser("bench", help="measure through the real engine")
-    bench.add_argument("what", choices=["engine", "prompt", "context", "typing", "robustness"])
+    bench.add_argument("what", choices=["engine", "prompt", "context", "typing", "robustness",
+                                          "quality"])
     bench.add_argument("--keystrokes", type=int, default=300, help="typing, engine: keys to replay")
     bench.add_argument("--out", type=Path, default=Path("bench-results"),
                        help="typing: folder for the JSON summary and the PNG plot; "
@@ -299,7 +314,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--corpus", type=Path, help="folder of code (default: Python's stdlib)")
     bench.add_argument("--count", type=int, default=40, help="holes / requests to run")
     bench.add_argument("--model", help="model folder or hub id (default: SmolLM2-135M)")
-    bench.add_argument("--json", action="store_true")
+    bench.add_argument("--json", nargs="?", const=True, default=False, metavar="OUT",
+                       help="print JSON (quality: or write it, holes included, to OUT)")
     bench.add_argument("--messages", type=int, default=10_000,
                        help="robustness: fuzzed messages")
     bench.add_argument("--soak", type=int, default=5_000, help="robustness: soak requests")

@@ -45,6 +45,7 @@ class Outcome:
     reason: str | None = None
     context: Context | None = None
     source: str = "engine"  # engine | cache | typed_through | merged | none
+    raw: str = ""  # the model's text before post-processing (for `bench quality`)
 
 
 @dataclass(frozen=True)
@@ -57,14 +58,35 @@ class _Shown:
     mode: Mode
 
 
-def _cursor(snapshot: Snapshot, offset: int) -> Cursor:
+SUFFIX_LINES = 4
+"""Lines after the cursor line that post-processing compares the answer with."""
+
+
+def cursor_at(snapshot: Snapshot, offset: int) -> Cursor:
+    """The text around ``offset`` that post-processing needs.
+
+    When the cursor follows whitespace, the prompt ends one character earlier (recorded
+    as ``prompt_dropped_indent``): BPE models carry a word's leading space in its token
+    (``:\n    x`` is ``:``, ``\n   ``, `` x``), so a prompt ending in that space is one
+    they rarely saw, and SmolLM2 answers it with a blank or dedented line. The model
+    writes the space back and post-processing takes it off.
+    """
     data = snapshot.data
     start = data.rfind(b"\n", 0, offset) + 1
     end = data.find(b"\n", offset)
     end = len(data) if end < 0 else end
+    above = data[:start].rstrip()  # up to the nearest non-blank line above
+    following = end
+    for _ in range(SUFFIX_LINES):
+        nxt = data.find(b"\n", following + 1)
+        following = len(data) if nxt < 0 else nxt
+    before = data[start:offset].decode("utf-8", "replace")
     return Cursor(
-        line_before=data[start:offset].decode("utf-8", "replace"),
+        line_before=before,
         line_after=data[offset:end].decode("utf-8", "replace").rstrip("\r"),
+        line_above=above[above.rfind(b"\n") + 1:].decode("utf-8", "replace"),
+        suffix_lines=data[end + 1:following].decode("utf-8", "replace"),
+        prompt_dropped_indent=before[-1:] if before[-1:] in (" ", "\t") else "",
     )
 
 
@@ -89,6 +111,8 @@ class Completer:
         self._secret: dict[tuple[str, int], str | None] = {}
         self.privacy = Privacy()  # the server installs the user's rules
         self.workspace: Workspace | None = None  # index, open buffers, edits (context engine)
+        # Swappable so that `bench quality` runs a prefix-only baseline through this path.
+        self.build_context: Callable[..., Context] = build_context
 
     @property
     def queue_depth(self) -> int:
@@ -164,7 +188,7 @@ class Completer:
         if mode == "none":
             self.telemetry.count("empty_mode")
             return Outcome("", mode, reason="no completion at this position", source="none")
-        cursor = _cursor(snapshot, offset)
+        cursor = cursor_at(snapshot, offset)
 
         if settings.typing_through and not prefetch:
             through = self._typed_through(snapshot, offset)
@@ -178,15 +202,10 @@ class Completer:
             self.telemetry.count("not_ready")
             return Outcome("", mode, reason=f"engine not ready: {exc}", source="none")
 
-        prompt_offset = offset
-        if cursor.line_before and not cursor.line_before.strip():
-            # End the prompt at the line start: models write indentation better than they
-            # continue after trailing spaces (SmolLM2 answers a bare newline there).
-            prompt_offset = offset - len(cursor.line_before.encode())
-            cursor = Cursor(cursor.line_before, cursor.line_after, cursor.line_before)
+        prompt_offset = offset - len(cursor.prompt_dropped_indent.encode())
         template = template_for(settings.template if settings.template != "auto"
                                 else engine.info.template)
-        context = build_context(
+        context = self.build_context(
             snapshot, prompt_offset, engine.counter, template, settings.max_prompt_tokens, mode,
             workspace=self.workspace,
             shares=dict(zip(("P0", "P1", "P2", "P3", "P4"), settings.context_shares,
@@ -257,7 +276,7 @@ class Completer:
                     return Outcome("", mode, reason="engine error", context=context,
                                    source="none")
                 raw, source = result.text, "engine"
-        text = finalize(raw, mode, cursor)
+        text = finalize(raw, mode, cursor, snapshot, offset)
         total_ms = (time.perf_counter() - started) * 1000
         self.telemetry.server_time(max(0.0, total_ms - waited))
         timings = {"context": round(context_ms, 2), "engine": round(waited, 2),
@@ -266,7 +285,7 @@ class Completer:
         if text and not prefetch:
             self._remember_shown(snapshot, offset, text, mode)
         return Outcome(text, mode, timings, None if text else "the model gave nothing usable",
-                       context, source)
+                       context, source, raw)
 
     def _token_ids(self, engine: Engine, template: Template, context: Context
                    ) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:

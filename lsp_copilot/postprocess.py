@@ -1,17 +1,34 @@
 """Turn raw model text into what the editor should insert.
 
 The rules run twice: while streaming (``stop_at``, so that generation stops as soon as
-the answer is complete, freeing the engine) and once on the final text (``finalize``).
+the answer is complete, freeing the engine; only cheap text rules) and once on the final
+text (``finalize``), which also re-parses the document with the completion inserted,
+once, to cut a multi-line answer where the block it fills ends.
+
+Language knowledge (which tree-sitter nodes are blocks, the bracket pairs, the quote
+characters) comes from ``grammars/<language>/language.json``.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
 
-from lsp_copilot.context.trigger import Mode
+import tree_sitter
+
+from lsp_copilot.context.grammars import folder_for, grammars_dir
+from lsp_copilot.context.trigger import BLOCK_OPENERS, Mode
+from lsp_copilot.documents.languages import parser_for
+from lsp_copilot.documents.store import Snapshot
 
 MAX_LINES = 16
+MIN_REPEATED_LINE = 4
+"""A line repeating the suffix or the line above counts only with this many characters."""
+NGRAM_REPEATS = 4
+"""A run of the same token group this many times over is degenerate repetition."""
 
 
 @dataclass(frozen=True)
@@ -20,7 +37,41 @@ class Cursor:
 
     line_before: str  # text of the cursor line before the cursor
     line_after: str  # text of the cursor line after the cursor
-    prompt_dropped_indent: str = ""  # whitespace cut from the prompt's last line (see below)
+    prompt_dropped_indent: str = ""  # whitespace the prompt ends before (the model writes it)
+    line_above: str = ""  # the nearest non-blank line above the cursor line
+    suffix_lines: str = ""  # a few lines after the cursor line
+
+
+@dataclass(frozen=True)
+class LanguageRules:
+    """What the rules need to know about a language (from its ``language.json``)."""
+
+    blocks: frozenset[str] = frozenset()
+    brackets: tuple[str, ...] = ("()", "[]", "{}")
+    quotes: tuple[str, ...] = ('"', "'")
+    comment: str = ""
+    closers: dict[str, str] = field(default_factory=dict)  # closer -> opener
+
+
+@cache
+def rules_for(grammar: str | None) -> LanguageRules:
+    """The grammar's rules; languages without a folder get brackets and quotes only."""
+    config: dict[str, object] = {}
+    root = grammars_dir()
+    if grammar is not None and root is not None:
+        path = root / folder_for(grammar) / "language.json"
+        try:
+            config = json.loads(path.read_text())
+        except (OSError, ValueError):
+            config = {}
+    brackets = tuple(str(b) for b in config.get("brackets", ["()", "[]", "{}"]))  # type: ignore[attr-defined]
+    return LanguageRules(
+        blocks=frozenset(str(b) for b in config.get("blocks", [])),  # type: ignore[attr-defined]
+        brackets=brackets,
+        quotes=tuple(str(q) for q in config.get("quotes", ['"', "'"])),  # type: ignore[attr-defined]
+        comment=str(config.get("comment", "")),
+        closers={b[1]: b[0] for b in brackets if len(b) == 2},
+    )
 
 
 def _indent(line: str) -> int:
@@ -53,10 +104,13 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
         complete = lines[:-1]  # the last piece may still grow
         if not complete:
             return None
-        if cursor.prompt_dropped_indent:
+        dropped = cursor.prompt_dropped_indent
+        if dropped:
             first = complete[0]
-            if first.strip() and _indent(first) < len(cursor.prompt_dropped_indent):
+            if first.strip() and _indent(first) < len(dropped):
                 return skipped  # the model left the cursor's block at once: nothing to add
+            # The first line's column: what the prompt kept of the line, then the model's.
+            first = cursor.line_before[: len(cursor.line_before) - len(dropped)] + first
         else:
             first = cursor.line_before + complete[0]
         base = _indent(first) if first.strip() else _indent(cursor.line_before)
@@ -80,7 +134,262 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
     return single_line if mode == "single-line" else multi_line
 
 
-def finalize(text: str, mode: Mode, cursor: Cursor) -> str:
+# -- text rules ------------------------------------------------------------------------
+
+
+def _reindent(text: str, cursor: Cursor) -> str:
+    """The prompt ended before the cursor's last whitespace, so the model wrote it.
+
+    Its first line's leading whitespace stands for that dropped part: take it off. When
+    the model indented its first line more or less than the cursor is, shift the lines
+    after it by the same amount, so its body keeps its shape under the cursor's block.
+    """
+    ws = cursor.prompt_dropped_indent
+    kept = cursor.line_before[: len(cursor.line_before) - len(ws)]
+    lines = text.split("\n")
+    model = lines[0][: _indent(lines[0])]
+    lines[0] = lines[0][len(model):]
+    if model != ws and not kept.strip():
+        for i in range(1, len(lines)):
+            if lines[i].startswith(kept + model):
+                lines[i] = cursor.line_before + lines[i][len(kept + model):]
+    return "\n".join(lines)
+
+
+def _trim(text: str) -> str:
+    """No trailing spaces, no trailing blank lines; whitespace alone is no suggestion."""
+    lines = [line.rstrip() for line in text.split("\n")]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines) if any(line.strip() for line in lines) else ""
+
+
+def _content(line: str) -> bool:
+    return len(line.strip()) >= MIN_REPEATED_LINE and any(c.isalnum() for c in line)
+
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def _degenerate_line(line: str) -> int | None:
+    """Where a line falls into repeating one token group (with a name in it: not a
+    table of numbers) over and over, or None."""
+    tokens = [(m.start(), m.group()) for m in _TOKEN.finditer(line)]
+    words = [t for _, t in tokens]
+    for start in range(len(words)):
+        for size in range(1, 5):
+            unit = words[start:start + size]
+            if len(unit) < size or not any(w[0].isalpha() or w[0] == "_" for w in unit):
+                continue
+            repeats = 1
+            while words[start + repeats * size:start + (repeats + 1) * size] == unit:
+                repeats += 1
+            if repeats >= NGRAM_REPEATS:
+                return tokens[start + size][0]  # keep the first copy
+    return None
+
+
+def _drop_repetition(text: str) -> str:
+    """Cut where the model starts looping: a line (or group of lines) repeated right
+    after itself, or a token group repeated many times in a line."""
+    lines = text.split("\n")
+    for k in range(1, len(lines)):
+        for period in (1, 2, 3):
+            if k < period or k + period > len(lines):
+                continue
+            now = [x.strip() for x in lines[k:k + period]]
+            before = [x.strip() for x in lines[k - period:k]]
+            if now == before and any(_content(x) for x in now):
+                return "\n".join(lines[:k])
+    pos = 0
+    for line in lines:
+        cut = _degenerate_line(line)
+        if cut is not None:
+            return text[:pos + cut].rstrip()
+        pos += len(line) + 1
+    return text
+
+
+def _drop_repeats_of_neighbours(text: str, mode: Mode, cursor: Cursor) -> str:
+    """Drop an answer that repeats the line above; cut where it reaches the suffix."""
+    first = (cursor.line_before + text.split("\n", 1)[0]).strip()
+    if _content(first) and first == cursor.line_above.strip():
+        return ""
+    after = cursor.line_after.strip()
+    if after and text.strip() == after:
+        return ""  # the model only repeated what is already after the cursor
+    if after and text.rstrip().endswith(after):
+        text = text.rstrip()[: -len(after)]  # don't insert a second copy of the suffix
+    if mode == "multi-line":
+        following = next((x.strip() for x in cursor.suffix_lines.split("\n") if x.strip()), "")
+        if _content(following):
+            lines = text.split("\n")
+            for k, line in enumerate(lines):
+                if line.strip() == following:
+                    return "\n".join(lines[:k])
+    return text
+
+
+def _scan(text: str, rules: LanguageRules) -> list[tuple[int, str]]:
+    """Bracket characters of ``text`` with their positions, outside strings and comments."""
+    out: list[tuple[int, str]] = []
+    quote = ""
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == quote or ch == "\n":
+                quote = ""
+        elif rules.comment and text.startswith(rules.comment, i):
+            end = text.find("\n", i)
+            if end < 0:
+                break
+            i = end
+            continue
+        elif ch in rules.quotes:
+            quote = ch
+        elif ch in rules.closers or any(b[0] == ch for b in rules.brackets):
+            out.append((i, ch))
+        i += 1
+    return out
+
+
+def _open_brackets(text: str, rules: LanguageRules) -> list[str]:
+    stack: list[str] = []
+    for _, ch in _scan(text, rules):
+        if ch in rules.closers:
+            if stack and stack[-1] == rules.closers[ch]:
+                stack.pop()
+        else:
+            stack.append(ch)
+    return stack
+
+
+def _unmatched_closers(text: str, rules: LanguageRules) -> int:
+    depth = closers = 0
+    for _, ch in _scan(text, rules):
+        if ch in rules.closers:
+            if depth:
+                depth -= 1
+            else:
+                closers += 1
+        else:
+            depth += 1
+    return closers
+
+
+def _balance(text: str, mode: Mode, cursor: Cursor, rules: LanguageRules) -> str:
+    """Cut at a closing bracket that closes nothing, or that the suffix already has."""
+    before = cursor.line_before
+    if mode == "multi-line":
+        before = cursor.line_above + "\n" + before
+        suffix = cursor.line_after + "\n" + cursor.suffix_lines
+        # The closers the following lines start with (a block's `}`, a call's `)`).
+        head = re.match(r"[\s" + re.escape("".join(rules.closers)) + r"]*", suffix)
+        suffix_closers = sum(1 for c in (head.group() if head else "") if c in rules.closers)
+    else:
+        suffix_closers = _unmatched_closers(cursor.line_after, rules)
+    outer = _open_brackets(before, rules)
+    may_close = max(0, len(outer) - suffix_closers)
+    inner: list[str] = []
+    for pos, ch in _scan(text, rules):
+        if ch not in rules.closers:
+            inner.append(ch)
+        elif inner:
+            if inner[-1] != rules.closers[ch]:
+                return text[:pos].rstrip()  # a mismatched closer: the model lost track
+            inner.pop()
+        elif outer and outer[-1] == rules.closers[ch] and may_close > 0:
+            outer.pop()
+            may_close -= 1
+        else:
+            return text[:pos].rstrip()  # closes nothing, or what the suffix closes
+    return text
+
+
+def _drop_unfinished_tail(text: str, rules: LanguageRules) -> str:
+    """A multi-line answer the token limit cut mid-statement: keep it up to the last line
+    where its brackets are balanced, without a trailing line that opens an empty block."""
+    depth = 0
+    balanced_end = -1
+    newlines = [(i, "\n") for i, ch in enumerate(text) if ch == "\n"]
+    for pos, ch in sorted(_scan(text, rules) + newlines):
+        if ch == "\n":
+            if depth == 0:
+                balanced_end = pos
+        elif ch in rules.closers:
+            depth = max(0, depth - 1)
+        else:
+            depth += 1
+    if depth > 0 and balanced_end > 0:
+        text = text[:balanced_end]
+    lines = text.split("\n")
+    while len(lines) > 1 and lines[-1].rstrip().endswith(BLOCK_OPENERS):
+        lines.pop()
+    return "\n".join(lines) if depth > 0 else text
+
+
+# -- the syntax tree rule --------------------------------------------------------------
+
+
+def _point(data: bytes, offset: int) -> tuple[int, int]:
+    return data.count(b"\n", 0, offset), offset - (data.rfind(b"\n", 0, offset) + 1)
+
+
+def parse_inserted(snapshot: Snapshot, offset: int, text: str) -> tree_sitter.Tree | None:
+    """The snapshot's tree with ``text`` inserted at ``offset``, or None without a grammar.
+
+    An incremental re-parse of a copy of the snapshot's tree: about a millisecond even in
+    a large file, so it runs once per finished completion (never per streamed token).
+    """
+    if snapshot.grammar is None or snapshot.tree is None:
+        return None
+    parser = parser_for(snapshot.grammar)
+    if parser is None:
+        return None
+    data = snapshot.data
+    inserted = text.encode("utf-8")
+    new = data[:offset] + inserted + data[offset:]
+    tree = snapshot.tree.copy()
+    start = _point(data, offset)
+    if b"\n" in inserted:
+        end = (start[0] + inserted.count(b"\n"), len(inserted) - inserted.rfind(b"\n") - 1)
+    else:
+        end = (start[0], start[1] + len(inserted))
+    tree.edit(start_byte=offset, old_end_byte=offset, new_end_byte=offset + len(inserted),
+              start_point=start, old_end_point=start, new_end_point=end)
+    return parser.parse(new, tree)
+
+
+def _cut_at_block_end(text: str, snapshot: Snapshot, offset: int, rules: LanguageRules) -> str:
+    """Cut where the block the completion fills ends, as the parser sees it with the
+    completion inserted (a closing brace, a dedent, an ``end`` the model wrote)."""
+    if not rules.blocks or not text:
+        return text
+    tree = parse_inserted(snapshot, offset, text)
+    if tree is None:
+        return text
+    inserted = text.encode("utf-8")
+    node: tree_sitter.Node | None = tree.root_node.descendant_for_byte_range(offset, offset)
+    while node is not None and not (node.type in rules.blocks and node.start_byte <= offset
+                                    and node.end_byte > offset):
+        node = node.parent
+    if node is None or node.has_error:
+        return text
+    end = node.end_byte
+    last = node.children[-1] if node.children else None
+    if last is not None and not last.is_named:
+        end = last.start_byte  # the block's own closing token (`}`, `end`) is the suffix's
+    if end >= offset + len(inserted):
+        return text
+    return inserted[: end - offset].decode("utf-8", "ignore").rstrip()
+
+
+def finalize(text: str, mode: Mode, cursor: Cursor, snapshot: Snapshot | None = None,
+             offset: int | None = None) -> str:
     """Clean the final text; an empty string means 'no suggestion'."""
     if mode == "none":
         return ""
@@ -89,18 +398,16 @@ def finalize(text: str, mode: Mode, cursor: Cursor) -> str:
         text = text[:cut]
     text = _skip_leading_blank_lines(text, cursor)
     if cursor.prompt_dropped_indent:
-        # The prompt ended at the line start, so the model wrote the indentation itself.
-        ws = cursor.prompt_dropped_indent
-        text = text[len(ws) :] if text.startswith(ws) else text.lstrip(" \t")
-    lines = [line.rstrip() for line in text.split("\n")]
-    while lines and not lines[-1].strip():
-        lines.pop()
-    text = "\n".join(lines)
-    if not text.strip():
+        text = _reindent(text, cursor)
+    text = _trim(text)
+    if not text:
         return ""
-    after = cursor.line_after.strip()
-    if after and text.strip() == after:
-        return ""  # the model only repeated what is already after the cursor
-    if after and text.rstrip().endswith(after):
-        text = text.rstrip()[: -len(after)]  # don't insert a second copy of the suffix
-    return text if text.strip() else ""
+    rules = rules_for(snapshot.grammar if snapshot is not None else None)
+    text = _drop_repetition(text)
+    text = _drop_repeats_of_neighbours(text, mode, cursor)
+    text = _balance(text, mode, cursor, rules)
+    if mode == "multi-line":
+        text = _drop_unfinished_tail(text, rules)
+    if mode == "multi-line" and snapshot is not None and offset is not None:
+        text = _cut_at_block_end(text, snapshot, offset, rules)
+    return _trim(text)

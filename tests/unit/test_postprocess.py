@@ -1,3 +1,6 @@
+from lsp_copilot.completion import cursor_at
+from lsp_copilot.context.trigger import Mode, completion_mode
+from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.postprocess import Cursor, finalize, stop_rule
 
 
@@ -48,3 +51,63 @@ def test_repeating_the_suffix_is_dropped() -> None:
 def test_whitespace_only_is_empty() -> None:
     assert finalize("   \n  ", "multi-line", Cursor("", "")) == ""
     assert finalize("anything", "none", Cursor("", "")) == ""
+
+
+# -- rules for which no real output was collected yet: hand-written inputs ---------------
+
+def _doc(text: str, language_id: str) -> tuple[Snapshot, int, Cursor, Mode]:
+    offset_chars = text.index("|")
+    text = text.replace("|", "")
+    store = DocumentStore()
+    store.open("file:///doc", language_id, 1, text)
+    snapshot = store.snapshot("file:///doc")
+    offset = len(text[:offset_chars].encode())
+    return snapshot, offset, cursor_at(snapshot, offset), completion_mode(snapshot, offset)
+
+
+def test_block_end_keyword_found_by_the_tree() -> None:
+    # `end` at the body's own indentation: the dedent rule cannot see the block end.
+    snap, off, cursor, mode = _doc("items.each do\n  |\nend\n", "ruby")
+    assert mode == "multi-line"
+    raw = " x = 1\n  y = 2\n  end\n  items.map do\n    3\n"
+    assert finalize(raw, mode, cursor, snap, off) == "x = 1\n  y = 2"
+    assert finalize(raw, mode, cursor) != "x = 1\n  y = 2"  # without the tree
+
+
+def test_closing_brace_the_suffix_has_is_cut() -> None:
+    snap, off, cursor, mode = _doc("function f() {\n  |\n}\n", "javascript")
+    raw = " return 1;\n  }\n  function g() {\n"
+    assert finalize(raw, mode, cursor, snap, off) == "return 1;"
+
+
+def test_brackets_against_the_suffix() -> None:
+    snap, off, cursor, mode = _doc("x = foo(a, |)\n", "python")
+    assert finalize("b, c)", mode, cursor, snap, off) == "b, c"  # the suffix closes it
+    snap, off, cursor, mode = _doc("x = foo(a, |\n", "python")
+    assert finalize("b, c))", mode, cursor, snap, off) == "b, c)"  # one closer too many
+    snap, off, cursor, mode = _doc("x = [a, |\n", "python")
+    assert finalize("b)]", mode, cursor, snap, off) == "b"  # mismatched
+    assert finalize("f(')', b)]", mode, cursor, snap, off) == "f(')', b)]"  # in a string
+
+
+def test_degenerate_repetition() -> None:
+    snap, off, cursor, mode = _doc("def f(self):\n    |\n", "python")
+    raw = " self.a = 1\n    self.b = 2\n    self.b = 2\n    self.b = 2\n"
+    assert finalize(raw, mode, cursor, snap, off) == "self.a = 1\n    self.b = 2"
+    snap, off, cursor, mode = _doc("x = |\n", "python")
+    assert finalize("self.x.x.x.x.x.x", mode, cursor, snap, off) == "self.x"
+    assert finalize("[0, 0, 0, 0, 0, 0]", mode, cursor, snap, off) == "[0, 0, 0, 0, 0, 0]"
+
+
+def test_repeats_of_the_line_above_and_of_the_suffix() -> None:
+    snap, off, cursor, mode = _doc("    total = compute(a)\n    total = |\n", "python")
+    assert finalize("compute(a)", mode, cursor, snap, off) == ""
+    snap, off, cursor, mode = _doc("def f(a):\n    |\n    return total\n", "python")
+    raw = " total = a + 1\n    return total\n"
+    assert finalize(raw, mode, cursor, snap, off) == "total = a + 1"
+
+
+def test_body_written_one_level_too_deep_is_shifted() -> None:
+    snap, off, cursor, mode = _doc("def f(a):\n    |\n", "python")
+    raw = "     if a:\n            return 1\n"  # 4 columns too deep, kept relative
+    assert finalize(raw, mode, cursor, snap, off) == "if a:\n        return 1"

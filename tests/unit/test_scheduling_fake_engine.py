@@ -109,7 +109,8 @@ async def test_fake_engine_typing_through_needs_no_call() -> None:
 
 
 async def test_fake_engine_request_extending_inflight_prompt_reuses_it() -> None:
-    engine = FakeEngine(reply="a + b + c\n", step_s=0.02)
+    # The prompt ends before the typed space; a BPE model writes it back: " a".
+    engine = FakeEngine(reply=" a + b + c\n", step_s=0.02)
     completer = await _completer(engine, typing_through=False)
     first = asyncio.ensure_future(completer.complete(_snap(SOURCE), len(SOURCE)))
     await asyncio.sleep(0.03)  # in flight, partly generated
@@ -122,7 +123,7 @@ async def test_fake_engine_request_extending_inflight_prompt_reuses_it() -> None
 
 
 async def test_fake_engine_backspace_reuses_inflight_generation() -> None:
-    engine = FakeEngine(reply="b\n", step_s=0.02)
+    engine = FakeEngine(reply=" b\n", step_s=0.02)  # the space the prompt ends before
     completer = await _completer(engine, typing_through=False)
     longer = SOURCE + "a + "
     first = asyncio.ensure_future(completer.complete(_snap(longer), len(longer)))

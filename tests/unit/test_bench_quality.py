@@ -1,0 +1,71 @@
+"""`bench quality` without an engine: the holes it cuts and how it scores them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsp_copilot.bench_quality import cut_holes, prefix_only_context, summarize
+from lsp_copilot.context.audit import engine_counter
+from lsp_copilot.context.index import WorkspaceIndex
+from lsp_copilot.documents.store import DocumentStore
+from lsp_copilot.prompts import template_for
+
+GRAMMARS = Path(__file__).parent.parent / "fixtures" / "grammars"
+
+
+def _corpus(tmp_path: Path) -> WorkspaceIndex:
+    for sample in GRAMMARS.glob("sample.*"):
+        for n in range(3):
+            (tmp_path / f"{sample.stem}{n}{sample.suffix}").write_bytes(sample.read_bytes())
+    index = WorkspaceIndex(tmp_path)
+    index.build()
+    return index
+
+
+def test_holes_are_seeded_and_put_back_give_the_file(tmp_path: Path) -> None:
+    index = _corpus(tmp_path)
+    holes = cut_holes(index, 8, seed=3)
+    assert holes == cut_holes(index, 8, seed=3)
+    assert {h.kind for h in holes} == {"single-line", "multi-line"}
+    assert len({Path(h.rel).suffix for h in holes}) > 1  # not only Python
+    for hole in holes:
+        lines = hole.masked.split("\n")
+        row = lines[hole.line]
+        filled = row[: hole.column] + hole.expected + row[hole.column:]
+        assert "\n".join([*lines[: hole.line], filled, *lines[hole.line + 1:]]) \
+            == hole.original, hole.rel
+
+
+def test_prefix_only_baseline_is_the_text_before_the_cursor(tmp_path: Path) -> None:
+    text = "".join(f"line_{i} = {i}\n" for i in range(400)) + "x = "
+    store = DocumentStore()
+    store.open("file:///a.py", "python", 1, text)
+    snap = store.snapshot("file:///a.py")
+    counter = engine_counter(None)
+    ctx = prefix_only_context(snap, len(text), counter, template_for(None), 300)
+    assert text.endswith(ctx.prompt) and ctx.prompt.startswith("line_")
+    assert 250 < ctx.prompt_tokens <= 300
+
+
+def test_summary_ratio_and_parse_share() -> None:
+    def rec(kind: str, ours: bool, base: bool, parsed: bool = True) -> dict[str, object]:
+        side = {"completion": "x", "prompt_tokens": 10, "similarity": 1.0, "parses": True}
+        return {"kind": kind, "parsed_before": parsed,
+                "ours": {**side, "exact": ours},
+                "prefix_only": {**side, "exact": base, "parses": base}}
+
+    summary = summarize([rec("single-line", True, True), rec("single-line", True, False),
+                         rec("multi-line", False, False, parsed=False)])
+    assert summary["all"]["ours"]["exact_match"] == round(2 / 3, 3)
+    assert summary["all"]["exact_match_ratio"] == 2.0
+    assert summary["all"]["prefix_only"]["parses"] == 0.5  # the unparsed file is left out
+
+
+def test_cli_takes_bench_quality_with_an_optional_json_file() -> None:
+    from lsp_copilot.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "quality", "--corpus", "src", "--count", "6",
+                                      "--json", "out.json"])
+    assert (args.what, args.count, args.json) == ("quality", 6, "out.json")
+    assert build_parser().parse_args(["bench", "engine", "--json"]).json is True
+    assert build_parser().parse_args(["bench", "engine"]).json is False
