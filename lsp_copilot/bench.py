@@ -265,7 +265,7 @@ async def _first_token(manager: EngineManager, engine: Engine, settings: Setting
     from lsp_copilot.bench_typing import make_scripts
     from lsp_copilot.warmup import Warmer
 
-    llm = getattr(engine, "_llm", None)
+    llm = getattr(getattr(engine, "inner", engine), "_llm", None)
     if llm is None or not hasattr(llm, "reset_prefix_cache"):
         return {"error": "this engine cannot empty its prefix cache"}
     completer = _completer(manager, settings)

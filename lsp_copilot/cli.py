@@ -212,6 +212,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from lsp_copilot import bench
 
     result: Any
+    if args.what == "robustness":  # through the real protocol: one line per trial
+        from lsp_copilot import bench_robustness
+
+        return bench_robustness.run(args.messages, args.soak, args.examples, args.trial,
+                                    args.json, args.out)
     if args.what == "context":  # no engine: measures the prompt itself
         from lsp_copilot.context import bench as context_bench
 
@@ -286,14 +291,23 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.set_defaults(func=cmd_doctor)
 
     bench = sub.add_parser("bench", help="measure through the real engine")
-    bench.add_argument("what", choices=["engine", "prompt", "context", "typing"])
+    bench.add_argument("what", choices=["engine", "prompt", "context", "typing", "robustness"])
     bench.add_argument("--keystrokes", type=int, default=300, help="typing, engine: keys to replay")
     bench.add_argument("--out", type=Path, default=Path("bench-results"),
-                       help="typing: folder for the JSON summary and the PNG plot")
+                       help="typing: folder for the JSON summary and the PNG plot; "
+                       "robustness: the server's log")
     bench.add_argument("--corpus", type=Path, help="folder of code (default: Python's stdlib)")
     bench.add_argument("--count", type=int, default=40, help="holes / requests to run")
     bench.add_argument("--model", help="model folder or hub id (default: SmolLM2-135M)")
     bench.add_argument("--json", action="store_true")
+    bench.add_argument("--messages", type=int, default=10_000,
+                       help="robustness: fuzzed messages")
+    bench.add_argument("--soak", type=int, default=5_000, help="robustness: soak requests")
+    bench.add_argument("--examples", type=int, default=200,
+                       help="robustness: hypothesis edit sequences")
+    bench.add_argument("--trial", action="append",
+                       choices=["fuzz", "edits", "burst", "engine-kill", "secrets", "soak"],
+                       help="robustness: run only this trial (repeatable)")
     bench.set_defaults(func=cmd_bench)
 
     cache = sub.add_parser("cache", help="manage the completion cache")

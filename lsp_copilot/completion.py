@@ -398,6 +398,10 @@ class Completer:
         except asyncio.CancelledError:
             self.telemetry.count("engine_aborted")
             raise
+        except EngineUnavailable as exc:  # deadline or engine down: the supervisor says why
+            self.telemetry.count("engine_errors")
+            log.warning("engine request ended: %s", exc)
+            raise
         except Exception:
             self.telemetry.count("engine_errors")
             log.exception("engine request failed")

@@ -8,6 +8,7 @@ server down: it is reported to the user and replaced by its default.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,13 +40,29 @@ ENGINE_FIELDS = frozenset(
         "data_parallel_size",
         "enforce_eager",
         "device",
+        "engine_backend",
+        "remote_url",
+        "remote_model",
+        "remote_api_key_env",
+        "remote_connect_timeout_ms",
+        "remote_first_token_timeout_ms",
+        "remote_timeout_ms",
+        "remote_retries",
+        "remote_backoff_ms",
+        "remote_ca_bundle",
+        "remote_routing_header",
+        "remote_tokenizer",
     }
 )
 """Settings that only take effect when the engine is (re)started."""
 
 
-def _setting(default: Any, doc: str, check: Callable[[Any], str | None] | None = None) -> Any:
-    return field(default=default, metadata={"doc": doc, "check": check})
+def _setting(
+    default: Any, doc: str, check: Callable[[Any], str | None] | None = None,
+    redact: bool = False,
+) -> Any:
+    """``redact``: a rejected value is not echoed back (it may be a pasted secret)."""
+    return field(default=default, metadata={"doc": doc, "check": check, "redact": redact})
 
 
 def _one_of(*values: Any) -> Callable[[Any], str | None]:
@@ -94,6 +111,28 @@ def _opt_block_size(value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or value % 16:
         return "must be null or a positive multiple of 16"
     return None
+
+
+def _url(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return "must be a string"
+    ok = not value or value.startswith(("https://", "http://"))
+    return None if ok else "must be empty or start with https:// (or http:// on this machine)"
+
+
+def _env_name(value: Any) -> str | None:
+    """The NAME of a variable: a key pasted here would end up in settings files and logs."""
+    if not isinstance(value, str):
+        return "must be a string"
+    if value and not re.fullmatch(r"[A-Z_][A-Z0-9_]{0,127}", value):
+        return ("must be the name of an environment variable (capitals, digits, _), "
+                "not the key itself")
+    return None
+
+
+def _header_name(value: Any) -> str | None:
+    ok = isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9-]{0,64}", value) is not None
+    return None if ok else "must be an HTTP header name (letters, digits, -) or empty"
 
 
 def _opt_int_range(low: int, high: int) -> Callable[[Any], str | None]:
@@ -297,6 +336,72 @@ class Settings:
         2_000_000, "Larger documents are tracked but never parsed or sent to the model.",
         _int_range(1_000, 1_000_000_000)
     )
+    engine_backend: str = _setting(
+        "embedded",
+        "embedded (vLLM in this process) or remote (a vLLM deployment at remoteUrl); the "
+        "issue's `engine.backend` spelling works too.",
+        _one_of("embedded", "remote"),
+    )
+    remote_url: str = _setting(
+        "", "Remote backend: root URL of the vLLM OpenAI-compatible server (https://...).", _url
+    )
+    remote_model: str = _setting(
+        "", "Remote backend: served model name; empty: the first one the server lists.", _is_str
+    )
+    remote_api_key_env: str = _setting(
+        "LSP_COPILOT_API_KEY",
+        "Remote backend: NAME of the environment variable holding the API key (sent as "
+        "Bearer; never put the key itself in settings).",
+        _env_name,
+        redact=True,
+    )
+    remote_connect_timeout_ms: int = _setting(
+        2000, "Remote backend: time to connect, in ms.", _int_range(50, 120_000)
+    )
+    remote_first_token_timeout_ms: int = _setting(
+        5000, "Remote backend: time from request to first token, in ms.",
+        _int_range(50, 600_000)
+    )
+    remote_timeout_ms: int = _setting(
+        15000, "Remote backend: time for a whole completion, retries included, in ms.",
+        _int_range(100, 600_000)
+    )
+    remote_retries: int = _setting(
+        2, "Remote backend: retries after connection errors, 429 and 5xx, only before the "
+        "first token.", _int_range(0, 10)
+    )
+    remote_backoff_ms: int = _setting(
+        100, "Remote backend: first retry delay, doubled each retry (with jitter), in ms.",
+        _int_range(0, 10_000)
+    )
+    remote_ca_bundle: str = _setting(
+        "", "Remote backend: extra PEM CA bundle to trust (TLS is always verified).", _is_str
+    )
+    remote_routing_header: str = _setting(
+        "X-Session-ID",
+        "Remote backend: header carrying a stable anonymous per-user id, so that a "
+        "session-affinity router keeps your prefix cache on one replica; empty: none.",
+        _header_name,
+    )
+    remote_tokenizer: str = _setting(
+        "", "Remote backend: local tokenizer.json (or its folder) for token budgets; empty: "
+        "found automatically, else cl100k calibrated with the server's /tokenize.", _is_str
+    )
+    request_timeout_ms: int = _setting(
+        30_000, "Deadline of one engine call; past it the request is answered empty and the "
+        "engine's health is checked.", _int_range(50, 3_600_000)
+    )
+    health_check_interval_ms: int = _setting(
+        5_000, "How often the engine is asked to prove it is alive.", _int_range(50, 3_600_000)
+    )
+    health_check_timeout_ms: int = _setting(
+        20_000, "An engine that does not answer a health check within this is restarted.",
+        _int_range(50, 3_600_000)
+    )
+    engine_max_restarts: int = _setting(
+        3, "Automatic engine restarts within 10 minutes; past that it stays down until the "
+        "lspCopilot.restartEngine command.", _int_range(0, 1000)
+    )
 
     secret_file_patterns: tuple[str, ...] = _setting(
         (), "Extra file-name globs of private files (never sent, cached or indexed); a glob "
@@ -350,6 +455,32 @@ def _camel_to_snake(name: str) -> str:
     return "".join(out)
 
 
+_NAMESPACES = ("lspCopilot", "lsp-copilot", "lsp_copilot")
+
+
+def _flatten(raw: Mapping[Any, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Nested and dotted keys to flat camelCase: ``{"engine": {"backend": "remote"}}`` and
+    ``"engine.backend"`` both become ``engineBackend`` (the issue's name), and
+    ``engine.remote.url`` / ``remote.url`` become ``remoteUrl``."""
+    out: dict[str, Any] = {}
+
+    def visit(parts: list[str], value: Any) -> None:
+        while len(parts) > 1 and parts[0] in _NAMESPACES:
+            parts = parts[1:]
+        if parts[:2] == ["engine", "remote"] and len(parts) > 2:
+            parts = parts[1:]
+        name = parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
+        if isinstance(value, Mapping) and _camel_to_snake(name) not in fields:
+            for sub, inner in value.items():
+                visit([*parts, *str(sub).split(".")], inner)
+        else:
+            out[name] = value
+
+    for key, value in raw.items():
+        visit(str(key).split("."), value)
+    return out
+
+
 def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, list[str]]:
     """Merge editor JSON into ``base``; return the settings and one message per bad value.
 
@@ -369,7 +500,7 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
         return base, [f"settings must be a JSON object, got {type(raw).__name__}; using defaults"]
     fields = {f.name: f for f in dataclasses.fields(Settings)}
     values: dict[str, Any] = {}
-    for key, value in raw.items():
+    for key, value in _flatten(raw, fields).items():
         name = _camel_to_snake(str(key))
         f = fields.get(name)
         if f is None:
@@ -380,8 +511,9 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
         check = f.metadata["check"]
         problem = check(value) if check else None
         if problem:
+            shown = "<hidden>" if f.metadata.get("redact") else repr(value)
             errors.append(
-                f"setting {key!r} = {value!r} {problem}; using the default {f.default!r}"
+                f"setting {key!r} = {shown} {problem}; using the default {f.default!r}"
             )
             values[name] = f.default
         else:

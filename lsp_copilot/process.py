@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import sys
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -44,3 +45,88 @@ def exit_now(code: int) -> None:
         except (OSError, ValueError):
             pass
     os._exit(code)
+
+
+def reap(pids: list[int], timeout: float = 3.0) -> None:
+    """Make sure these processes are gone: terminate, wait, then kill (also if stopped)."""
+    import psutil
+
+    procs = []
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            procs.append(psutil.Process(pid))
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            proc.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(alive, timeout=timeout)
+
+
+# -- orphan guard -------------------------------------------------------------------
+#
+# vLLM's EngineCore (and its worker) have no parent-death watch: a server killed with
+# SIGKILL (an editor crashing, the OOM killer) would leave processes holding gigabytes.
+# Nothing in a SIGKILLed process runs, and on CPU vLLM *spawns* its EngineCore (a fresh
+# interpreter: no fork hook of ours runs there), so PR_SET_PDEATHSIG or a watchdog thread
+# in the child cannot be installed from here. Instead a tiny guardian process (our child,
+# ~15 MB) records the server's descendants once a second and, when its parent changes
+# (the server died, however), terminates then kills exactly those it recorded.
+
+GUARD_CODE = """
+import os, sys, time, psutil
+server = int(sys.argv[1]); interval = float(sys.argv[2])
+seen = {}
+try:
+    me = psutil.Process()
+    while os.getppid() == server:
+        try:
+            for p in psutil.Process(server).children(recursive=True):
+                if p.pid != me.pid and p.pid not in seen:
+                    seen[p.pid] = p.create_time()
+        except psutil.Error:
+            pass
+        time.sleep(interval)
+except KeyboardInterrupt:
+    pass
+procs = []
+for pid, created in seen.items():
+    try:
+        p = psutil.Process(pid)
+        if p.create_time() == created:
+            procs.append(p)
+    except psutil.Error:
+        pass
+for p in procs:
+    try:
+        p.terminate()
+    except psutil.Error:
+        pass
+gone, alive = psutil.wait_procs(procs, timeout=2)
+for p in alive:
+    try:
+        p.kill()
+    except psutil.Error:
+        pass
+"""
+GUARD_INTERVAL_S = 0.5
+_guardian: Any = None
+
+
+def install_orphan_guard() -> None:
+    """Start the guardian (once per process) before any engine process exists."""
+    global _guardian
+    if _guardian is not None and _guardian.poll() is None:
+        return
+    import subprocess
+
+    try:
+        _guardian = subprocess.Popen(
+            [sys.executable, "-c", GUARD_CODE, str(os.getpid()), str(GUARD_INTERVAL_S)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            close_fds=True)
+    except OSError:
+        log.warning("could not start the orphan guard: a SIGKILLed server may leave "
+                    "vLLM's EngineCore running", exc_info=True)

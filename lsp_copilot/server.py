@@ -11,6 +11,7 @@ from typing import Any
 
 import cattrs
 from lsprotocol import types
+from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
@@ -21,7 +22,7 @@ from lsp_copilot.config import Settings
 from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.buffer import Encoding
 from lsp_copilot.documents.store import DocumentStore
-from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.engine.manager import RESTART_COMMAND, EngineManager
 from lsp_copilot.privacy import Privacy
 from lsp_copilot.scheduling import Scheduler
 from lsp_copilot.telemetry import Telemetry
@@ -111,6 +112,8 @@ class CopilotServer(LanguageServer):
         self.telemetry = Telemetry()
         self.store = DocumentStore(self.settings.max_document_bytes)
         self.engines = engines or EngineManager()
+        self.engines.telemetry = self.telemetry
+        self.engines.notify = self._engine_notice
         self.cache: CompletionCache | None = None
         self.completer = Completer(
             self.engines, self.telemetry, lambda: self.settings, lambda: self.cache
@@ -134,12 +137,33 @@ class CopilotServer(LanguageServer):
         self.privacy = Privacy(s.secret_file_patterns, s.secret_content_patterns,
                                s.excluded_folders)
         self.completer.set_privacy(self.privacy)
-        if self.sources.index is not None:
-            self.sources.index.private = self.privacy.reason
+        for index in self.sources.indexes():  # one per workspace folder
+            index.private = self.privacy.reason
 
     def show(self, kind: types.MessageType, message: str) -> None:
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.INFO, message)
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A message we could not handle (invalid JSON, bad notification params) is logged
+        and skipped; pygls would pop up a message for each one, so tell the user once."""
+        if source is FeatureRequestError:  # a request: its error response already went out
+            return
+        log.warning("skipped a message the server could not handle: %s", error)
+        if "server-error" not in self.told_once:
+            self.told_once.add("server-error")
+            self.show(types.MessageType.Warning, "lsp-copilot: the editor sent a message "
+                      "the server could not handle; it was skipped (details in the log).")
+
+    def _engine_notice(self, level: str, message: str) -> None:
+        """The supervisor's news: trouble pops up (showMessage), recovery goes to the log."""
+        if level == "info":
+            log.info(message)
+            self.window_log_message(
+                types.LogMessageParams(type=types.MessageType.Info, message=message))
+        else:
+            kind = types.MessageType.Error if level == "error" else types.MessageType.Warning
+            self.show(kind, message)
 
     def open_cache(self, workspace: str) -> None:
         """One persistent cache per workspace: no entry crosses workspaces."""
@@ -160,6 +184,9 @@ class CopilotServer(LanguageServer):
         out.update(self.engines.stats())
         out["queue_depth"] = self.completer.queue_depth
         out["documents"] = len(self.store)
+        indexes = self.sources.indexes()  # one per workspace folder
+        out["index_roots"] = [str(index.root) for index in indexes]
+        out["index_files"] = sum(len(index) for index in indexes)
         out["engine_state"] = self.engines.state
         out["engine_error"] = self.engines.error
         out["engine_load_seconds"] = self.engines.load_seconds
@@ -183,6 +210,8 @@ def create_server(engines: EngineManager | None = None) -> CopilotServer:
     server.feature(types.TEXT_DOCUMENT_DID_CLOSE)(documents.did_close)
     server.feature(types.TEXT_DOCUMENT_DID_SAVE)(workspace.did_save)
     server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(workspace.did_change_watched_files)
+    server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(
+        workspace.did_change_workspace_folders)
     server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())(
         completion.inline_completion
     )
@@ -194,4 +223,5 @@ def create_server(engines: EngineManager | None = None) -> CopilotServer:
     server.feature(feedback.DID_ACCEPT)(feedback.did_accept)
     server.feature(feedback.DID_REJECT)(feedback.did_reject)
     server.command(feedback.ACCEPT_COMMAND)(feedback.accept_command)
+    server.command(RESTART_COMMAND)(lifecycle.restart_engine)
     return server

@@ -43,6 +43,10 @@ COUNTERS = (
     "rejected",
     "warmed_up",
     "warm_up_aborted",
+    "engine_restarts",
+    "engine_incidents",
+    "engine_interrupted",
+    "engine_deadline_exceeded",
 )
 
 

@@ -356,6 +356,14 @@ Looked for on `exec-path', then in a .venv above `default-directory'."
         (display-buffer (current-buffer))))
     stats))
 
+(defun lsp-copilot-restart-engine ()
+  "Restart the engine (`lspCopilot.restartEngine'), e.g. after it stayed down."
+  (interactive)
+  (let ((reply (jsonrpc-request (lsp-copilot--any-server) :workspace/executeCommand
+                                '(:command "lspCopilot.restartEngine" :arguments []))))
+    (message "lsp-copilot: %s" (or (plist-get reply :message) "restarting"))
+    reply))
+
 (defun lsp-copilot-toggle ()
   "Enable or disable completions (sent to the server as the `enable' setting)."
   (interactive)

@@ -14,10 +14,13 @@ other files of the repository.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from lsp_copilot.context.budget import TokenCounter
 from lsp_copilot.context.grammars import LanguageQueries, queries_for
+from lsp_copilot.context.index import FileEntry
 from lsp_copilot.context.snippets import similar_snippets
 from lsp_copilot.context.symbols import Definition, file_symbols, references_near, scopes_at
 from lsp_copilot.context.trigger import Mode, completion_mode
@@ -28,6 +31,10 @@ from lsp_copilot.prompts import Template
 
 log = logging.getLogger(__name__)
 
+MULTI_LINE_WINDOW = 1.5
+"""In multi-line mode the cursor window's (P0's) share of the budget is this many times
+larger (with the suffix's part of it larger too for fill-in-the-middle templates)."""
+MAX_P0_SHARE = 0.8
 SUFFIX_SHARE = 0.25
 """Share of the P0 budget given to the suffix (only used by fill-in-the-middle templates)."""
 
@@ -78,8 +85,7 @@ class Context:
     pieces: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class _Block:
+class _Block(NamedTuple):  # a tuple: hundreds are made per build
     path: str
     line: int  # 0-based
     body: str  # whole lines, ending with a newline
@@ -156,7 +162,8 @@ class _Builder:
         self.counter = counter
         self.q = q
         self.workspace = workspace
-        self.index = workspace.index if workspace is not None else None
+        # A multi-root workspace: the index of the folder holding this file.
+        self.index = workspace.index_for(snapshot.uri) if workspace is not None else None
         self.data = snapshot.data
         self.tree = snapshot.tree
         self.path = _display_path(snapshot, workspace)
@@ -291,13 +298,16 @@ class _Builder:
                     strong = (captured and d.kind != "field") or rel in imported_files
                     (candidates if strong else weak).append(self.block_for(rel, d))
         # Then this file's outline: top-level definitions nearest the cursor first.
-        outline = [d for d in self.symbols.top_level()
-                   if d.kind not in ("constant", "field") and not self.visible(d, first_line)
-                   and not self._encloses(d)]
-        outline.sort(key=lambda d: (abs(d.start_line - self.cursor_row), d.start_line))
-        outline_blocks = [_Block(self.path, d.start_line,
+        row, offset = self.cursor_row, self.offset
+        outline = [(abs(line - row), line, d)
+                   for line, start, end, d in self.symbols.top_level_rows()
+                   if d.kind not in ("constant", "field")
+                   and not first_line <= line <= row  # visible
+                   and not start <= offset < end]  # encloses the cursor
+        outline.sort(key=lambda o: (o[0], o[1]))
+        outline_blocks = [_Block(self.path, line,
                                  d.summary if d.kind in ("class", "interface") else d.signature)
-                          for d in outline]
+                          for _, line, d in outline]
         # Measured on the standard library (bench context): weak matches before this file's
         # outline gave a definition recall of 0.47, after it 0.41.
         candidates.extend(weak + outline_blocks)
@@ -315,10 +325,11 @@ class _Builder:
     def _open_and_recent(self) -> tuple[set[str], dict[str, int]]:
         if self.workspace is None:
             return set(), {}
+        ws = self.workspace
         open_files = {r for uri, _ in self.documents()
-                      if (r := self.workspace.relative(uri)) is not None}
-        recent = {r: tick for uri, tick in self.workspace.recent().items()
-                  if (r := self.workspace.relative(uri)) is not None}
+                      if (r := ws.relative(uri)) is not None and ws.index_for(uri) is self.index}
+        recent = {r: tick for uri, tick in ws.recent().items()
+                  if (r := ws.relative(uri)) is not None and ws.index_for(uri) is self.index}
         return open_files, recent
 
     def _fill_new(self, candidates: list[_Block], allowance: int) -> _Filled:
@@ -344,17 +355,15 @@ class _Builder:
             if entry is None or target == self.rel:
                 continue
             alias = module.rsplit(".", 1)[-1].rsplit("/", 1)[-1].lstrip(".")
-            top = [d for d in entry.symbols.definitions if d.container is None]
+            blocks = _imported_blocks(target, entry, names)
             if names:
-                wanted = [d for d in top if d.name in names]
-                for d in wanted:
-                    candidates.append((refs.get(d.name, MAX_NAMES), order,
-                                       self.block_for(target, d, prefer_summary=True)))
+                for name, block in blocks:
+                    candidates.append((refs.get(name, MAX_NAMES), order, block))
             else:
                 near = refs.get(alias, MAX_NAMES)
-                for d in top[:MAX_MODULE_SYMBOLS]:
-                    rank = min(refs.get(d.name, MAX_NAMES + 1), near + 1)
-                    candidates.append((rank, order, _Block(target, d.start_line, d.signature)))
+                for name, block in blocks:
+                    rank = min(refs.get(name, MAX_NAMES + 1), near + 1)
+                    candidates.append((rank, order, block))
         candidates.sort(key=lambda c: (c[0], c[1], c[2].path, c[2].line))
         return [c[2] for c in candidates]
 
@@ -404,6 +413,33 @@ class _Builder:
         query = self.data[start:end].decode("utf-8", "replace")
         snippets = similar_snippets(query, docs)
         return blocks + [_Block(s.name, s.start_line, s.text) for s in snippets]
+
+
+_IMPORTED: OrderedDict[tuple[str, tuple[str, ...]], tuple[FileEntry, list[tuple[str, _Block]]]] = (
+    OrderedDict())
+
+
+def _imported_blocks(target: str, entry: FileEntry,
+                     names: tuple[str, ...]) -> list[tuple[str, _Block]]:
+    """P3's candidates from one imported file, before ranking: (name, block) for the names
+    imported from it, else for its first top-level definitions. Kept per index entry (a
+    re-indexed file is a new entry), since P3 is rebuilt at every line start."""
+    key = (target, names)
+    cached = _IMPORTED.get(key)
+    if cached is not None and cached[0] is entry:
+        _IMPORTED.move_to_end(key)
+        return cached[1]
+    top = [d for d in entry.symbols.definitions if d.container is None]
+    if names:
+        blocks = [(d.name, _Block(target, d.start_line, d.summary)) for d in top
+                  if d.name in names]
+    else:
+        blocks = [(d.name, _Block(target, d.start_line, d.signature))
+                  for d in top[:MAX_MODULE_SYMBOLS]]
+    _IMPORTED[key] = (entry, blocks)
+    while len(_IMPORTED) > 512:
+        _IMPORTED.popitem(last=False)
+    return blocks
 
 
 LINE_RESERVE = 64
@@ -497,7 +533,7 @@ def _build_context(
     the prompt comes near the budget.
     """
     mode = mode or completion_mode(snapshot, offset)
-    shares = {**SHARES, **(shares or {})}
+    shares = _mode_shares({**SHARES, **(shares or {})}, mode)
     q = queries_for(snapshot.grammar) if snapshot.tree is not None else None
     suffix_share = SUFFIX_SHARE if mode == "multi-line" else SUFFIX_SHARE * 0.6
     overhead = counter.count(template.render("", "")) if template.fim else 0
@@ -563,7 +599,8 @@ def _build_context(
     # Repository formats (Qwen2.5-Coder, StarCoder2, Mellum) write the layers' blocks as
     # files of their own: they need each block's path, this file's path, the repo name.
     path = _display_path(snapshot, workspace)
-    repo = workspace.index.root.name if workspace is not None and workspace.index else ""
+    index = workspace.index_for(snapshot.uri) if workspace is not None else None
+    repo = index.root.name if index is not None else ""  # the folder holding the file
     pieces = template.pieces(window.prefix, window.suffix, header, _files(layers), path, repo)
     prompt = "".join(pieces)
     # Token counts of parts need not add up exactly (merges across joins): unless the sum of
@@ -617,6 +654,21 @@ def _build_context(
         layers=tuple(out_layers),
         pieces=pieces,
     )
+
+
+def _mode_shares(shares: dict[str, float], mode: Mode) -> dict[str, float]:
+    """Multi-line mode widens the cursor window: a block is written from the code around
+    it more than from single definitions. P0's share grows by ``MULTI_LINE_WINDOW`` (at
+    most to ``MAX_P0_SHARE``) and the other layers give it up in proportion, so the shares
+    still add up to what they did and the budget holds."""
+    if mode != "multi-line":
+        return shares
+    p0 = shares["P0"]
+    grown = min(MAX_P0_SHARE, p0 * MULTI_LINE_WINDOW)
+    if grown <= p0 or p0 >= 1:
+        return shares
+    scale = (1 - grown) / (1 - p0)
+    return {k: grown if k == "P0" else v * scale for k, v in shares.items()}
 
 
 def _window(snapshot: Snapshot, offset: int, counter: TokenCounter, template: Template,

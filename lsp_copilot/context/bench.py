@@ -182,14 +182,17 @@ def speed(index: WorkspaceIndex, counter: TokenCounter, keystrokes: int = 300) -
     workspace = Workspace(index, lambda: [(uri, text)])
     template = template_for(None)
     rows = text.split("\n")
-    # Type a statement at a blank line in the middle of a function, key by key.
+    # Type statements on a new line in the middle of a function, key by key: the user
+    # opened a line (Enter, auto-indent) above an indented statement. (Until this version
+    # the indent was typed in front of that statement, on the same line, so every key was
+    # parsed as an unexpected indent: 0.8 ms of parsing per key instead of 0.3.)
     row = next((i for i in range(len(rows) // 2, len(rows)) if rows[i].startswith("        ")
                 and rows[i].strip()), len(rows) // 2)
     indent = rows[row][: len(rows[row]) - len(rows[row].lstrip())]
     typed = "result = self.value + compute(other, key=None)  # done\n" + indent
     # The file was open, the cursor placed, before the user typed: that first build
     # (cold caches) is reported apart.
-    store.change(uri, 2, [((row, 0, row, 0), indent)], "utf-32")
+    store.change(uri, 2, [((row, 0, row, 0), indent + "\n")], "utf-32")
     snap = store.snapshot(uri)
     started = time.perf_counter()
     build_context(snap, store.get_offset(uri, row, len(indent), "utf-32"), counter, template,
@@ -197,6 +200,7 @@ def speed(index: WorkspaceIndex, counter: TokenCounter, keystrokes: int = 300) -
     cold_ms = (time.perf_counter() - started) * 1000
     reparse_ms: list[float] = []
     build_ms: list[float] = []
+    build_cpu_ms: list[float] = []  # this thread's CPU time: what other processes cannot add
     line, col = row, len(indent)
     version = 3
     while len(reparse_ms) < keystrokes:
@@ -211,9 +215,10 @@ def speed(index: WorkspaceIndex, counter: TokenCounter, keystrokes: int = 300) -
                 col += 1
             snap = store.snapshot(uri)
             offset = store.get_offset(uri, line, col, "utf-32")
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.thread_time()
             build_context(snap, offset, counter, template, BUDGET, workspace=workspace)
             build_ms.append((time.perf_counter() - started) * 1000)
+            build_cpu_ms.append((time.thread_time() - cpu) * 1000)
             if len(reparse_ms) >= keystrokes:
                 break
     return {
@@ -223,6 +228,7 @@ def speed(index: WorkspaceIndex, counter: TokenCounter, keystrokes: int = 300) -
         "context_build_ms_cold": round(cold_ms, 1),
         "context_build_ms_p50": round(statistics.median(build_ms), 2),
         "context_build_ms_p99": round(_percentile(build_ms, 0.99), 2),
+        "context_build_cpu_ms_p99": round(_percentile(build_cpu_ms, 0.99), 2),
         "reparse_ms_median": round(statistics.median(reparse_ms), 3),
         "reparse_ms_p99": round(_percentile(reparse_ms, 0.99), 3),
     }

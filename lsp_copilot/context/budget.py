@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import functools
+import json
 import logging
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -16,6 +19,50 @@ class TokenCounter(Protocol):
     def count(self, text: str) -> int: ...
 
 
+_SAFE_BOUNDARY = re.compile(r"(?<=[!-~]\n)(?=[!-~])")
+"""A line start that follows a line ending in a visible ASCII character and itself begins with
+one. Regex pre-tokenizers of byte-level BPE (GPT-2's, cl100k's) always cut there: no
+pre-token holds both a newline and a visible character after it, and the newline's own
+pre-token cannot reach back over a visible character. BPE merges stay inside pre-tokens, so
+the count of a text is exactly the sum of the counts of its pieces cut at such points."""
+SEGMENT_MIN_CHARS = 256
+"""Shorter texts are counted whole."""
+
+
+def count_by_pieces(count: Callable[[str], int], text: str,
+                    min_chars: int = SEGMENT_MIN_CHARS) -> int:
+    """Exact count of ``text`` from cached counts of its pieces.
+
+    Tokenizing is about half a microsecond per character here (mostly the pre-tokenizer's
+    regex), and the texts counted per context build (the layers, the prompt) are new
+    strings made mostly of pieces already counted: a layer that gained a block, a window
+    that grew by a line. Counting by pieces makes a rebuild pay only for what changed.
+    """
+    if len(text) < min_chars:
+        return count(text)
+    return sum(count(piece) for piece in _SAFE_BOUNDARY.split(text))
+
+
+def _byte_level_bpe(path: Path) -> bool:
+    """Whether ``tokenizer.json`` is the byte-level BPE shape :data:`_SAFE_BOUNDARY` holds
+    for: no normalizer, ByteLevel pre-tokenizer with GPT-2's regex and no prefix space, and
+    no added token that eats neighbouring whitespace or holds a newline."""
+    try:
+        spec = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return False
+    pre = spec.get("pre_tokenizer") or {}
+    return (
+        spec.get("normalizer") is None
+        and (spec.get("model") or {}).get("type") == "BPE"
+        and pre.get("type") == "ByteLevel"
+        and pre.get("use_regex", True) is True
+        and pre.get("add_prefix_space") is False
+        and not any(t.get("lstrip") or t.get("rstrip") or "\n" in t.get("content", "")
+                    for t in spec.get("added_tokens") or [])
+    )
+
+
 class HFTokenCounter:
     """``tokenizers`` on the model folder's tokenizer.json (no transformers import)."""
 
@@ -24,13 +71,14 @@ class HFTokenCounter:
 
         self._tok = Tokenizer.from_file(str(path))
         self.name = f"tokenizers:{path.parent.name}"
-        self._count = functools.lru_cache(maxsize=4096)(self._count_uncached)
+        self._count = functools.lru_cache(maxsize=16384)(self._count_uncached)
+        self.segmented = _byte_level_bpe(path)
 
     def _count_uncached(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False).ids)
 
     def count(self, text: str) -> int:
-        return self._count(text)
+        return count_by_pieces(self._count, text) if self.segmented else self._count(text)
 
 
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
@@ -70,13 +118,13 @@ class TiktokenCounter:
             name="cl100k_base", pat_str=_CL100K_PATTERN, mergeable_ranks=ranks,
             special_tokens={"<|endoftext|>": 100257},
         )
-        self._count = functools.lru_cache(maxsize=4096)(self._count_uncached)
+        self._count = functools.lru_cache(maxsize=16384)(self._count_uncached)
 
     def _count_uncached(self, text: str) -> int:
         return len(self._enc.encode(text, disallowed_special=()))
 
     def count(self, text: str) -> int:
-        return self._count(text)
+        return count_by_pieces(self._count, text)  # cl100k's regex: see _SAFE_BOUNDARY
 
 
 @functools.lru_cache(maxsize=1)

@@ -51,6 +51,9 @@ class LanguageQueries:
     language: tree_sitter.Language
     scope: tree_sitter.Query
     symbols: tree_sitter.Query
+    references: tree_sitter.Query
+    """``symbols`` with only the patterns that capture ``@name.reference...``: collecting
+    the references near the cursor then skips matching definitions and imports."""
     comment: str
     placeholder: str
     close: str
@@ -58,6 +61,16 @@ class LanguageQueries:
 
     def line_comment(self, text: str) -> str:
         return f"{self.comment} {text}"
+
+
+def _only_references(language: tree_sitter.Language, source: str) -> tree_sitter.Query:
+    query = tree_sitter.Query(language, source)
+    data = source.encode()
+    for i in range(query.pattern_count):
+        text = data[query.start_byte_for_pattern(i):query.end_byte_for_pattern(i)]
+        if b"@name.reference" not in text:
+            query.disable_pattern(i)
+    return query
 
 
 @cache
@@ -74,11 +87,13 @@ def queries_for(grammar: str | None) -> LanguageQueries | None:
         return None
     try:
         config = json.loads((folder / "language.json").read_text())
+        symbols = (folder / "symbols.scm").read_text()
         return LanguageQueries(
             grammar=grammar,
             language=language,
             scope=tree_sitter.Query(language, (folder / "scope.scm").read_text()),
-            symbols=tree_sitter.Query(language, (folder / "symbols.scm").read_text()),
+            symbols=tree_sitter.Query(language, symbols),
+            references=_only_references(language, symbols),
             comment=config.get("comment", "//"),
             placeholder=config.get("placeholder", "..."),
             close=config.get("close", ""),

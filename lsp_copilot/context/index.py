@@ -22,7 +22,7 @@ import tree_sitter
 from lsp_copilot.context.grammars import LanguageQueries, queries_for
 from lsp_copilot.context.imports import resolve
 from lsp_copilot.context.symbols import Definition, FileSymbols, extract
-from lsp_copilot.documents.languages import language_for
+from lsp_copilot.documents.languages import extensions, language_for
 from lsp_copilot.privacy import secret_reason
 
 log = logging.getLogger(__name__)
@@ -313,3 +313,10 @@ class WorkspaceIndex:
             best = min(items, key=rank, default=None)
             return [best] if best is not None else []
         return sorted(items, key=rank)[:limit]
+
+
+def watched_globs() -> list[str]:
+    """Glob patterns of the files the index reads (extensions of the languages with
+    queries): what the server asks the client to watch."""
+    exts = [ext[1:] for ext in extensions() if queries_for(language_for(None, "f" + ext))]
+    return [f"**/*.{{{','.join(exts)}}}"] if exts else []

@@ -14,7 +14,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import tree_sitter
 
@@ -309,24 +309,35 @@ def _summary(q: LanguageQueries, raw: _Raw, data: bytes, starts: Starts,
 # Same-file symbols are re-extracted per keystroke; cache them per top-level node text, so
 # an edit re-extracts only the top-level definition it touched, and positions are shifted
 # only for the definitions a context build actually reads.
-_Named = tuple["FileSymbols", dict[str, list["Definition"]]]
+class _Named:
+    """One top-level node's symbols (positions relative to the node), indexed for reading."""
+
+    __slots__ = ("names", "symbols", "top")
+
+    def __init__(self, symbols: FileSymbols) -> None:
+        self.symbols = symbols
+        self.names: dict[str, list[Definition]] = {}
+        for d in symbols.definitions:
+            self.names.setdefault(d.name, []).append(d)
+        self.top = tuple(d for d in symbols.definitions if d.container is None)
+
+
 _CHUNKS: OrderedDict[tuple[str, bytes], _Named] = OrderedDict()
 _CHUNK_LIMIT = 20_000
 
 
-@dataclass(frozen=True)
-class _Chunk:
+class _Chunk(NamedTuple):
     row: int
     byte: int
-    symbols: FileSymbols  # positions relative to the chunk
-    names: dict[str, list[Definition]]
+    named: _Named
+
+    @property
+    def symbols(self) -> FileSymbols:
+        return self.named.symbols
 
 
-def _with_names(symbols: FileSymbols) -> tuple[FileSymbols, dict[str, list[Definition]]]:
-    names: dict[str, list[Definition]] = {}
-    for d in symbols.definitions:
-        names.setdefault(d.name, []).append(d)
-    return symbols, names
+def _with_names(symbols: FileSymbols) -> _Named:
+    return _Named(symbols)
 
 
 def _shift(d: Definition, row: int, byte: int) -> Definition:
@@ -335,13 +346,36 @@ def _shift(d: Definition, row: int, byte: int) -> Definition:
                       d.container)
 
 
+_NAME_INDEXES: OrderedDict[tuple[int, ...], tuple[list[_Named], dict[str, list[int]]]] = (
+    OrderedDict())
+"""name -> indexes of the chunks defining it, per sequence of chunks (by identity; the list
+kept with it holds them alive, so an identity is never reused while cached). Consecutive
+builds mostly see the same chunks: the index is made once, not per build."""
+
+
+def _name_index(chunks: list[_Chunk]) -> dict[str, list[int]]:
+    key = tuple(id(c.named) for c in chunks)
+    found = _NAME_INDEXES.get(key)
+    if found is not None:
+        _NAME_INDEXES.move_to_end(key)
+        return found[1]
+    index: dict[str, list[int]] = {}
+    for i, c in enumerate(chunks):
+        for name in c.named.names:
+            index.setdefault(name, []).append(i)
+    _NAME_INDEXES[key] = ([c.named for c in chunks], index)
+    while len(_NAME_INDEXES) > 8:
+        _NAME_INDEXES.popitem(last=False)
+    return index
+
+
 class SameFile:
     """Symbols of the file being edited, read lazily chunk by chunk."""
 
     def __init__(self, chunks: list[_Chunk]) -> None:
         self._chunks = chunks
         self._bytes = [c.byte for c in chunks]
-        self._names: dict[str, list[_Chunk]] | None = None
+        self._names: dict[str, list[int]] | None = None
 
     def named(self, name: str) -> list[Definition]:
         return list(self.iter_named(name))
@@ -349,17 +383,22 @@ class SameFile:
     def iter_named(self, name: str) -> Iterator[Definition]:
         """Definitions called ``name``, in file order, positioned only as they are read."""
         if self._names is None:
-            self._names = {}
-            for c in self._chunks:
-                for key in c.names:
-                    self._names.setdefault(key, []).append(c)
-        for c in self._names.get(name, ()):
-            for d in c.names[name]:
+            self._names = _name_index(self._chunks)
+        for i in self._names.get(name, ()):
+            c = self._chunks[i]
+            for d in c.named.names[name]:
                 yield _shift(d, c.row, c.byte)
 
     def top_level(self) -> list[Definition]:
-        return [_shift(d, c.row, c.byte) for c in self._chunks
-                for d in c.symbols.definitions if d.container is None]
+        return [_shift(d, c.row, c.byte) for c in self._chunks for d in c.named.top]
+
+    def top_level_rows(self) -> Iterator[tuple[int, int, int, Definition]]:
+        """(start line, start byte, end byte, definition with relative positions) of the
+        top-level definitions: what an outline needs, without a shifted copy of each."""
+        for c in self._chunks:
+            row, byte = c.row, c.byte
+            for d in c.named.top:
+                yield d.start_line + row, d.start_byte + byte, d.end_byte + byte, d
 
     def around(self, offset: int) -> list[Definition]:
         """Definitions that hold byte ``offset`` (outermost first)."""
@@ -368,8 +407,13 @@ class SameFile:
             return []
         c = self._chunks[i]
         rel = offset - c.byte
-        return [_shift(d, c.row, c.byte) for d in c.symbols.definitions
-                if d.start_byte <= rel < d.end_byte]
+        out = []
+        for d in c.symbols.definitions:  # sorted by start
+            if d.start_byte > rel:
+                break
+            if rel < d.end_byte:
+                out.append(_shift(d, c.row, c.byte))
+        return out
 
     @property
     def imports(self) -> tuple[Import, ...]:
@@ -481,9 +525,8 @@ def file_symbols(q: LanguageQueries, tree: tree_sitter.Tree, data: bytes,
             _STALE.move_to_end(slot)
             while len(_STALE) > 256:
                 _STALE.popitem(last=False)
-        symbols, names = found
-        if symbols.definitions or symbols.imports:
-            chunks.append(_Chunk(child.start_point.row, child.start_byte, symbols, names))
+        if found.symbols.definitions or found.symbols.imports:
+            chunks.append(_Chunk(child.start_point.row, child.start_byte, found))
     if uri is not None:
         _WARM[uri] = None
         _WARM.move_to_end(uri)
@@ -551,7 +594,7 @@ def references_near(q: LanguageQueries, tree: tree_sitter.Tree, data: bytes,
     Query captures (calls, types, module qualifiers) come first; other identifiers in the
     range follow, since a variable used near the cursor may be a global defined elsewhere.
     """
-    cursor = tree_sitter.QueryCursor(q.symbols)
+    cursor = tree_sitter.QueryCursor(q.references)
     cursor.set_byte_range(start, end)
     found: dict[str, int] = {}
     for cap, nodes in cursor.captures(tree.root_node).items():
@@ -561,19 +604,35 @@ def references_near(q: LanguageQueries, tree: tree_sitter.Tree, data: bytes,
             if start <= node.start_byte and node.end_byte <= end:
                 name = data[node.start_byte:node.end_byte].decode("utf-8", "replace")
                 found[name] = max(found.get(name, -1), node.end_byte + len(data))
+    # Other identifiers: the last occurrence of each. A tree cursor walks only the nodes
+    # that reach into the range (a node list per level would wrap every child in Python).
     top = tree.root_node.descendant_for_byte_range(start, end)
-    stack = [top] if top is not None else []
-    while stack:
-        n = stack.pop()
-        if n.end_byte < start or n.start_byte > end:
-            continue
-        if n.child_count == 0:
-            if n.is_named and ("identifier" in n.type or n.type in ("constant", "name", "word")) \
-                    and n.end_byte <= end:
-                name = data[n.start_byte:n.end_byte].decode("utf-8", "replace")
-                if name not in found:
-                    found[name] = n.end_byte
-        else:
-            stack.extend(n.children)
+    plain: dict[str, int] = {}
+    if top is not None:
+        walker = top.walk()
+        depth = 0
+        while True:
+            n = walker.node
+            assert n is not None
+            if n.end_byte >= start and n.start_byte <= end:
+                if n.child_count == 0:
+                    if n.is_named and n.end_byte <= end and (
+                            "identifier" in n.type or n.type in ("constant", "name", "word")):
+                        name = data[n.start_byte:n.end_byte].decode("utf-8", "replace")
+                        if plain.get(name, -1) < n.end_byte:
+                            plain[name] = n.end_byte
+                elif walker.goto_first_child():
+                    depth += 1
+                    continue
+            elif n.start_byte > end and depth > 0:  # the later siblings are past the range
+                walker.goto_parent()
+                depth -= 1
+            while depth > 0 and not walker.goto_next_sibling():
+                walker.goto_parent()
+                depth -= 1
+            if depth == 0:
+                break
+    for name, pos in plain.items():
+        found.setdefault(name, pos)
     ranked = sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))
     return [(name, pos > len(data)) for name, pos in ranked]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from lsp_copilot.context.budget import TokenCounter
 
 ANCHOR_LINES = 16
+SUFFIX_MAX_LINES = 200
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,17 @@ class _LineStarts:
         return self._known[line]
 
 
+def _suffix_text(data: bytes, offset: int) -> str:
+    """The text after ``offset`` up to its ``SUFFIX_MAX_LINES``-th newline: the rest of a big
+    file would be decoded and split on every build for nothing."""
+    pos = offset - 1
+    for _ in range(SUFFIX_MAX_LINES):
+        pos = data.find(b"\n", pos + 1)
+        if pos < 0:
+            return data[offset:].decode("utf-8", "replace")
+    return data[offset:pos + 1].decode("utf-8", "replace")
+
+
 def cursor_window(
     data: bytes, offset: int, counter: TokenCounter, prefix_budget: int, suffix_budget: int
 ) -> Window:
@@ -82,7 +94,8 @@ def cursor_window(
         tokens = counter.count(prefix)
     suffix_lines: list[str] = []
     suffix_tokens = 0
-    for line in data[offset:].decode("utf-8", "replace").splitlines(keepends=True)[:200]:
+    rest = _suffix_text(data, offset) if suffix_budget > 0 else ""  # a line costs >= 1 token
+    for line in rest.splitlines(keepends=True)[:SUFFIX_MAX_LINES]:
         n = counter.count(line)
         if suffix_tokens + n > suffix_budget:
             break

@@ -106,13 +106,72 @@ def _newline_starts(data: bytes, lo: int, hi: int) -> list[int]:
     return out
 
 
+class _Starts:
+    """Sorted line-start offsets, where a shift of the tail may be pending.
+
+    ``self[i]`` is ``base[i] + delta`` for ``i >= pivot``, else ``base[i]``. A keystroke
+    that adds or removes no line break only moves the starts after it: it updates
+    ``delta`` in O(1) instead of building a new list of every later line. The base list
+    is never mutated, so copies can share it.
+    """
+
+    __slots__ = ("_base", "_delta", "_pivot")
+
+    def __init__(self, base: list[int], pivot: int = 0, delta: int = 0) -> None:
+        self._base = base
+        self._pivot = pivot if delta else len(base)
+        self._delta = delta
+
+    def __len__(self) -> int:
+        return len(self._base)
+
+    def __getitem__(self, i: int) -> int:
+        if i < 0:
+            i += len(self._base)
+        value = self._base[i]
+        return value + self._delta if i >= self._pivot else value
+
+    def bisect_right(self, x: int, lo: int = 0) -> int:
+        base, pivot = self._base, self._pivot
+        i = bisect_right(base, x, lo, max(lo, pivot))
+        if i < pivot:
+            return i
+        return bisect_right(base, x - self._delta, max(lo, pivot))
+
+    def flat(self) -> list[int]:
+        if self._pivot >= len(self._base):
+            return self._base
+        base, pivot, delta = self._base, self._pivot, self._delta
+        return base[:pivot] + [p + delta for p in base[pivot:]]
+
+    def edit(self, data: bytes, start: int, old_end: int, new_end: int, delta: int,
+             scan: _Scanner) -> _Starts:
+        """The starts after replacing [start, old_end) with new_end - start bytes: keep the
+        head, rescan the window, shift the tail."""
+        head = max(1, self.bisect_right(start - 1))  # starts < start (and 0) stay
+        tail = self.bisect_right(old_end)  # starts > old_end just move by delta
+        window = scan(data, start, new_end)
+        if len(window) == tail - head and all(
+                window[k] == self[head + k] for k in range(len(window))):
+            # No line break added or removed: only the tail moves.
+            if not delta:
+                return self
+            if self._pivot >= len(self._base):
+                return _Starts(self._base, tail, delta)
+            if tail == self._pivot:
+                return _Starts(self._base, tail, self._delta + delta)
+        flat = self.flat()
+        moved = [p + delta for p in flat[tail:]] if delta else flat[tail:]
+        return _Starts(flat[:head] + window + moved)
+
+
 class Buffer:
     """Mutable document text kept as UTF-8 bytes plus two line-start indexes.
 
     ``_lines`` holds the byte offset of every LSP line start (after \\n, \\r\\n or
     \\r); ``_rows`` holds those of tree-sitter rows (after \\n only). Both begin
-    with 0. An edit recomputes the window it touched and shifts the tail, so a
-    keystroke costs a list shift rather than a rescan of the text.
+    with 0. An edit recomputes the window it touched and shifts the tail (lazily, see
+    :class:`_Starts`), so a keystroke costs neither a rescan of the text nor a new list.
     """
 
     __slots__ = ("_data", "_lines", "_rows", "_text")
@@ -120,13 +179,13 @@ class Buffer:
     def __init__(self, text: str) -> None:
         self._data = encode(text)
         self._text: str | None = text
-        self._lines = [0, *_line_break_starts(self._data, 0, len(self._data))]
-        self._rows = [0, *_newline_starts(self._data, 0, len(self._data))]
+        self._lines = _Starts([0, *_line_break_starts(self._data, 0, len(self._data))])
+        self._rows = _Starts([0, *_newline_starts(self._data, 0, len(self._data))])
 
     def copy(self) -> Buffer:
         """An independent buffer, to apply a batch of edits all-or-nothing.
 
-        O(1): the indexes are never mutated in place (an edit builds new lists),
+        O(1): the indexes are never mutated in place (an edit builds new ones),
         so the copy can share them until one of the two is edited.
         """
         other = Buffer.__new__(Buffer)
@@ -222,7 +281,7 @@ class Buffer:
         """LSP (line, character) of a byte offset; the inverse of :meth:`offset`."""
         self._check_offset(offset)
         offset = self._snap(offset)
-        line = bisect_right(self._lines, offset) - 1
+        line = self._lines.bisect_right(offset) - 1
         start = self._lines[line]
         offset = min(offset, self._line_end(line))  # inside a \r\n: end of the line
         if encoding == "utf-8":
@@ -240,7 +299,7 @@ class Buffer:
     def point(self, offset: int) -> tuple[int, int]:
         """Tree-sitter (row, byte column) of a byte offset (rows end at \\n only)."""
         self._check_offset(offset)
-        row = bisect_right(self._rows, offset) - 1
+        row = self._rows.bisect_right(offset) - 1
         return row, offset - self._rows[row]
 
     def _check_offset(self, offset: int) -> None:
@@ -271,8 +330,8 @@ class Buffer:
         self._text = None
         # A start at q depends on bytes q-1 and q: starts in [start, new_end] may
         # change (a \r now followed by \n, ...); starts after old `end` only shift.
-        self._lines = _reindex(self._lines, data, start, end, new_end, delta, _line_break_starts)
-        self._rows = _reindex(self._rows, data, start, end, new_end, delta, _newline_starts)
+        self._lines = self._lines.edit(data, start, end, new_end, delta, _line_break_starts)
+        self._rows = self._rows.edit(data, start, end, new_end, delta, _newline_starts)
         return ByteEdit(
             start_byte=start,
             old_end_byte=end,
@@ -281,20 +340,3 @@ class Buffer:
             old_end_point=old_end_point,
             new_end_point=self.point(new_end),
         )
-
-
-def _reindex(
-    starts: list[int],
-    data: bytes,
-    start: int,
-    old_end: int,
-    new_end: int,
-    delta: int,
-    scan: _Scanner,
-) -> list[int]:
-    """Line starts after an edit: keep the head, rescan the window, shift the tail."""
-    head = max(1, bisect_right(starts, start - 1))  # starts < start (and 0) stay
-    tail = bisect_right(starts, old_end)  # starts > old_end just move by delta
-    window = scan(data, start, new_end)
-    moved = [p + delta for p in starts[tail:]] if delta else starts[tail:]
-    return starts[:head] + window + moved

@@ -148,6 +148,11 @@ def _grammar_for_id(language_id: str) -> str | None:
     return grammar if grammar in _pack_grammars() else None
 
 
+def extensions() -> list[str]:
+    """File extensions with a known languageId (lower case, with the dot)."""
+    return sorted(_EXT_TO_ID)
+
+
 def language_id_for_path(path: str) -> str:
     """The LSP languageId an editor would send for ``path`` ("plaintext" if unknown)."""
     name = os.path.basename(path)

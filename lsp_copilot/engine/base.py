@@ -13,6 +13,14 @@ class EngineUnavailable(RuntimeError):
     """The engine is loading, failed or stopped: the caller answers with an empty result."""
 
 
+class EngineDown(EngineUnavailable):
+    """The engine died or stopped answering while a request waited on it."""
+
+
+class EngineDeadline(EngineUnavailable):
+    """An engine call took longer than ``requestTimeoutMs``: it is abandoned, not awaited."""
+
+
 @dataclass(frozen=True)
 class EngineInfo:
     """What `complete --json` and `lspCopilot/stats` report under ``engine``."""
@@ -70,6 +78,11 @@ class Engine(Protocol):
     async def abort(self, request_id: str) -> None: ...
 
     async def warm_up(self) -> None: ...
+
+    async def check_health(self) -> None:
+        """Return if the engine answers, raise if it is dead; the caller bounds the wait
+        (a stuck engine never returns)."""
+        ...
 
     def stats(self) -> dict[str, int]: ...
 

@@ -1,7 +1,12 @@
-"""Engine lifecycle: load in the background, report progress, fail without dying.
+"""Engine lifecycle: load in the background, report progress, fail without dying, and
+keep the engine alive.
 
 The server must answer from the first keystroke, so requests never wait for a load:
 until the engine is ready they get ``EngineUnavailable`` and the handler answers empty.
+Once ready, a supervisor asks the engine to prove it is alive (a health check with a
+timeout, and at once when a call fails or overruns its deadline). A dead or stuck engine
+ends every call in flight at once (they answer empty), the user is told, and the engine is
+restarted with backoff; after too many failures it stays down until the user retries.
 """
 
 from __future__ import annotations
@@ -9,16 +14,40 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from lsp_copilot.config import Settings
 from lsp_copilot.engine.base import Engine, EngineInfo, EngineUnavailable
+from lsp_copilot.engine.supervisor import RestartPolicy, SupervisedEngine
+from lsp_copilot.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
 Reporter = Callable[[str], None]
+Notifier = Callable[[str, str], None]
+"""(level: info | warning | error, message): how the user is told about the engine."""
+
+RESTART_COMMAND = "lspCopilot.restartEngine"
+DISPOSE_TIMEOUT_S = 15.0
+WARM_UP_TIMEOUT_S = 120.0
+
+
+def _log_notice(level: str, message: str) -> None:
+    log.log(logging.ERROR if level == "error" else logging.WARNING, message)
+
+
+def _log_progress(message: str) -> None:
+    log.info("engine: %s", message)
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a health check failed, in words; vLLM's EngineDeadError says only 'see above'."""
+    if "EngineDead" in type(exc).__name__:
+        return "its process died"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 @dataclass
@@ -32,6 +61,10 @@ class EngineFactory:
     """Builds the real engine. Tests of scheduling logic may pass another factory."""
 
     def __call__(self, settings: Settings, report: Reporter) -> Engine:
+        if settings.engine_backend == "remote":  # a shared vLLM deployment: no local load
+            from lsp_copilot.engine.remote import RemoteEngine
+
+            return RemoteEngine.create(settings, report)
         from lsp_copilot.engine.models import ModelError, resolve_model
         from lsp_copilot.engine.vllm import VllmEngine
 
@@ -47,6 +80,11 @@ class EngineFactory:
 
 def explain_failure(exc: BaseException) -> str:
     """A reason and a fix the user can act on, not a traceback."""
+    from lsp_copilot.engine.remote import RemoteError
+
+    if isinstance(exc, RemoteError):  # already says what to fix (remote* settings)
+        return f"remote backend: {exc}"
+
     from lsp_copilot.engine.validate import EngineConfigError
 
     if isinstance(exc, EngineConfigError):  # already a sentence that names the fix
@@ -67,37 +105,86 @@ def explain_failure(exc: BaseException) -> str:
 
 
 class EngineManager:
-    """Owns at most one engine; states: idle, loading, ready, failed, stopped."""
+    """Owns at most one engine and keeps it alive.
 
-    def __init__(self, factory: Callable[[Settings, Reporter], Engine] | None = None) -> None:
+    States: idle, loading, ready, restarting (found dead or stuck; waiting out the backoff),
+    failed (could not start, or failed too often: down until ``retry``), stopped.
+    """
+
+    def __init__(
+        self,
+        factory: Callable[[Settings, Reporter], Engine] | None = None,
+        *,
+        policy: RestartPolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self._factory = factory or EngineFactory()
         self._engine: Engine | None = None
         self.state = "idle"
         self.error: str | None = None
         self.load_seconds: float | None = None
         self._load_task: asyncio.Task[LoadResult] | None = None
+        self.settings = Settings()
+        self.telemetry = Telemetry()  # the server puts its own here
+        self.notify: Notifier = _log_notice  # the server tells the user (showMessage)
+        self.policy = policy or RestartPolicy()
+        self._clock, self._sleep = clock, sleep
+        self.report: Reporter = _log_progress  # progress of a retry (the command sets it)
+        self._epoch = 0  # one per life of an engine; stale monitors and calls see it change
+        self._down: asyncio.Future[str] | None = None  # resolves when this life ends
+        self._suspect: asyncio.Event | None = None
+        self._monitor: asyncio.Task[None] | None = None
+        self._recovery: asyncio.Task[None] | None = None
+        self._failures: deque[float] = deque()
+        self._last_progress = 0.0  # when a generation last streamed text (monotonic)
 
     @property
     def info(self) -> EngineInfo | None:
         return self._engine.info if self._engine else None
 
     def engine(self) -> Engine:
-        if self._engine is None or self.state != "ready":
+        """The ready engine, wrapped so that every call has a deadline and ends at once
+        when the engine goes down."""
+        if self._engine is None or self.state != "ready" or self._down is None:
             raise EngineUnavailable(self.error or f"engine is {self.state}")
-        return self._engine
+        return SupervisedEngine(self._engine, self._down, self)
 
     def stats(self) -> dict[str, int]:
         return self._engine.stats() if self._engine else {}
 
+    # -- what supervised calls report (the Guard protocol) -------------------------------
+
+    def deadline_s(self) -> float:
+        return self.settings.request_timeout_ms / 1000
+
+    def suspect(self) -> None:
+        """A call failed or overran: check the engine's health now, not at the next tick."""
+        if self._suspect is not None:
+            self._suspect.set()
+
+    def count(self, name: str) -> None:
+        self.telemetry.count(name)
+
+    def progress(self) -> None:
+        self._last_progress = time.monotonic()
+
+    # -- loading ----------------------------------------------------------------------
+
     def start(self, settings: Settings, report: Reporter = lambda _: None) -> asyncio.Task[Any]:
         """Begin loading in a worker thread; the returned task resolves to a LoadResult."""
+        self.settings = settings
         self._load_task = asyncio.ensure_future(self._load(settings, report))
         return self._load_task
 
     async def wait_ready(self) -> LoadResult | None:
         return await self._load_task if self._load_task else None
 
-    async def _load(self, settings: Settings, report: Reporter) -> LoadResult:
+    async def _load(
+        self, settings: Settings, report: Reporter, failed: str = "failed"
+    ) -> LoadResult:
+        """Load and warm up; on failure the state becomes ``failed`` (``restarting`` while
+        the supervisor still has attempts left, so nobody sees a transient failure)."""
         self.state, self.error = "loading", None
         started = time.perf_counter()
         try:
@@ -106,36 +193,175 @@ class EngineManager:
             self.state = "stopped"
             raise
         except BaseException as exc:  # SystemExit from a child, OOM, import errors...
-            self.state = "failed"
+            self.state = failed
             self.error = explain_failure(exc)
             log.exception("engine failed to start")
             return LoadResult(False, self.error, time.perf_counter() - started)
         if self.state != "stopped":
             report("warming up")
             try:
-                await engine.warm_up()
+                await asyncio.wait_for(engine.warm_up(), WARM_UP_TIMEOUT_S)
             except Exception as exc:
-                self.state, self.error = "failed", explain_failure(exc)
-                await engine.shutdown()
-                return LoadResult(False, self.error, time.perf_counter() - started)
+                error = explain_failure(exc)
+                await self._dispose(engine)
+                self.state, self.error = failed, error
+                return LoadResult(False, error, time.perf_counter() - started)
         self.load_seconds = time.perf_counter() - started
         if self.state == "stopped":  # shut down while loading
             await engine.shutdown()
             return LoadResult(False, "stopped", self.load_seconds)
         self._engine, self.state = engine, "ready"
+        self._arm(engine)
         return LoadResult(True, f"ready in {self.load_seconds:.1f} s", self.load_seconds)
 
     async def restart(self, settings: Settings, report: Reporter = lambda _: None) -> None:
         await self.shutdown()
         self.start(settings, report)
 
+    def retry(self, report: Reporter | None = None) -> asyncio.Task[LoadResult]:
+        """The user's ``lspCopilot.restartEngine``: forget past failures, (re)load now."""
+        if self.state == "loading" and self._load_task is not None:
+            return self._load_task
+        self._failures.clear()
+        if self._recovery is not None and not self._recovery.done():
+            self._recovery.cancel()  # it is waiting out a backoff (loading is handled above)
+        old = self._end_life("restarted by the user")
+        if report is not None:
+            self.report = report
+        self.state, self.error = "loading", None  # now: a client asking next sees it
+        self._load_task = asyncio.ensure_future(self._reload(old))
+        return self._load_task
+
+    async def _reload(self, old: Engine | None) -> LoadResult:
+        self.state = "loading"
+        if old is not None:
+            await self._dispose(old)
+        result = await self._load(self.settings, lambda m: self.report(m))
+        if result.ok:
+            self.count("engine_restarts")
+        return result
+
+    # -- supervision ------------------------------------------------------------------
+
+    def _arm(self, engine: Engine) -> None:
+        """A new life: a fresh 'down' future for its calls, and a monitor for it."""
+        self._epoch += 1
+        self._down = asyncio.get_running_loop().create_future()
+        self._suspect = asyncio.Event()
+        self._monitor = asyncio.ensure_future(self._watch(engine, self._epoch, self._suspect))
+
+    def _end_life(self, reason: str) -> Engine | None:
+        """End the current life: calls in flight fail at once; return the engine to dispose."""
+        self._epoch += 1
+        if self._down is not None and not self._down.done():
+            self._down.set_result(reason)
+        if self._monitor is not None and self._monitor is not asyncio.current_task():
+            self._monitor.cancel()
+        engine, self._engine = self._engine, None
+        return engine
+
+    async def _watch(self, engine: Engine, epoch: int, suspect: asyncio.Event) -> None:
+        probe = getattr(engine, "check_health", None)
+        if probe is None:  # a backend without a health check: deadlines still hold
+            return
+        while True:
+            waiter = asyncio.ensure_future(suspect.wait())
+            sleeper = asyncio.ensure_future(
+                self._sleep(self.settings.health_check_interval_ms / 1000))
+            try:
+                await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+                sleeper.cancel()
+            if self._epoch != epoch or self.state != "ready":
+                return
+            suspect.clear()
+            timeout = self.settings.health_check_timeout_ms / 1000
+            try:
+                await asyncio.wait_for(probe(), timeout)
+                continue
+            except TimeoutError:
+                if time.monotonic() - self._last_progress < timeout:
+                    # Overloaded, not stuck (a busy machine): it streamed text meanwhile.
+                    log.warning("slow health check, but the engine is streaming: keep it")
+                    continue
+                reason = f"it did not answer a health check within {timeout:g} s"
+            except Exception as exc:
+                reason = _reason(exc)
+            if self._epoch == epoch and self.state == "ready":
+                self._incident(reason)
+            return
+
+    def _incident(self, reason: str) -> None:
+        """The engine is dead or stuck: end its calls now, then restart it (or give up)."""
+        log.error("the engine stopped: %s", reason)
+        self.count("engine_incidents")
+        old = self._end_life(reason)
+        self.state, self.error = "restarting", f"the engine stopped: {reason}"
+        self._recovery = asyncio.ensure_future(self._recover(old, reason))
+
+    async def _recover(self, old: Engine | None, reason: str) -> None:
+        if old is not None:
+            await self._dispose(old)
+        attempt = 0
+        while self.state == "restarting":
+            now = self._clock()
+            self._failures.append(now)
+            while self._failures and now - self._failures[0] > self.policy.window_s:
+                self._failures.popleft()
+            allowed = self.settings.engine_max_restarts
+            if len(self._failures) > allowed:
+                self.state = "failed"
+                self.error = (
+                    f"the engine stopped ({reason}) and {len(self._failures) - 1} restart(s) "
+                    f"in the last {self.policy.window_s / 60:g} minutes did not keep it up; "
+                    f"it stays down. Run the command `{RESTART_COMMAND}` (or restart the "
+                    "server) to try again."
+                    if allowed else
+                    f"the engine stopped ({reason}); automatic restarts are off "
+                    f"(engineMaxRestarts = 0). Run the command `{RESTART_COMMAND}` to "
+                    "start it again."
+                )
+                self.notify("error", f"lsp-copilot: {self.error}")
+                return
+            attempt += 1
+            delay = self.policy.delay(attempt)
+            if attempt == 1:  # once per incident
+                self.notify("warning", f"lsp-copilot: the engine stopped ({reason}); "
+                            f"restarting it in {delay:g} s. Suggestions are empty until "
+                            "it is back.")
+            await self._sleep(delay)
+            if self.state != "restarting":  # shut down or retried meanwhile
+                return
+            self._load_task = asyncio.ensure_future(
+                self._load(self.settings, _log_progress, failed="restarting"))
+            result = await self._load_task
+            if result.ok:
+                self.count("engine_restarts")
+                self.notify("info", f"lsp-copilot: the engine is back ({result.message}).")
+                return
+            if self.state == "stopped":
+                return
+            reason = f"the restart failed: {result.message}"
+            self.state, self.error = "restarting", reason
+
+    async def _dispose(self, engine: Engine) -> None:
+        """Shut a dead or stuck engine down without ever waiting on it for long."""
+        try:
+            await asyncio.wait_for(engine.shutdown(), DISPOSE_TIMEOUT_S)
+        except Exception:
+            log.exception("shutting down the old engine failed")
+
     async def shutdown(self) -> None:
         """Stop the engine and its child process; safe to call twice."""
+        restarting = self.state == "restarting"
         self.state = "stopped"
         # A load in progress cannot be interrupted (it runs in a thread); _load shuts the
         # engine down as soon as it returns, and exit_now() stops its processes if we leave
         # first. Waiting here would keep `shutdown` unanswered for the whole load.
-        engine, self._engine = self._engine, None
+        if restarting and self._recovery is not None:
+            self._recovery.cancel()  # waiting out a backoff or disposing: nothing to lose
+        engine = self._end_life("the server is shutting down")
         if engine is not None:
             try:
                 await engine.shutdown()

@@ -14,8 +14,9 @@ from typing import Any
 
 from lsp_copilot.config import Settings
 from lsp_copilot.context.budget import TokenCounter, token_counter
-from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult
+from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult, EngineUnavailable
 from lsp_copilot.engine.validate import check_engine
+from lsp_copilot.process import install_orphan_guard, reap
 from lsp_copilot.prompts import PromptEncoder, detect_family
 
 CPU_BLOCK_SIZE = 32
@@ -97,6 +98,14 @@ def engine_args(settings: Settings, model: str, device: str) -> dict[str, Any]:
     return args
 
 
+def engine_core_pids(llm: Any) -> list[int]:
+    """The EngineCore processes vLLM started for ``llm`` (empty if it keeps them elsewhere)."""
+    manager = getattr(getattr(getattr(llm, "engine_core", None), "resources", None),
+                      "engine_manager", None)
+    procs = getattr(manager, "processes", None) or []
+    return [p.pid for p in procs if getattr(p, "pid", None)]
+
+
 class VllmEngine:
     """Streams completions from an embedded ``AsyncLLM``; aborts on cancel or early stop."""
 
@@ -107,6 +116,7 @@ class VllmEngine:
         self.counter = counter
         self.encoder = encoder  # the model's tokenizer, for token-id prompts
         self._counters = {"spec_draft_tokens": 0, "spec_accepted_tokens": 0}
+        self.pids = engine_core_pids(llm)
 
     @classmethod
     def create(cls, settings: Settings, model: str, display_name: str) -> VllmEngine:
@@ -114,6 +124,7 @@ class VllmEngine:
         device = detect_device(settings.device)
         check_engine(settings, model, device)  # a clear message, before vLLM is imported
         prepare_environment(settings, device)
+        install_orphan_guard()  # before vLLM forks its EngineCore
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
@@ -208,10 +219,33 @@ class VllmEngine:
             async for _ in gen:
                 pass
 
+    async def check_health(self) -> None:
+        """Dead if vLLM says so or its EngineCore process is gone; alive only if the
+        EngineCore answers a round trip (a stuck one never does: the caller times out)."""
+        llm = self._llm
+        if llm is None:
+            raise EngineUnavailable("the engine is shut down")
+        await llm.check_health()  # raises EngineDeadError once vLLM saw its core die
+        import psutil
+
+        try:
+            for pid in self.pids:
+                proc = psutil.Process(pid)
+                if proc.status() == psutil.STATUS_ZOMBIE:
+                    raise EngineUnavailable(f"the EngineCore process {pid} exited")
+        except psutil.NoSuchProcess as exc:
+            raise EngineUnavailable(f"the EngineCore process {exc.pid} is gone") from None
+        await llm.is_sleeping()  # a utility call answered by the EngineCore's busy loop
+
     async def shutdown(self) -> None:
         llm, self._llm = self._llm, None
         if llm is not None:
-            await asyncio.to_thread(llm.shutdown)
+            try:
+                await asyncio.to_thread(llm.shutdown)
+            finally:
+                # A stuck or stopped EngineCore may survive vLLM's own shutdown: it holds
+                # gigabytes, and a restart must not run next to it.
+                await asyncio.to_thread(reap, self.pids)
             # AsyncLLM.__del__ shuts down a second time, which at interpreter exit (module
             # globals already gone) prints a TypeError; it is done, so make __del__ a no-op.
             llm.__class__ = type("ClosedAsyncLLM", (type(llm),), {"__del__": lambda _: None})

@@ -50,7 +50,7 @@ def did_accept(ls: CopilotServer, params: Any) -> None:
     task.add_done_callback(_background.discard)
 
 
-def accept_command(ls: CopilotServer, args: Any) -> None:
+def accept_command(ls: CopilotServer, args: Any = None) -> None:
     """``workspace/executeCommand`` form of didAccept (arguments: [{uri, position, text}])."""
     did_accept(ls, args[0] if isinstance(args, list | tuple) and args else args)
 

@@ -10,6 +10,7 @@ from typing import Any
 from lsprotocol import types
 
 from lsp_copilot.config import parse_settings
+from lsp_copilot.engine.manager import LoadResult
 from lsp_copilot.engine.validate import settings_problems
 from lsp_copilot.handlers import workspace
 from lsp_copilot.logs import source_text_logging
@@ -28,6 +29,7 @@ def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
     ls.store.max_parse_bytes = ls.settings.max_document_bytes
     ls.apply_privacy()
     source_text_logging(ls.settings.log_source_text)
+    ls.engines.settings = ls.settings
     for problem in problems:
         ls.show(types.MessageType.Warning, f"lsp-copilot: {problem}")
     return ls.settings.engine_key() != before
@@ -40,7 +42,9 @@ def initialize(ls: CopilotServer, params: types.InitializeParams) -> None:
     ls.open_cache(workspace)
 
 
-async def _load_engine(ls: CopilotServer) -> None:
+async def _load_engine(
+    ls: CopilotServer, pending: asyncio.Task[LoadResult] | None = None
+) -> None:
     """Load the engine with work-done progress; a failure is shown, never raised."""
     token: str | None = None
     caps = ls.client_capabilities.window
@@ -64,7 +68,11 @@ async def _load_engine(ls: CopilotServer) -> None:
                 ls.work_done_progress.report, token, types.WorkDoneProgressReport(message=message)
             )
 
-    result = await ls.engines.start(ls.settings, report)
+    if pending is None:
+        result = await ls.engines.start(ls.settings, report)
+    else:  # a load already under way (the retry command): report its progress
+        ls.engines.report = report
+        result = await pending
     if token is not None:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=result.message))
     if result.ok:
@@ -81,8 +89,8 @@ async def _load_engine(ls: CopilotServer) -> None:
         )
 
 
-def _spawn(ls: CopilotServer) -> None:
-    task = asyncio.ensure_future(_load_engine(ls))
+def _spawn(ls: CopilotServer, pending: asyncio.Task[LoadResult] | None = None) -> None:
+    task = asyncio.ensure_future(_load_engine(ls, pending))
     _background.add(task)
     task.add_done_callback(_background.discard)
 
@@ -105,6 +113,17 @@ async def did_change_configuration(
         ls.show(types.MessageType.Info, "lsp-copilot: engine settings changed, restarting it")
         await ls.engines.shutdown()
         _spawn(ls)
+
+
+def restart_engine(ls: CopilotServer, args: Any = None) -> dict[str, Any]:
+    """``lspCopilot.restartEngine``: the user's retry after the engine stayed down (or a
+    restart of a working one). Answers at once; the load reports progress as at start."""
+    if not ls.settings.enable:
+        return {"state": ls.engines.state, "message": "completions are disabled (`enable`)"}
+    if ls.engines.state == "loading":
+        return {"state": "loading", "message": "the engine is already loading"}
+    _spawn(ls, ls.engines.retry())  # the state is "loading" from here on
+    return {"state": "loading", "message": "restarting the engine"}
 
 
 async def shutdown(ls: CopilotServer, params: None) -> None:

@@ -60,7 +60,17 @@ async def wait_for_engine(client: LanguageClient, timeout: float = 600) -> dict[
 async def initialize(
     client: LanguageClient, spec: str, options: dict[str, Any] | None
 ) -> types.InitializeResult:
-    """Initialize; the result is kept on the client as ``init_result`` for the tests."""
+    """Initialize; the result is kept on the client as ``init_result`` for the tests.
+
+    The server registers file watchers with clients that can take a dynamic registration
+    (VS Code's capabilities say so); pytest-lsp's client fails a test on any request it
+    has no handler for, so it accepts them here, as VS Code does.
+    """
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def accept(params: types.RegistrationParams) -> None:
+        return None
+
     result = await client.initialize_session(
         types.InitializeParams(
             capabilities=client_capabilities(spec),

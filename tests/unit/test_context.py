@@ -81,3 +81,35 @@ def test_after_a_closed_block_comment_is_code() -> None:
     store.open("file:///t.c", "c", 1, text)
     snap = store.snapshot("file:///t.c")
     assert completion_mode(snap, len(text.encode())) != "none"
+
+
+def _layer(ctx, name: str):  # type: ignore[no-untyped-def]
+    return next(layer for layer in ctx.layers if layer.name == name)
+
+
+def test_multi_line_mode_gets_a_larger_window_for_prefix_only_and_fim() -> None:
+    """The window grows with the mode: same cursor, multi-line sees more of the code around
+    it than single-line, with any template, and neither goes over the budget."""
+    from lsp_copilot.prompts import TEMPLATES
+
+    before = SOURCE + "class K:\n    def m(self):\n"
+    _, snap = _snap(before + SOURCE.replace("def f", "def g"))
+    offset = len(before.encode())
+    counter = fallback_counter()
+    for template in (template_for(None), TEMPLATES["starcoder-fim"]):
+        for budget in (256, 512, 1024, 2048):
+            single = build_context(snap, offset, counter, template, budget, "single-line")
+            multi = build_context(snap, offset, counter, template, budget, "multi-line")
+            p0_single = _layer(single, "P0 cursor window").tokens
+            p0_multi = _layer(multi, "P0 cursor window").tokens
+            assert p0_multi >= p0_single, (template.name, budget)
+            if budget >= 512:  # (at 256 both windows are the same whole anchors)
+                assert p0_multi > p0_single, (template.name, budget)
+                if template.fim:
+                    assert len(multi.suffix) > len(single.suffix)
+                else:
+                    assert len(multi.prefix) > len(single.prefix)
+            assert counter.count(multi.prompt) <= budget
+            assert counter.count(single.prompt) <= budget
+            again = build_context(snap, offset, counter, template, budget, "multi-line")
+            assert again.prompt == multi.prompt

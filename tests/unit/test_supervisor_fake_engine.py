@@ -1,0 +1,293 @@
+"""The engine supervisor's logic: deadlines, death and hang detection, restart with backoff,
+giving up, and the user's retry.
+
+These tests use a FAKE engine (it can die or hang on command) and a scripted clock (its
+sleeps advance a counter instead of time): they check the logic only. The same
+behaviours are checked through the real engine and the real protocol in
+tests/e2e/test_engine_supervisor.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import replace
+
+import pytest
+
+from lsp_copilot.config import Settings
+from lsp_copilot.engine.base import (
+    EngineDeadline,
+    EngineDown,
+    EngineInfo,
+    EngineRequest,
+    EngineResult,
+    EngineUnavailable,
+)
+from lsp_copilot.engine.manager import RESTART_COMMAND, EngineManager, Reporter
+from lsp_copilot.engine.supervisor import RestartPolicy
+
+
+class FakeEngine:
+    """Streams slowly; ``dead`` makes health checks fail, ``stuck`` makes everything hang."""
+
+    def __init__(self, name: str = "fake") -> None:
+        self.info = EngineInfo("fake", name, "cpu", True, None)
+        self.counter = None
+        self.dead = False
+        self.stuck = False
+        self.shut_down = False
+        self.cancelled = 0
+
+    async def generate(self, request: EngineRequest) -> EngineResult:
+        try:
+            if self.stuck:
+                await asyncio.Event().wait()
+            await asyncio.sleep(30)  # a long stream: only an incident or a deadline ends it
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        return EngineResult(text="never")
+
+    async def abort(self, request_id: str) -> None:
+        pass
+
+    async def warm_up(self) -> None:
+        pass
+
+    async def check_health(self) -> None:
+        if self.stuck:
+            await asyncio.Event().wait()
+        if self.dead:
+            raise RuntimeError("EngineCore died")
+
+    def stats(self) -> dict[str, int]:
+        return {}
+
+    async def shutdown(self) -> None:
+        self.shut_down = True
+
+
+class FakeClock:
+    """A scripted clock: ``sleep`` records the delay and moves ``now`` forward at once."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+        await asyncio.sleep(0.002)
+
+    def backoffs(self) -> list[float]:
+        return [s for s in self.sleeps if s >= 1.0]  # health-check ticks are 0.05 s here
+
+
+SETTINGS = Settings(request_timeout_ms=60_000, health_check_interval_ms=50,
+                    health_check_timeout_ms=200)
+
+
+class Factory:
+    """Hands out engines (or raises) in order; records how often it was called."""
+
+    def __init__(self, *engines: FakeEngine | Exception) -> None:
+        self.queue = list(engines)
+        self.calls = 0
+
+    def __call__(self, settings: Settings, report: Reporter) -> FakeEngine:
+        self.calls += 1
+        item = self.queue.pop(0) if len(self.queue) > 1 else self.queue[0]
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+
+def _manager(factory: Factory, clock: FakeClock) -> tuple[EngineManager, list[tuple[str, str]]]:
+    manager = EngineManager(factory, clock=clock, sleep=clock.sleep)  # type: ignore[arg-type]
+    notices: list[tuple[str, str]] = []
+    manager.notify = lambda level, message: notices.append((level, message))
+    return manager, notices
+
+
+async def _until(predicate, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached"
+        await asyncio.sleep(0.005)
+
+
+REQUEST = EngineRequest(request_id="r1", prompt="def f():", max_tokens=8)
+
+
+async def test_fake_engine_death_ends_inflight_call_at_once_and_restarts_with_backoff() -> None:
+    first, second = FakeEngine("first"), FakeEngine("second")
+    clock = FakeClock()
+    manager, notices = _manager(Factory(first, second), clock)
+    assert (await manager.start(SETTINGS)).ok
+    call = asyncio.ensure_future(manager.engine().generate(REQUEST))
+    await asyncio.sleep(0.02)
+    started = time.monotonic()
+    first.dead = True
+    with pytest.raises(EngineDown):
+        await call
+    assert time.monotonic() - started < 1.0  # at once, not after the 60 s deadline
+    assert first.cancelled == 1 and first.shut_down
+    await _until(lambda: manager.state == "ready")
+    assert manager.info is not None and manager.info.model == "second"
+    assert clock.backoffs() == [1.0]
+    counters = manager.telemetry.counters
+    assert counters["engine_incidents"] == 1
+    assert counters["engine_interrupted"] == 1
+    assert counters["engine_restarts"] == 1
+    # Told once about the incident (warning), and about the recovery (log only).
+    assert [level for level, _ in notices] == ["warning", "info"]
+    assert "restarting" in notices[0][1]
+    await manager.shutdown()
+
+
+async def test_fake_engine_stuck_fails_health_check_and_is_replaced() -> None:
+    stuck, fresh = FakeEngine("stuck"), FakeEngine("fresh")
+    clock = FakeClock()
+    manager, notices = _manager(Factory(stuck, fresh), clock)
+    assert (await manager.start(SETTINGS)).ok
+    stuck.stuck = True
+    await _until(lambda: manager.telemetry.counters["engine_incidents"] == 1)
+    await _until(lambda: manager.state == "ready")
+    assert "did not answer a health check" in notices[0][1]
+    assert manager.info is not None and manager.info.model == "fresh"
+    await manager.shutdown()
+
+
+async def test_fake_engine_call_past_its_deadline_is_answered_and_checks_health() -> None:
+    engine = FakeEngine()
+    manager = EngineManager(Factory(engine))  # type: ignore[arg-type]  # real time
+    settings = replace(SETTINGS, request_timeout_ms=100, health_check_interval_ms=3_600_000)
+    probes = 0
+    original = engine.check_health
+
+    async def counting() -> None:
+        nonlocal probes
+        probes += 1
+        await original()
+
+    engine.check_health = counting  # type: ignore[method-assign]
+    assert (await manager.start(settings)).ok
+    started = time.monotonic()
+    with pytest.raises(EngineDeadline):
+        await manager.engine().generate(REQUEST)
+    assert time.monotonic() - started < 2.0
+    assert manager.telemetry.counters["engine_deadline_exceeded"] == 1
+    await _until(lambda: probes == 1)  # a suspect call checks at once, not after an hour
+    assert manager.state == "ready"  # healthy: nothing restarted
+    await manager.shutdown()
+
+
+async def test_fake_engine_repeated_failures_stay_down_until_retry() -> None:
+    engine = FakeEngine("dies")
+    clock = FakeClock()
+    factory = Factory(engine, RuntimeError("no memory left"), RuntimeError("no memory left"),
+                      RuntimeError("no memory left"), RuntimeError("no memory left"))
+    manager, notices = _manager(factory, clock)
+    assert (await manager.start(SETTINGS)).ok
+    engine.dead = True
+    await _until(lambda: manager.state == "failed")
+    assert clock.backoffs() == [1.0, 2.0, 4.0]  # 3 restarts (engineMaxRestarts), doubling
+    assert factory.calls == 4
+    assert RESTART_COMMAND in (manager.error or "")
+    assert [level for level, _ in notices] == ["warning", "error"]  # once per incident, then why
+    with pytest.raises(EngineUnavailable):
+        manager.engine()
+    await asyncio.sleep(0.05)
+    assert factory.calls == 4  # stays down: no more attempts on its own
+
+    good = FakeEngine("good")
+    factory.queue = [good]
+    result = await manager.retry()
+    assert result.ok and manager.state == "ready"
+    assert manager.info is not None and manager.info.model == "good"
+    assert manager.telemetry.counters["engine_restarts"] == 1
+    await manager.shutdown()
+
+
+async def test_fake_engine_max_restarts_zero_gives_up_at_once() -> None:
+    engine = FakeEngine()
+    clock = FakeClock()
+    factory = Factory(engine)
+    manager, notices = _manager(factory, clock)
+    assert (await manager.start(replace(SETTINGS, engine_max_restarts=0))).ok
+    engine.dead = True
+    await _until(lambda: manager.state == "failed")
+    assert factory.calls == 1 and clock.backoffs() == []
+    assert [level for level, _ in notices] == ["error"]
+    assert "engineMaxRestarts = 0" in (manager.error or "")
+    await manager.shutdown()
+
+
+async def test_fake_engine_failures_older_than_the_window_are_forgotten() -> None:
+    engines = [FakeEngine(str(i)) for i in range(4)]
+    clock = FakeClock()
+    manager, _ = _manager(Factory(*engines), clock)
+    assert (await manager.start(replace(SETTINGS, engine_max_restarts=1))).ok
+    for i in range(3):  # three deaths, each long after the previous: each one restarts
+        engines[i].dead = True
+        await _until(lambda i=i: manager.state == "ready" and manager.info is not None
+                     and manager.info.model == str(i + 1))
+        clock.now += 3600
+    assert manager.telemetry.counters["engine_restarts"] == 3
+    await manager.shutdown()
+
+
+async def test_fake_engine_shutdown_during_backoff_stays_stopped() -> None:
+    engine = FakeEngine()
+    clock = FakeClock()
+    factory = Factory(engine, FakeEngine("next"))
+    manager, _ = _manager(factory, clock)
+    manager.policy = RestartPolicy(backoff_s=1.0)
+
+    async def slow_sleep(seconds: float) -> None:
+        clock.sleeps.append(seconds)
+        await asyncio.sleep(0.5 if seconds >= 1 else 0.002)
+
+    manager._sleep = slow_sleep
+    assert (await manager.start(SETTINGS)).ok
+    engine.dead = True
+    await _until(lambda: manager.state == "restarting")
+    await manager.shutdown()
+    await asyncio.sleep(0.7)
+    assert manager.state == "stopped" and factory.calls == 1
+
+
+async def test_fake_engine_slow_health_check_while_streaming_is_not_restarted() -> None:
+    engine = FakeEngine()
+    clock = FakeClock()
+    factory = Factory(engine, FakeEngine("replacement"))
+    manager, notices = _manager(factory, clock)
+    assert (await manager.start(SETTINGS)).ok
+
+    async def streaming(request: EngineRequest) -> EngineResult:
+        for _ in range(60):  # 0.6 s of steady output, three health-check timeouts long
+            await asyncio.sleep(0.01)
+            assert request.stop_at is not None
+            request.stop_at("x")
+        return EngineResult(text="x")
+
+    async def overloaded() -> None:
+        await asyncio.Event().wait()  # the round trip waits behind busy engine steps
+
+    engine.generate = streaming  # type: ignore[method-assign]
+    engine.check_health = overloaded  # type: ignore[method-assign]
+    manager._monitor.cancel()  # type: ignore[union-attr]  # re-arm with the patched probe
+    manager._arm(engine)
+    result = await manager.engine().generate(REQUEST)
+    assert result.text == "x"
+    assert manager.state == "ready" and factory.calls == 1 and notices == []
+    await manager.shutdown()
+
+
+def test_restart_policy_doubles_up_to_a_cap() -> None:
+    policy = RestartPolicy(backoff_s=1.0, backoff_max_s=10.0)
+    assert [policy.delay(n) for n in range(1, 7)] == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
