@@ -664,9 +664,12 @@ async def trial_soak(client: RawClient, total: int, warm_up: int) -> Trial:
             line = rng.choice([len(lines) - 1, 10, 6])
             char = _utf16_len(lines[line])
             futures.append(client.inline(uri, line, char))
-            client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
         await client.drain()
         done, _ = await asyncio.wait(futures, timeout=ANSWER_TIMEOUT_S)
+        for j in range(n):  # closed after the answers: a close cancels what is in flight
+            k = sent + j
+            client.notify("textDocument/didClose",
+                          {"textDocument": {"uri": f"file:///soak/f{k % 40}_{k // 400}.py"}})
         answered += len(done)
         sent += n
         if sent >= warm_up and not rss_warm:
@@ -711,7 +714,9 @@ async def _run(messages: int, soak: int, examples: int, only: set[str] | None,
         print(f"server log: {log_path}", file=sys.stderr)
         client = await RawClient.start(log)
         try:
-            await client.initialize({"cacheDir": tmp})
+            # The deadline is a guard against hangs: on a starved machine a completion can
+            # take 30-60 s, and the engine-kill trial must see the real ones come back.
+            await client.initialize({"cacheDir": tmp, "requestTimeoutMs": 120_000})
             s = await client.wait_ready()
             if s["engine_state"] != "ready":
                 raise SystemExit(f"error: the engine did not start: {s['engine_error']}")

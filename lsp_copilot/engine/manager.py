@@ -32,6 +32,9 @@ Notifier = Callable[[str, str], None]
 
 RESTART_COMMAND = "lspCopilot.restartEngine"
 DISPOSE_TIMEOUT_S = 15.0
+BUSY_SHARE = 0.05
+"""An engine that used this share of a core during a timed-out health check is busy, not
+stuck (a stopped or deadlocked process uses none)."""
 WARM_UP_TIMEOUT_S = 120.0
 
 
@@ -277,13 +280,20 @@ class EngineManager:
                 return
             suspect.clear()
             timeout = self.settings.health_check_timeout_ms / 1000
+            busy = getattr(engine, "busy_seconds", None)
+            cpu_before = busy() if busy is not None else None
             try:
                 await asyncio.wait_for(probe(), timeout)
                 continue
             except TimeoutError:
+                # Slow is not stuck: on a starved machine one engine step can outlast the
+                # timeout. An engine that streamed text or kept using CPU meanwhile is alive.
                 if time.monotonic() - self._last_progress < timeout:
-                    # Overloaded, not stuck (a busy machine): it streamed text meanwhile.
                     log.warning("slow health check, but the engine is streaming: keep it")
+                    continue
+                if busy is not None and cpu_before is not None and (
+                        busy() - cpu_before >= BUSY_SHARE * timeout):
+                    log.warning("slow health check, but the engine is computing: keep it")
                     continue
                 reason = f"it did not answer a health check within {timeout:g} s"
             except Exception as exc:

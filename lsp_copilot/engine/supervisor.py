@@ -76,6 +76,10 @@ class SupervisedEngine:
         """The engine itself, for benchmarks that reach into vLLM (prefix-cache reset)."""
         return self._inner
 
+    def __getattr__(self, name: str) -> Any:
+        """Anything else a backend offers (its tokenizer, ...) is the inner engine's."""
+        return getattr(self._inner, name)
+
     async def generate(self, request: EngineRequest) -> EngineResult:
         if self._down.done():
             raise EngineDown(self._down.result())

@@ -103,7 +103,15 @@ def engine_core_pids(llm: Any) -> list[int]:
     manager = getattr(getattr(getattr(llm, "engine_core", None), "resources", None),
                       "engine_manager", None)
     procs = getattr(manager, "processes", None) or []
-    return [p.pid for p in procs if getattr(p, "pid", None)]
+    pids = [p.pid for p in procs if getattr(p, "pid", None)]
+    try:  # and their workers: a killed EngineCore leaves them to exit on their own
+        import psutil
+
+        for pid in list(pids):
+            pids += [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    except Exception:
+        pass
+    return pids
 
 
 class VllmEngine:
@@ -236,6 +244,22 @@ class VllmEngine:
         except psutil.NoSuchProcess as exc:
             raise EngineUnavailable(f"the EngineCore process {exc.pid} is gone") from None
         await llm.is_sleeping()  # a utility call answered by the EngineCore's busy loop
+
+    def busy_seconds(self) -> float:
+        """CPU seconds the EngineCore and its workers have used: a slow engine keeps
+        using CPU, a stuck (stopped, deadlocked) one does not."""
+        import psutil
+
+        total = 0.0
+        for pid in self.pids:
+            try:
+                root = psutil.Process(pid)
+                for proc in (root, *root.children(recursive=True)):
+                    times = proc.cpu_times()
+                    total += times.user + times.system
+            except psutil.Error:
+                continue
+        return total
 
     async def shutdown(self) -> None:
         llm, self._llm = self._llm, None

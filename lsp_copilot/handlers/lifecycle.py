@@ -116,7 +116,7 @@ async def did_change_configuration(
         _spawn(ls)
 
 
-def restart_engine(ls: CopilotServer, args: Any = None) -> dict[str, Any]:
+def restart_engine(ls: CopilotServer, *args: Any) -> dict[str, Any]:
     """``lspCopilot.restartEngine``: the user's retry after the engine stayed down (or a
     restart of a working one). Answers at once; the load reports progress as at start."""
     if not ls.settings.enable:

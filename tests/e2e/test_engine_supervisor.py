@@ -100,7 +100,10 @@ def _messages(client: LanguageClient, kind: types.MessageType) -> list[str]:
 @pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=SERVER))
 async def supervised(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
     await initialize(lsp_client, "visual-studio-code", {"lspCopilot": {
-        "cache": False, "typingThrough": False,  # every request must reach the engine
+        "cache": False, "typingThrough": False, "merge": False,  # each request: the engine
+        # A shared 2-core machine can take 30-60 s per completion: the deadline is tested
+        # on its own; here it must not end the requests that check the engine is back.
+        "requestTimeoutMs": 120_000,
         "healthCheckIntervalMs": 1000, "healthCheckTimeoutMs": 5000}})
     s = await wait_for_engine(lsp_client)
     assert s["engine_state"] == "ready", s
@@ -130,7 +133,7 @@ async def test_engine_call_past_its_deadline_is_answered_empty(
         assert (await stats(lsp_client))["engine_state"] == "ready"
         assert (await stats(lsp_client))["engine_incidents"] == before["engine_incidents"]
     finally:
-        _configure(lsp_client, requestTimeoutMs=30000)
+        _configure(lsp_client, requestTimeoutMs=120_000)
 
 
 async def test_engine_killed_mid_stream_answers_at_once_and_comes_back(
@@ -149,7 +152,7 @@ async def test_engine_killed_mid_stream_answers_at_once_and_comes_back(
     result = await request
     answered_s = time.monotonic() - killed
     assert result is not None and not result.items
-    assert answered_s < 10, answered_s  # at once, not at the 30 s deadline
+    assert answered_s < 10, answered_s  # at once, not at the 120 s deadline
     deadline = time.monotonic() + 15
     while not any("engine stopped" in m for m in _messages(lsp_client, types.MessageType.Warning)):
         assert time.monotonic() < deadline, lsp_client.messages  # the user is told
@@ -172,7 +175,7 @@ async def test_frozen_engine_fails_health_check_and_is_restarted(
     for pid in pids:
         os.kill(pid, signal.SIGSTOP)  # alive but answering nothing
     request, before = await _in_flight(lsp_client)
-    result = await request  # the 5 s health check ends it, long before the 30 s deadline
+    result = await request  # the 5 s health check ends it, long before the deadline
     assert result is not None and not result.items
     _, alive = psutil.wait_procs([psutil.Process(p) for p in pids if psutil.pid_exists(p)],
                                  timeout=30)
@@ -189,6 +192,7 @@ async def test_repeated_failures_stay_down_until_the_retry_command(
 ) -> None:
     lsp_client = supervised
     _configure(lsp_client, engineMaxRestarts=0)  # the next failure is one too many
+    restarts = (await stats(lsp_client))["engine_restarts"]
     pids = engine_core_pids(_server_pid(lsp_client))
     assert pids
     for pid in pids:
@@ -208,7 +212,7 @@ async def test_repeated_failures_stay_down_until_the_retry_command(
     s = await wait_for_engine(lsp_client)
     assert s["engine_state"] == "ready", s
     await _suggestions_back(lsp_client)
-    assert (await stats(lsp_client))["engine_restarts"] >= 3
+    assert (await stats(lsp_client))["engine_restarts"] == restarts + 1  # the retry
 
 
 async def test_sigkilled_server_leaves_no_engine_process() -> None:

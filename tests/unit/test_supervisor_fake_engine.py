@@ -288,6 +288,24 @@ async def test_fake_engine_slow_health_check_while_streaming_is_not_restarted() 
     await manager.shutdown()
 
 
+async def test_fake_engine_slow_health_check_while_computing_is_not_restarted() -> None:
+    engine = FakeEngine()
+    clock = FakeClock()
+    factory = Factory(engine, FakeEngine("replacement"))
+    manager, notices = _manager(factory, clock)
+    started = time.monotonic()
+    engine.busy_seconds = lambda: time.monotonic() - started  # type: ignore[attr-defined]
+
+    async def overloaded() -> None:
+        await asyncio.Event().wait()  # a long engine step: no answer, but CPU in use
+
+    engine.check_health = overloaded  # type: ignore[method-assign]
+    assert (await manager.start(SETTINGS)).ok
+    await asyncio.sleep(0.8)  # four health-check timeouts
+    assert manager.state == "ready" and factory.calls == 1 and notices == []
+    await manager.shutdown()
+
+
 def test_restart_policy_doubles_up_to_a_cap() -> None:
     policy = RestartPolicy(backoff_s=1.0, backoff_max_s=10.0)
     assert [policy.delay(n) for n in range(1, 7)] == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
