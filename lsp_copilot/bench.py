@@ -275,7 +275,7 @@ async def _first_token(manager: EngineManager, engine: Engine, settings: Setting
     store = DocumentStore()
     runs: dict[str, list[dict[str, Any]]] = {"cold": [], "warm": []}
     warm_ms: list[float] = []
-    scripts = [s for s in make_scripts(corpus, documents * 60, seed=7) if s.keys][:documents]
+    scripts = [s for s in make_scripts(corpus, documents * 600, seed=7) if s.keys][:documents]
     for script in scripts:
         typed = "".join(k.text or "" for k in script.keys[:4] if k.text)
         store.open(script.uri, "python", 1, script.before)

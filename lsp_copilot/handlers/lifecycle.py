@@ -25,7 +25,8 @@ def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
     """Merge settings; report bad values; return whether the engine must restart."""
     before = ls.settings.engine_key()
     ls.settings, problems = parse_settings(raw, ls.settings)
-    problems += settings_problems(ls.settings)  # combinations; the engine load refuses them
+    if ls.settings.engine_backend != "remote":  # a deployment has its own engine settings
+        problems += settings_problems(ls.settings)  # combinations the engine load refuses
     ls.store.max_parse_bytes = ls.settings.max_document_bytes
     ls.apply_privacy()
     source_text_logging(ls.settings.log_source_text)
