@@ -323,5 +323,8 @@ def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path) -> list[d
     rows = [_summary(r) for r in runs]
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "bench-typing.json").write_text(json.dumps(rows, indent=2))
+    for r in runs:  # the server's per-request trace: timings and counts, no text
+        (out_dir / f"trace-{r.name}.jsonl").write_text(
+            "".join(json.dumps(x) + "\n" for x in r.trace))
     _plot(runs, out_dir / "bench-typing.png")
     return rows

@@ -151,6 +151,7 @@ class Completer:
         trace: dict[str, Any] = {"t": round(time.monotonic(), 4), "uri": snapshot.uri,
                                  "version": snapshot.version, "prefetch": prefetch,
                                  "status": "cancelled"}
+        began = time.perf_counter()
         try:
             outcome = await self._complete(snapshot, offset, prefetch, trace)
             trace.update(status="answered", mode=outcome.mode, source=outcome.source,
@@ -158,6 +159,7 @@ class Completer:
                          **outcome.timings_ms)
             return outcome
         finally:
+            trace["elapsed_ms"] = round((time.perf_counter() - began) * 1000, 1)
             self.telemetry.trace(trace)
 
     async def _complete(
@@ -189,6 +191,7 @@ class Completer:
             self.telemetry.count("empty_mode")
             return Outcome("", mode, reason="no completion at this position", source="none")
         cursor = cursor_at(snapshot, offset)
+        trace["mode"] = mode
 
         if settings.typing_through and not prefetch:
             through = self._typed_through(snapshot, offset)
