@@ -4,8 +4,7 @@ Layers, by priority: P0 cursor window, P1 enclosing function/class, P2 definitio
 what is referenced near the cursor (this file, then the workspace index), P3 symbols of
 the files this one imports, P4 snippets similar to the code at the cursor from open and
 recently edited buffers. Each layer gets a share of the budget; what a layer leaves
-unused flows to the next, and what P4 leaves to the layers that were cut (never to P0:
-a window that widens moves its start, and vLLM prefills it again). The prompt puts the
+unused flows to the next, and what P4 leaves flows back to P0. The prompt puts the
 stable layers first in a fixed order (P1, P3, P2, P4) and P0 last, so consecutive
 prompts share their start and the engine's prefix cache hits. Extra layers are written
 as code blocks headed by a comment with their path: a prefix-only model reads them as
@@ -546,8 +545,8 @@ def _build_context(
     base_window = window
 
     def add_layers() -> None:
-        """P1-P4, each with its share plus what the layers before it left (sets ``layers``)."""
-        nonlocal carry
+        """P1-P4 and the budget they leave back to P0 (sets ``window`` and ``layers``)."""
+        nonlocal window, carry
         builder = _Builder(snapshot, offset, counter, q, workspace) if q is not None else None
         if builder is not None:
             allowance = {k: int(budget * shares[k]) for k in ("P1", "P2", "P3", "P4")}
@@ -563,9 +562,15 @@ def _build_context(
                     filled = builder.p4(window.first_line, room)
                 layers[key] = filled
                 carry = room - filled.tokens
-            # What the layers leave does not widen the window: its start would then move with
-            # what the layers found near each new line, and each move makes vLLM prefill the
-            # whole window again (at half of the new lines of a typing replay). It is offered
+            # What the layers left flows back to P0: a longer window, by whole anchors.
+            if carry > 0:
+                wider = _window(snapshot, offset, counter, template, p0_base + carry, suffix_share)
+                if wider.first_line < window.first_line:
+                    window = wider
+                    builder.used = {u for u in builder.used if u[0] != builder.path}
+                    layers["P1"] = builder.p1(window.first_line, _first_byte(window, offset),
+                                              layers["P1"].tokens)
+            # The window grows by whole anchors only, so some budget is usually left: offer it
             # again to the layers that were cut, in priority order.
             spare = budget - overhead - window.prefix_tokens - window.suffix_tokens - sum(
                 f.tokens for f in layers.values()) - SPARE_MARGIN
