@@ -391,7 +391,10 @@ class _Builder:
         # Recent edits first: the lines around the last edit of other open buffers (what
         # the user just wrote elsewhere is likely what they use here), most recent first.
         blocks = []
-        for uri, line in self.workspace.recent_edits()[:RECENT_EDITS]:
+        # This document's own edits are not counted: the first keystroke in it would push
+        # another buffer out and change the prompt from P4 on (the warm-up missed that).
+        others = [(u, n) for u, n in self.workspace.recent_edits() if u != self.snapshot.uri]
+        for uri, line in others[:RECENT_EDITS]:
             if uri in texts:
                 rel, text = texts[uri]
                 rows = text.split("\n")

@@ -196,6 +196,31 @@ def test_p4_recent_edit_of_another_buffer(workspace: tuple[Path, WorkspaceIndex]
     assert p4 and "line_20 = 20" in p4[0].text and "line_5 = 5" not in p4[0].text
 
 
+def test_editing_this_document_keeps_other_buffers_recent_edits(
+    workspace: tuple[Path, WorkspaceIndex],
+) -> None:
+    """The first keystroke in a document must not push another buffer's recent edit out
+    of P4: the prompt would change early, and the warm-up's prefill would be wasted."""
+    from lsp_copilot.context import RECENT_EDITS
+
+    root, index = workspace
+    others = {(root / f"other{i}.py").as_uri(): f"def helper_{i}():\n    return {i}\n"
+              for i in range(RECENT_EDITS)}
+    snap = _snapshot(root, "app.py", "import os\n\n")
+    ws = Workspace(index, lambda: [*others.items(), (snap.uri, snap.text)])
+    for uri in others:
+        ws.edited(uri, None, 1)
+
+    def prompt() -> str:
+        return build_context(snap, len(snap.data), fallback_counter(), template_for(None), 1024,
+                             workspace=ws).prompt
+
+    before = prompt()
+    assert all(f"return {i}" in before for i in range(RECENT_EDITS))
+    ws.edited(snap.uri, None, 1)  # the user types in this document
+    assert prompt() == before
+
+
 def test_same_file_symbols_catch_up_after_a_pause() -> None:
     import time as _time
 
