@@ -21,13 +21,7 @@ def kill_children(timeout: float = 5.0) -> None:
         children = psutil.Process().children(recursive=True)
     except psutil.Error:
         return
-    for child in children:
-        with contextlib.suppress(psutil.Error):
-            child.terminate()
-    _, alive = psutil.wait_procs(children, timeout=timeout)
-    for child in alive:
-        with contextlib.suppress(psutil.Error):
-            child.kill()
+    reap([child.pid for child in children], timeout)
 
 
 def exit_now(code: int) -> None:
