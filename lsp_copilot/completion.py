@@ -25,7 +25,7 @@ from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.engine.base import Engine, EngineRequest, EngineResult, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager
-from lsp_copilot.postprocess import Cursor, finalize, stop_rule
+from lsp_copilot.postprocess import Cursor, finalize, stop_rule, whole_lines
 from lsp_copilot.privacy import Privacy
 from lsp_copilot.prompts import PromptEncoder, Template, template_for
 from lsp_copilot.scheduling import Debouncer, Flight
@@ -90,6 +90,20 @@ def cursor_at(snapshot: Snapshot, offset: int) -> Cursor:
     )
 
 
+def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    low, high = 0, n  # a[:low] == b[:low] and a[:high] != b[:high]
+    while high - low > 1:
+        mid = (low + high) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid
+    return low
+
+
 class Completer:
     """Runs completions; per-request scheduling (supersede) sits in front of it."""
 
@@ -109,6 +123,8 @@ class Completer:
         self._flights: dict[str, Flight] = {}  # uri -> the document's current generation
         self._shown: dict[str, _Shown] = {}
         self._secret: dict[tuple[str, int], str | None] = {}
+        self._last_ids: tuple[int, ...] = ()  # the last engine prompt (for the trace)
+        self._generating = 0  # engine generations under way (for the trace)
         self.privacy = Privacy()  # the server installs the user's rules
         self.workspace: Workspace | None = None  # index, open buffers, edits (context engine)
         # Swappable so that `bench quality` runs a prefix-only baseline through this path.
@@ -229,7 +245,7 @@ class Completer:
             self.telemetry.count("cache_hits")
         else:
             t_merge = time.perf_counter()
-            got = await self._from_flight(snapshot.uri, context.prompt, settings) if (
+            got = await self._from_flight(snapshot.uri, context.prompt, settings, trace) if (
                 settings.merge) else None
             waited += (time.perf_counter() - t_merge) * 1000  # waiting on the engine
             if got is not None:
@@ -255,6 +271,9 @@ class Completer:
                 encode_ms = (time.perf_counter() - t_ids) * 1000
                 waited -= encode_ms  # our own work (vLLM would tokenize in this process too)
                 trace["encode_ms"] = round(encode_ms, 2)
+                if ids is not None:  # how much of the prompt the last engine call lacked
+                    trace["new_tokens"] = len(ids) - _common_prefix(ids, self._last_ids)
+                    self._last_ids = ids
                 request = EngineRequest(
                     request_id=f"lsp-copilot-{next(_ids)}",
                     prompt=context.prompt,
@@ -267,7 +286,7 @@ class Completer:
                     stop_token_ids=stop_ids,
                 )
                 result = await self._fly(engine, snapshot.uri, key, mode, request, settings,
-                                         cache)
+                                         cache, trace)
                 waited += (time.perf_counter() - t0) * 1000
                 if result is not None:
                     trace.update(prompt_tokens=result.prompt_tokens,
@@ -329,7 +348,8 @@ class Completer:
 
     # -- shared generations -----------------------------------------------------------
 
-    async def _from_flight(self, uri: str, prompt: str, settings: Settings) -> str | None:
+    async def _from_flight(self, uri: str, prompt: str, settings: Settings,
+                           trace: dict[str, Any]) -> str | None:
         """Text for ``prompt`` from the document's in-flight generation, if it has it."""
         flight = self._flights.get(uri)
         if flight is None or flight.task is None:
@@ -338,6 +358,7 @@ class Completer:
         if relation is None:
             return None
         kind, delta = relation
+        trace["joined_flight"] = kind
         self._attach(flight)
         try:
             while True:
@@ -354,6 +375,7 @@ class Completer:
         except Exception:
             return None
         finally:
+            trace.update(flight.progress())
             self._detach(flight, settings)
         if result is None:
             return None
@@ -381,7 +403,7 @@ class Completer:
 
     async def _fly(
         self, engine: Engine, uri: str, key: str, mode: Mode, request: EngineRequest,
-        settings: Settings, cache: CompletionCache | None,
+        settings: Settings, cache: CompletionCache | None, trace: dict[str, Any],
     ) -> EngineResult | None:
         """Start the document's new generation (aborting the old one) and wait for it."""
         old = self._flights.get(uri)
@@ -389,12 +411,17 @@ class Completer:
             old.task.cancel()  # superseded by a request it cannot serve: abort at once
         flight = Flight(key=key, prompt=request.prompt, mode=mode)
         inner_stop = request.stop_at
+        deadline = settings.multi_line_deadline_ms if mode == "multi-line" else 0
 
         def stop_at(text: str) -> int | None:
             flight.publish(text)
-            return inner_stop(text) if inner_stop else None
+            cut = inner_stop(text) if inner_stop else None
+            if cut is None and deadline and flight.elapsed_ms() >= deadline:
+                cut = whole_lines(text)  # the user is waiting: show what is there
+            return cut
 
         request = EngineRequest(**{**request.__dict__, "stop_at": stop_at})
+        trace["engine_busy"] = self._generating  # generations this one shares the engine with
         flight.task = asyncio.ensure_future(self._generate(engine, request, cache, key))
         self._flights[uri] = flight
         self._attach(flight)
@@ -409,12 +436,14 @@ class Completer:
         except Exception:
             return None
         finally:
+            trace.update(flight.progress())
             self._detach(flight, settings)
 
     async def _generate(
         self, engine: Engine, request: EngineRequest, cache: CompletionCache | None, key: str
     ) -> EngineResult:
         self.telemetry.count("engine_requests")
+        self._generating += 1
         try:
             result = await engine.generate(request)
         except asyncio.CancelledError:
@@ -428,6 +457,8 @@ class Completer:
             self.telemetry.count("engine_errors")
             log.exception("engine request failed")
             raise
+        finally:
+            self._generating -= 1
         self.telemetry.count("prompt_tokens", result.prompt_tokens)
         if request.prompt_token_ids:
             self.telemetry.count("token_id_prompts")

@@ -289,6 +289,12 @@ class Settings:
     max_tokens_multi_line: int = _setting(
         64, "Most tokens generated for a multi-line completion.", _int_range(1, 4096)
     )
+    multi_line_deadline_ms: int = _setting(
+        400,
+        "A multi-line generation still running this long after it started answers with the "
+        "whole lines it has (as llama.vim's t_max_predict_ms); 0: no deadline.",
+        _int_range(0, 600_000),
+    )
     temperature: float = _setting(0.0, "Sampling temperature (0: greedy).", _float_range(0, 2))
     debounce_mode: str = _setting(
         "adaptive",

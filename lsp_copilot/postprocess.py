@@ -87,6 +87,12 @@ def _skip_leading_blank_lines(text: str, cursor: Cursor) -> str:
     return text
 
 
+def whole_lines(text: str) -> int | None:
+    """Where the text's last whole line ends, if one holds more than whitespace."""
+    end = text.rfind("\n")
+    return end if end > 0 and text[:end].strip() else None
+
+
 def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
     """Where to cut the text generated so far, or None to keep streaming."""
 

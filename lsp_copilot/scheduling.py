@@ -24,7 +24,11 @@ from lsp_copilot.telemetry import Telemetry
 
 T = TypeVar("T")
 
-TRIGGER_CHARS = frozenset(".(,[{:= ")
+TRIGGER_CHARS = frozenset(".(,[{:=")
+TRIGGER_WAIT = 0.3
+"""At a new line or after a trigger character, wait this share of the learned gap."""
+TYPING_WAIT = 1.3
+"""Elsewhere, wait this many learned gaps."""
 PAUSE_FACTOR = 2.5
 """A gap this many times the learned one is a pause, not the typing rhythm."""
 
@@ -108,7 +112,7 @@ class Debouncer:
         line_after: str, *, noted: bool = False,
     ) -> float:
         """How long to wait before calling the engine (``noted``: ``note`` was called)."""
-        if not noted:
+        if not noted or uri not in self._docs:  # (closed meanwhile: start over)
             self.note(uri)
         state = self._docs[uri]
         gap = state.last_gap
@@ -118,12 +122,15 @@ class Debouncer:
             return fixed_ms
         if state.gap_ms is None or (gap is not None and gap > PAUSE_FACTOR * state.gap_ms):
             return 0.0  # first request, or the user paused before this one: start now
-        # Where people stop to look (a new line, after a trigger character) start at once:
-        # a generation the next keystroke agrees with is reused, one it doesn't is aborted.
-        if not line_before.strip() or line_before[-1:] in TRIGGER_CHARS:
-            return 0.0
-        # Elsewhere wait about the user's usual gap: if no keystroke follows, they paused.
-        return float(min(max_ms, state.gap_ms))
+        # Where people stop to look (a new line, after a trigger character, or a space
+        # after one) wait a fraction of the gap: a fast run (auto-indent, ", ") still
+        # cancels it, and a generation the next keystroke agrees with is reused.
+        last = line_before.rstrip(" ")[-1:] if line_before.endswith(" ") else line_before[-1:]
+        if not line_before.strip() or last in TRIGGER_CHARS:
+            return float(min(max_ms, TRIGGER_WAIT * state.gap_ms))
+        # Elsewhere wait a little over the user's usual gap: if no keystroke follows, they
+        # paused (gaps vary: waiting just the mean would call the engine on half the keys).
+        return float(min(max_ms, TYPING_WAIT * state.gap_ms))
 
 
 @dataclass
@@ -138,10 +145,25 @@ class Flight:
     consumers: int = 0
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     abort_timer: asyncio.TimerHandle | None = None
+    started: float = field(default_factory=time.perf_counter)
+    first_text_ms: float | None = None  # since ``started``: when the first text came
+    updates: int = 0  # text updates seen (about one per model step)
 
     def publish(self, text: str) -> None:
+        if self.first_text_ms is None and text:
+            self.first_text_ms = (time.perf_counter() - self.started) * 1000
+        self.updates += 1
         self.text = text
         self.changed.set()
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.started) * 1000
+
+    def progress(self) -> dict[str, Any]:
+        """How far the generation got (for the trace of a request that did not see it end)."""
+        return {"flight_ms": round((time.perf_counter() - self.started) * 1000, 1),
+                "flight_first_text_ms": self.first_text_ms and round(self.first_text_ms, 1),
+                "flight_updates": self.updates, "flight_chars": len(self.text)}
 
     @property
     def done(self) -> bool:
@@ -153,8 +175,10 @@ class Flight:
             return
         waiter = asyncio.ensure_future(self.changed.wait())
         assert self.task is not None
-        await asyncio.wait({waiter, self.task}, return_when=asyncio.FIRST_COMPLETED)
-        waiter.cancel()
+        try:
+            await asyncio.wait({waiter, self.task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:  # also when our request is cancelled: a pending waiter would leak
+            waiter.cancel()
 
     def relation(self, prompt: str) -> tuple[str, str] | None:
         """('forward', typed) or ('back', deleted) when ``prompt`` can reuse this flight."""

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lsp_copilot.config import Settings
-from lsp_copilot.context import LINE_RESERVE, build_context
+from lsp_copilot.context import build_context
 from lsp_copilot.context.trigger import completion_mode
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.engine.base import Engine, EngineRequest, EngineUnavailable
@@ -127,11 +127,8 @@ class Warmer:
         offset = warm_offset(snapshot)
         mode = completion_mode(snapshot, offset)
         budget = settings.max_prompt_tokens
-        at_line_start = offset == 0 or snapshot.data[offset - 1:offset] == b"\n"
-        if at_line_start and budget > 2 * LINE_RESERVE:
-            # The Completer decides a line's prompt at its start, with LINE_RESERVE kept for
-            # the text typed on it: warm that base, which every keystroke on the line extends.
-            budget -= LINE_RESERVE
+        # At a line start this is the base that the Completer's prompts for the lines typed
+        # there extend (build_context keeps it for them).
         template = template_for(settings.template if settings.template != "auto"
                                 else engine.info.template)
         context = build_context(

@@ -446,11 +446,20 @@ def _imported_blocks(target: str, entry: FileEntry,
 
 
 LINE_RESERVE = 64
-"""Tokens kept for the line being typed: the rest of the prompt is decided at its start."""
+"""Tokens a line being typed may take beyond its base before the base is decided anew."""
+BASE_RESERVE = 256
+"""Tokens kept for the lines typed after a base was decided (at most ``budget // 6``)."""
+BASE_MAX_LINES = 16
+"""A base serves at most this many lines typed after it; then it is decided again."""
 
-_LINE_BASES: dict[tuple[object, ...], tuple[bytes, bytes, Context]] = {}
-"""The last base per document and parameters, reused while only the cursor line changes
-(the layers' background catch-up could otherwise change them between keystrokes)."""
+_BASES: dict[tuple[object, ...], tuple[int, bytes, bytes, Context]] = {}
+"""The last base per document and parameters: (start, text before it, text after the
+cursor line when it was decided, context)."""
+
+
+def forget_bases() -> None:
+    """Drop the kept bases: the next prompt is decided from scratch (tests, benchmarks)."""
+    _BASES.clear()
 
 
 def build_context(
@@ -465,47 +474,65 @@ def build_context(
     shares: dict[str, float] | None = None,
     exact_count: bool = False,
 ) -> Context:
-    """Assemble the prompt for the cursor at byte ``offset``; same input, same bytes out.
+    """Assemble the prompt for the cursor at byte ``offset``.
 
-    Everything before the line being typed (the layers, the window's start) is decided at
-    the start of that line, and the typed text is appended. So while the user types a
-    line, each prompt extends the previous one and vLLM's prefix cache serves all of it
-    but the last few tokens; layers that followed the identifiers under the cursor
-    changed the prompt's start at every keystroke and made every request a cold prefill.
+    Everything before the lines being typed (the layers, the window's start) is decided
+    once, at the start of a line (the *base*), and the text typed since is appended. The
+    base is kept while the user types on (new lines included, up to ``BASE_MAX_LINES``
+    lines and ``BASE_RESERVE`` tokens) and the text before it and after the cursor line
+    stay the same, whatever the mode. So consecutive prompts extend each other and vLLM's
+    prefix cache serves all but the last few tokens: on CPU, a prompt whose start changed
+    costs a prefill of about a second, longer than most pauses. Same document and edit
+    history, same bytes out.
     """
     mode = mode or completion_mode(snapshot, offset)
-    start = _line_start(snapshot.data, offset)
-    typed = snapshot.data[start:offset].decode("utf-8", "surrogateescape")
 
     def at_cursor() -> Context:
         return _build_context(snapshot, offset, counter, template, budget, mode,
                               workspace=workspace, shares=shares, exact_count=exact_count)
 
-    if template.fim or not typed or budget <= 2 * LINE_RESERVE:
+    reserve = min(BASE_RESERVE, budget // 6)
+    if template.fim or reserve < LINE_RESERVE:
         return at_cursor()
-    typed_tokens = counter.count(typed)
-    if typed_tokens > LINE_RESERVE:  # a very long line: decide at the cursor itself
-        return at_cursor()
-    line_end = snapshot.data.find(b"\n", offset)
-    line_end = len(snapshot.data) if line_end < 0 else line_end
-    key = (snapshot.uri, budget, mode, template.name, id(workspace), repr(shares), exact_count)
-    head, tail = snapshot.data[:start], snapshot.data[line_end:]
-    memo = _LINE_BASES.get(key)
-    if memo is not None and memo[0] == head and memo[1] == tail:
-        base = memo[2]  # only the line being typed changed: the same base, byte for byte
-    else:
-        base = _build_context(snapshot, start, counter, template, budget - LINE_RESERVE, mode,
-                              workspace=workspace, shares=shares, exact_count=exact_count)
-        _LINE_BASES[key] = (head, tail, base)
-        while len(_LINE_BASES) > 8:
-            _LINE_BASES.pop(next(iter(_LINE_BASES)))
+    data = snapshot.data
+    start = _line_start(data, offset)
+    line_end = data.find(b"\n", offset)
+    tail = data[len(data) if line_end < 0 else line_end:]
+    key = (snapshot.uri, budget, template.name, id(workspace), repr(shares), exact_count)
+    memo = _BASES.get(key)
+    if memo is not None:
+        base_start, head, memo_tail, base = memo
+        if (base_start <= start and tail == memo_tail and len(head) == base_start
+                and data.startswith(head)
+                and data.count(b"\n", base_start, start) < BASE_MAX_LINES):
+            extended = _extend(base, data[base_start:offset], counter, budget, reserve,
+                               exact_count, mode)
+            if extended is not None:
+                return extended
+    base = _build_context(snapshot, start, counter, template, budget - reserve, mode,
+                          workspace=workspace, shares=shares, exact_count=exact_count)
+    _BASES[key] = (start, data[:start], tail, base)
+    while len(_BASES) > 8:
+        _BASES.pop(next(iter(_BASES)))
+    extended = _extend(base, data[start:offset], counter, budget, LINE_RESERVE, exact_count,
+                       mode)
+    return extended if extended is not None else at_cursor()
+
+
+def _extend(base: Context, typed_bytes: bytes, counter: TokenCounter, budget: int,
+            reserve: int, exact_count: bool, mode: Mode) -> Context | None:
+    """``base`` with the text typed after it; None when that is over ``reserve`` tokens
+    or the whole over ``budget``."""
+    typed = typed_bytes.decode("utf-8", "surrogateescape")
+    typed_tokens = counter.count(typed) if typed else 0
+    if typed_tokens > reserve:
+        return None
     prompt = base.prompt + typed
-    pieces = (*base.pieces, typed)
     estimate = base.prompt_tokens + typed_tokens
     tokens = counter.count(prompt) if exact_count or estimate + JOIN_MARGIN > budget else (
         estimate)
     if tokens > budget:
-        return at_cursor()
+        return None
     layers = tuple(
         Layer(layer.name, layer.source, layer.tokens + typed_tokens, layer.truncated,
               layer.text + typed) if layer.name == LAYER_NAMES["P0"] else layer
@@ -513,7 +540,7 @@ def build_context(
     )
     return Context(mode=mode, prompt=prompt, prompt_tokens=tokens, budget_tokens=budget,
                    tokenizer=base.tokenizer, prefix=base.prefix + typed, suffix=base.suffix,
-                   layers=layers, pieces=pieces)
+                   layers=layers, pieces=(*base.pieces, typed) if typed else base.pieces)
 
 
 def _build_context(
@@ -703,4 +730,4 @@ def _assemble(q: LanguageQueries | None, layers: dict[str, _Filled],
     return "\n".join(parts) + "\n" + here, rendered
 
 
-__all__ = ["LAYER_NAMES", "SHARES", "Context", "Layer", "build_context"]
+__all__ = ["LAYER_NAMES", "SHARES", "Context", "Layer", "build_context", "forget_bases"]

@@ -1,4 +1,4 @@
-from lsp_copilot.context import build_context
+from lsp_copilot.context import BASE_MAX_LINES, build_context, forget_bases
 from lsp_copilot.context.budget import fallback_counter
 from lsp_copilot.context.trigger import completion_mode
 from lsp_copilot.context.window import ANCHOR_LINES, cursor_window
@@ -32,6 +32,32 @@ def test_window_start_is_stable_while_typing() -> None:
         data = (base + typed).encode()
         starts.add(cursor_window(data, len(data), counter, 300, 0).first_line)
     assert len(starts) == 1  # same first line: the engine's prefix cache keeps hitting
+
+
+def test_prompts_extend_each_other_across_new_lines_and_modes() -> None:
+    """Typing lines (a new line in multi-line mode, then a statement in single-line mode)
+    only appends to the prompt, so the engine's prefix cache serves all but the new text;
+    after BASE_MAX_LINES lines the start is decided again."""
+    forget_bases()
+    counter = fallback_counter()
+    text = SOURCE + "def g(y):\n"
+    store, snap = _snap(text + "\n" + SOURCE)
+    first = build_context(snap, len(text), counter, template_for(None), 1024)
+    previous = first.prompt
+    version = 1
+    for line in range(BASE_MAX_LINES + 2):
+        for ch in ("    y = y + 1\n" if line else "    return (y"):
+            version += 1
+            text += ch
+            store.close("file:///t.py")
+            store.open("file:///t.py", "python", version, text + "\n" + SOURCE)
+            snap = store.snapshot("file:///t.py")
+            ctx = build_context(snap, len(text), counter, template_for(None), 1024)
+            assert ctx.prompt_tokens <= 1024
+            if line < BASE_MAX_LINES - 1:
+                assert ctx.prompt.startswith(previous), (line, ch)
+            previous = ctx.prompt
+    assert not previous.startswith(first.prompt)  # decided again, further down
 
 
 def test_huge_single_line_is_cut_to_budget() -> None:
@@ -98,7 +124,9 @@ def test_multi_line_mode_gets_a_larger_window_for_prefix_only_and_fim() -> None:
     counter = fallback_counter()
     for template in (template_for(None), TEMPLATES["starcoder-fim"]):
         for budget in (256, 512, 1024, 2048):
+            forget_bases()  # each mode's own first prompt here (a kept base serves both)
             single = build_context(snap, offset, counter, template, budget, "single-line")
+            forget_bases()
             multi = build_context(snap, offset, counter, template, budget, "multi-line")
             p0_single = _layer(single, "P0 cursor window").tokens
             p0_multi = _layer(multi, "P0 cursor window").tokens
