@@ -25,7 +25,7 @@ from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.engine.base import Engine, EngineRequest, EngineResult, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager
-from lsp_copilot.postprocess import Cursor, finalize, stop_rule, whole_lines
+from lsp_copilot.postprocess import Cursor, finalize, stop_rule, whole_lines, whole_words
 from lsp_copilot.privacy import Privacy
 from lsp_copilot.prompts import PromptEncoder, Template, template_for
 from lsp_copilot.scheduling import Debouncer, Flight
@@ -411,18 +411,21 @@ class Completer:
             old.task.cancel()  # superseded by a request it cannot serve: abort at once
         flight = Flight(key=key, prompt=request.prompt, mode=mode)
         inner_stop = request.stop_at
-        deadline = settings.multi_line_deadline_ms if mode == "multi-line" else 0
+        deadline = settings.deadline_ms
+        cut_early = whole_lines if mode == "multi-line" else whole_words
 
         def stop_at(text: str) -> int | None:
             flight.publish(text)
             cut = inner_stop(text) if inner_stop else None
             if cut is None and deadline and flight.elapsed_ms() >= deadline:
-                cut = whole_lines(text)  # the user is waiting: show what is there
+                cut = cut_early(text)  # the user is waiting: show what is there
+                flight.cut_by_deadline = cut is not None
             return cut
 
         request = EngineRequest(**{**request.__dict__, "stop_at": stop_at})
         trace["engine_busy"] = self._generating  # generations this one shares the engine with
-        flight.task = asyncio.ensure_future(self._generate(engine, request, cache, key))
+        flight.task = asyncio.ensure_future(self._generate(
+            engine, request, cache, key, lambda: not flight.cut_by_deadline))
         self._flights[uri] = flight
         self._attach(flight)
         try:
@@ -440,7 +443,8 @@ class Completer:
             self._detach(flight, settings)
 
     async def _generate(
-        self, engine: Engine, request: EngineRequest, cache: CompletionCache | None, key: str
+        self, engine: Engine, request: EngineRequest, cache: CompletionCache | None, key: str,
+        cacheable: Callable[[], bool] = lambda: True,
     ) -> EngineResult:
         self.telemetry.count("engine_requests")
         self._generating += 1
@@ -467,6 +471,8 @@ class Completer:
         self.telemetry.count("generated_tokens", result.generated_tokens)
         if result.stopped_early:
             self.telemetry.count("engine_stopped_early")
-        if cache is not None:
+        if cache is not None and cacheable():  # (an answer cut by the deadline is not)
             cache.put(key, result.text)
+        if not cacheable():
+            self.telemetry.count("deadline_answers")
         return result

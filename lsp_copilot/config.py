@@ -289,10 +289,11 @@ class Settings:
     max_tokens_multi_line: int = _setting(
         64, "Most tokens generated for a multi-line completion.", _int_range(1, 4096)
     )
-    multi_line_deadline_ms: int = _setting(
-        400,
-        "A multi-line generation still running this long after it started answers with the "
-        "whole lines it has (as llama.vim's t_max_predict_ms); 0: no deadline.",
+    deadline_ms: int = _setting(
+        300,
+        "A generation still running this long after it started answers with what it has: "
+        "its whole lines (multi-line) or whole words (single-line), as llama.vim's "
+        "t_max_predict_ms; such answers are not cached. 0: no deadline.",
         _int_range(0, 600_000),
     )
     temperature: float = _setting(0.0, "Sampling temperature (0: greedy).", _float_range(0, 2))

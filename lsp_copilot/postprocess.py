@@ -93,6 +93,18 @@ def whole_lines(text: str) -> int | None:
     return end if end > 0 and text[:end].strip() else None
 
 
+def whole_words(text: str) -> int | None:
+    """Where the first line's last whole word ends (a word still being generated is left
+    out), if there is more than whitespace before it."""
+    newline = text.find("\n")
+    if newline >= 0:  # the line is complete
+        return newline if text[:newline].strip() else None
+    word = len(text)
+    while word > 0 and (text[word - 1].isalnum() or text[word - 1] == "_"):
+        word -= 1
+    return word if text[:word].strip() else None
+
+
 def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
     """Where to cut the text generated so far, or None to keep streaming."""
 

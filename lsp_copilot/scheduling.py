@@ -148,6 +148,7 @@ class Flight:
     started: float = field(default_factory=time.perf_counter)
     first_text_ms: float | None = None  # since ``started``: when the first text came
     updates: int = 0  # text updates seen (about one per model step)
+    cut_by_deadline: bool = False  # answered with what it had when the deadline came
 
     def publish(self, text: str) -> None:
         if self.first_text_ms is None and text:

@@ -18,6 +18,7 @@ COUNTERS = (
     "engine_requests",
     "engine_aborted",
     "engine_stopped_early",
+    "deadline_answers",
     "engine_errors",
     "cache_hits",
     "typed_through",

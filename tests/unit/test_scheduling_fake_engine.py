@@ -270,3 +270,34 @@ async def test_fake_engine_trace_has_timings_and_no_text(
     assert record["status"] == "answered" and record["source"] == "engine"
     assert "prompt_tokens" in record and record["total"] >= record["engine"] >= 0
     assert "a + b" not in trace.read_text() and "def add" not in trace.read_text()
+
+
+async def test_fake_engine_deadline_answers_with_whole_words_and_is_not_cached(
+    tmp_path: Path,
+) -> None:
+    """A slow single-line generation answers at the deadline with its whole words (the
+    word being generated left out), and that cut answer is not cached; without a
+    deadline the whole line comes."""
+    engine = FakeEngine("alpha + beta_gamma(delta)\n", step_s=0.02)
+    cache = CompletionCache(tmp_path / "c")
+    completer = await _completer(engine, cache, deadline_ms=150)
+    outcome = await completer.complete(_snap(SOURCE), len(SOURCE))
+    assert outcome.text and "alpha + beta_gamma(delta)".startswith(outcome.text)
+    assert outcome.text != "alpha + beta_gamma(delta)"
+    assert outcome.text[-1] in " +(" or outcome.text.endswith(("alpha", "beta_gamma"))
+    assert completer.telemetry.counters["deadline_answers"] == 1
+    patient = await _completer(engine, cache, deadline_ms=0)
+    full = await patient.complete(_snap(SOURCE), len(SOURCE))
+    assert full.source == "engine" and full.text == "alpha + beta_gamma(delta)", full.reason
+
+
+def test_whole_words_and_lines() -> None:
+    from lsp_copilot.postprocess import whole_lines, whole_words
+
+    assert whole_words("foo(bar, ba") == len("foo(bar, ")
+    assert whole_words("x = self.comp") == len("x = self.")
+    assert whole_words("x = 1)") == len("x = 1)")
+    assert whole_words("foo") is None and whole_words("   ") is None
+    assert whole_words("a b\nc") == 3
+    assert whole_lines("    x = 1\n    y = ") == len("    x = 1")
+    assert whole_lines("    x = ") is None and whole_lines("\n  ") is None
