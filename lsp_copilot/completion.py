@@ -380,7 +380,11 @@ class Completer:
         if result is None:
             return None
         if kind == "forward":
-            return result.text[len(delta):] if result.text.startswith(delta) else None
+            if not result.text.startswith(delta):
+                return None
+            rest = result.text[len(delta):]
+            # Typed up to where the deadline cut it: not the model's end, ask again.
+            return None if flight.cut_by_deadline and not rest.strip() else rest
         return delta + result.text
 
     def _attach(self, flight: Flight) -> None:

@@ -357,6 +357,10 @@ class Encoded:
     missing: tuple[str, ...]  # template tokens the vocabulary lacks (sent as text)
 
 
+_LINE_ENDS = re.compile(r"(?<=\S)(?=\n)")
+"""Newlines that follow a visible character: where the encoder may cut a prompt's text."""
+
+
 class PromptEncoder:
     """Token ids for rendered pieces, with the model's own tokenizer (``tokenizers``)."""
 
@@ -372,8 +376,9 @@ class PromptEncoder:
                     control.add(tid)
         self.control_ids = frozenset(control)
         self.bos = self._leading_ids()
-        self._text = functools.lru_cache(maxsize=512)(self._text_uncached)
+        self._text = functools.lru_cache(maxsize=8192)(self._text_uncached)
         self._warned: set[str] = set()
+        self._by_line = self._splits_at_line_ends()
 
     @classmethod
     def for_model(cls, model: str) -> PromptEncoder | None:
@@ -427,6 +432,31 @@ class PromptEncoder:
                 return tuple(full[:k])
         return ()
 
+    def _splits_at_line_ends(self) -> bool:
+        """Whether this tokenizer never merges across a newline that follows a visible
+        character (byte-level BPE with a GPT-2-like pre-tokenizer does not): then a prompt
+        is encoded line by line, and the lines it shares with the last prompt are cached."""
+        samples = ("def f(x):\n    return x  # é 字\n\nclass A:\n\tpass\r\n}\n",
+                   "a = [1,\n     2]\n\n\n  b\n\n", "x\n\ty\n  \n z(\n)\n")
+        for text in samples:
+            whole = self._tok.encode(text, add_special_tokens=False).ids
+            parts = [i for part in _LINE_ENDS.split(text)
+                     for i in self._tok.encode(part, add_special_tokens=False).ids]
+            if whole != parts:
+                return False
+        return True
+
+    def _text_ids(self, text: str) -> tuple[tuple[int, ...], int]:
+        if not self._by_line or len(text) < 256:
+            return self._text(text)
+        ids: list[int] = []
+        escaped = 0
+        for part in _LINE_ENDS.split(text):
+            part_ids, n = self._text(part)
+            ids.extend(part_ids)
+            escaped += n
+        return tuple(ids), escaped
+
     def _text_uncached(self, text: str) -> tuple[tuple[int, ...], int]:
         """Ids of user text with no control token in them: where the tokenizer matched
         one (an added token spelled out in the code), split the text inside it."""
@@ -466,13 +496,13 @@ class PromptEncoder:
                 text += str(piece)
                 continue
             if text:
-                part, n = self._text(text)
+                part, n = self._text_ids(text)
                 ids.extend(part)
                 escaped += n
                 text = ""
             ids.append(tid)
         if text:
-            part, n = self._text(text)
+            part, n = self._text_ids(text)
             ids.extend(part)
             escaped += n
         for token in missing:

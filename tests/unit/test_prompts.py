@@ -434,3 +434,38 @@ async def test_fake_engine_template_setting_overrides_detection() -> None:
     request = engine.requests[-1]
     assert "<|fim_prefix|>" not in request.prompt.replace(INJECTION, "")
     assert request.prompt_token_ids is None  # no tokenizer: the text goes
+
+
+@needs_smollm2
+def test_smollm2_prompts_encoded_line_by_line_equal_the_whole_encoding() -> None:
+    """The encoder cuts long prompts before newlines that follow a visible character and
+    caches each line's ids (a prompt that grows by a keystroke re-encodes one line); the
+    ids must be exactly the tokenizer's own for the whole text."""
+    import random
+    import sysconfig
+
+    encoder = PromptEncoder.for_model(str(SMOLLM2))
+    assert encoder is not None and encoder._by_line
+    tok = Tokenizer.from_file(str(SMOLLM2 / "tokenizer.json"))
+    rng = random.Random(7)
+    files = sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py"))
+    for path in rng.sample(files, 40):
+        text = path.read_text("utf-8", "replace")
+        start = rng.randrange(len(text))
+        sample = text[start:start + rng.randrange(300, 6000)] + " \t\n\n  é\n"
+        assert encoder.encode((sample,)).ids == tuple(tok.encode(sample).ids), path
+
+
+def test_a_tokenizer_that_merges_across_newlines_is_encoded_whole() -> None:
+    """A BPE that merges a character with the newline after it fails the encoder's check
+    at start: it then encodes each text whole, and the ids stay the tokenizer's own."""
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    vocab = {c: i for i, c in enumerate(alphabet)}
+    vocab[")Ċ"] = len(vocab)  # ")\n" as one token, no pre-tokenizer to keep them apart
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[(")", "Ċ")]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    encoder = PromptEncoder(tok)
+    assert not encoder._by_line
+    text = "print(x)\n" * 60
+    assert encoder.encode((text,)).ids == tuple(tok.encode(text).ids)
