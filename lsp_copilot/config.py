@@ -289,6 +289,12 @@ class Settings:
     max_tokens_multi_line: int = _setting(
         64, "Most tokens generated for a multi-line completion.", _int_range(1, 4096)
     )
+    engine_niceness: int = _setting(
+        5,
+        "Lower CPU priority (Unix nice) for the embedded engine's processes, so that the "
+        "server answers keystrokes at once while the engine computes; 0: leave it.",
+        _int_range(0, 19),
+    )
     deadline_ms: int = _setting(
         300,
         "A generation still running this long after it started answers with what it has: "

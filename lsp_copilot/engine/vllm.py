@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 from typing import Any
@@ -18,6 +19,8 @@ from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult, Eng
 from lsp_copilot.engine.validate import check_engine
 from lsp_copilot.process import install_orphan_guard, reap
 from lsp_copilot.prompts import PromptEncoder, detect_family
+
+log = logging.getLogger(__name__)
 
 CPU_BLOCK_SIZE = 32
 """On CPU vLLM defaults to 128-token blocks; 32 lets far more of a prompt hit the cache."""
@@ -126,6 +129,25 @@ class VllmEngine:
         self._counters = {"spec_draft_tokens": 0, "spec_accepted_tokens": 0}
         self.pids = engine_core_pids(llm)
 
+    def lower_priority(self, niceness: int) -> None:
+        """Renice the EngineCore and its workers: the server's event loop needs little CPU
+        but needs it at once, and on a CPU-only machine the engine's threads take every
+        core. The engine loses little: the server is idle most of the time."""
+        if niceness <= 0:
+            return
+        try:
+            import psutil
+
+            for pid in self.pids:
+                proc = psutil.Process(pid)
+                proc.nice(max(proc.nice(), niceness))
+                for thread in proc.threads():  # OMP threads keep their own (Linux) niceness
+                    if thread.id != pid:
+                        os.setpriority(os.PRIO_PROCESS, thread.id, max(
+                            os.getpriority(os.PRIO_PROCESS, thread.id), niceness))
+        except Exception as exc:  # never fatal: only scheduling is at stake
+            log.warning("could not lower the engine's CPU priority: %s", exc)
+
     @classmethod
     def create(cls, settings: Settings, model: str, display_name: str) -> VllmEngine:
         """Blocking: starts the EngineCore process and loads weights (run it in a thread)."""
@@ -148,7 +170,9 @@ class VllmEngine:
         )
         encoder = PromptEncoder.for_model(model) or PromptEncoder.for_hf_tokenizer(
             getattr(llm, "tokenizer", None))  # a hub id: the tokenizer vLLM loaded
-        return cls(llm, info, token_counter(model), encoder)
+        engine = cls(llm, info, token_counter(model), encoder)
+        engine.lower_priority(settings.engine_niceness)
+        return engine
 
     async def generate(self, request: EngineRequest) -> EngineResult:
         from vllm import SamplingParams

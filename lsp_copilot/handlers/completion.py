@@ -7,6 +7,7 @@ import time
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
+from lsp_copilot import heap
 from lsp_copilot.completion import Outcome
 from lsp_copilot.documents.buffer import PositionError
 from lsp_copilot.documents.store import DocumentError
@@ -37,6 +38,7 @@ async def inline_completion(
     ls.telemetry.count("requests")
     outcome = await _complete(ls, params.text_document.uri, params.position)
     ls.telemetry.answered(started)
+    heap.collect_young_soon()  # after the answer is out, not in the next request
     if outcome is None or not outcome.text:
         return types.InlineCompletionList(items=[])
     item = types.InlineCompletionItem(

@@ -9,6 +9,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from lsp_copilot import heap
 from lsp_copilot.config import parse_settings
 from lsp_copilot.engine.manager import LoadResult
 from lsp_copilot.engine.validate import settings_problems
@@ -77,6 +78,7 @@ async def _load_engine(
     if token is not None:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=result.message))
     if result.ok:
+        heap.settle()  # before the first completion: the start-up's objects are long-lived
         ls.window_log_message(
             types.LogMessageParams(
                 type=types.MessageType.Info, message=f"lsp-copilot: engine {result.message}"
