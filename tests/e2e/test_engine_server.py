@@ -89,6 +89,25 @@ async def test_capabilities_and_engine_info(engine_client: LanguageClient) -> No
     assert "begin" in kinds and "end" in kinds
 
 
+async def test_engine_processes_run_at_a_lower_cpu_priority(
+    engine_client: LanguageClient,
+) -> None:
+    """engineNiceness (5): every thread of the EngineCore and its workers gives way to the
+    server's event loop, which stays at the editor's priority."""
+    import os
+
+    import psutil
+
+    server = psutil.Process(engine_client._server.pid)  # type: ignore[union-attr]
+    engine = [p for p in server.children(recursive=True)
+              if p.cmdline()[:1] in (["VLLM::EngineCore"], ["VLLM::Worker"])]
+    assert len(engine) >= 1
+    for proc in engine:
+        for thread in proc.threads():
+            assert os.getpriority(os.PRIO_PROCESS, thread.id) >= 5, (proc.cmdline(), thread)
+    assert os.getpriority(os.PRIO_PROCESS, server.pid) == os.getpriority(os.PRIO_PROCESS, 0)
+
+
 async def test_incremental_edits_then_inline_and_item(engine_client: LanguageClient) -> None:
     uri = _uri("e2e_words.py")
     _open(engine_client, uri, PY_SOURCE)
