@@ -95,20 +95,35 @@ def whole_lines(text: str) -> int | None:
 
 def whole_words(text: str) -> int | None:
     """Where the first line's last whole word ends (a word still being generated is left
-    out), if there is more than whitespace before it."""
-    newline = text.find("\n")
+    out), if there is more than whitespace before it. A leading newline (a suggestion of
+    the next line) does not count as the line's end."""
+    head = len(text) - len(text.lstrip())
+    newline = text.find("\n", head)
     if newline >= 0:  # the line is complete
         return newline if text[:newline].strip() else None
     word = len(text)
-    while word > 0 and (text[word - 1].isalnum() or text[word - 1] == "_"):
+    while word > head and (text[word - 1].isalnum() or text[word - 1] == "_"):
         word -= 1
     return word if text[:word].strip() else None
+
+
+def next_line_start(text: str, cursor: Cursor) -> int | None:
+    """At the end of a line the user finished, a model that starts with a newline is
+    suggesting the next line (as Copilot shows it): where that line starts, else None."""
+    if not cursor.line_before.strip() or cursor.line_after.strip():
+        return None
+    head = len(text) - len(text.lstrip(" \t"))
+    return head + 1 if text[head:head + 1] == "\n" else None
 
 
 def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
     """Where to cut the text generated so far, or None to keep streaming."""
 
     def single_line(text: str) -> int | None:
+        start = next_line_start(text, cursor)
+        if start is not None:  # the line is finished: suggest the next one
+            newline = text.find("\n", start)
+            return None if newline < 0 else newline
         body = _skip_leading_blank_lines(text, cursor)
         newline = body.find("\n")
         if newline < 0:
@@ -238,13 +253,14 @@ def _drop_repeats_of_neighbours(text: str, mode: Mode, cursor: Cursor) -> str:
         return ""  # the model only repeated what is already after the cursor
     if after and text.rstrip().endswith(after):
         text = text.rstrip()[: -len(after)]  # don't insert a second copy of the suffix
-    if mode == "multi-line":
-        following = next((x.strip() for x in cursor.suffix_lines.split("\n") if x.strip()), "")
-        if _content(following):
-            lines = text.split("\n")
-            for k, line in enumerate(lines):
-                if line.strip() == following:
-                    return "\n".join(lines[:k])
+    following = next((x.strip() for x in cursor.suffix_lines.split("\n") if x.strip()), "")
+    if mode == "single-line" and text.startswith("\n") and text.strip() == following:
+        return ""  # a next line the file already has
+    if mode == "multi-line" and _content(following):
+        lines = text.split("\n")
+        for k, line in enumerate(lines):
+            if line.strip() == following:
+                return "\n".join(lines[:k])
     return text
 
 

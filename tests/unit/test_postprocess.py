@@ -11,8 +11,18 @@ def test_single_line_stops_at_first_newline() -> None:
     assert finalize("foo(1)\nbar()", "single-line", Cursor("x = ", "")) == "foo(1)"
 
 
-def test_newline_first_after_code_means_nothing() -> None:
-    assert finalize("\n    return x", "single-line", Cursor("x = f()", "")) == ""
+def test_newline_first_after_a_finished_line_suggests_the_next_line() -> None:
+    """At the end of a line the user finished, the model's newline starts the next line
+    (Copilot shows it below the cursor); one line, and none the file already has."""
+    cursor = Cursor("    x = f()", "")
+    rule = stop_rule("single-line", cursor)
+    assert rule("\n    return") is None  # the next line is still being written
+    assert rule("\n    return x\n    y") == len("\n    return x")
+    assert finalize("\n    return x\nfoo()", "single-line", cursor) == "\n    return x"
+    has_it = Cursor("    x = f()", "", suffix_lines="    return x\n")
+    assert finalize("\n    return x", "single-line", has_it) == ""
+    # In the middle of a line a newline still means nothing to add there.
+    assert finalize("\n    return x", "single-line", Cursor("x = f(", ")")) == ""
 
 
 def test_blank_line_start_skips_leading_newlines_and_indent() -> None:
