@@ -27,7 +27,7 @@ T = TypeVar("T")
 TRIGGER_CHARS = frozenset(".(,[{:=")
 TRIGGER_WAIT = 0.3
 """At a new line or after a trigger character, wait this share of the learned gap."""
-TYPING_WAIT = 1.3
+TYPING_WAIT = 1.5
 """Elsewhere, wait this many learned gaps."""
 PAUSE_FACTOR = 2.5
 """A gap this many times the learned one is a pause, not the typing rhythm."""
