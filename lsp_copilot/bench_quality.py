@@ -318,7 +318,8 @@ def render(result: dict[str, Any]) -> str:
 
 def run(corpus: Path | None, count: int, model: str | None, seed: int = 0,
         log: Path | None = None) -> dict[str, Any]:
-    # The server's settings, minus what would make holes depend on each other.
+    # The server's settings, minus what would make holes depend on each other, and with
+    # no deadline: the model's whole answer, however slow the machine.
     settings = Settings(model=model or "", cache=False, merge=False, typing_through=False,
-                        debounce_mode="off", prefetch=False)
+                        debounce_mode="off", prefetch=False, deadline_ms=0)
     return asyncio.run(bench_quality(corpus or default_corpus(), count, settings, seed, log))

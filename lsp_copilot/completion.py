@@ -286,7 +286,7 @@ class Completer:
                     stop_token_ids=stop_ids,
                 )
                 result = await self._fly(engine, snapshot.uri, key, mode, request, settings,
-                                         cache, trace)
+                                         cache, trace, deadline=0 if prefetch else None)
                 waited += (time.perf_counter() - t0) * 1000
                 if result is not None:
                     trace.update(prompt_tokens=result.prompt_tokens,
@@ -408,6 +408,7 @@ class Completer:
     async def _fly(
         self, engine: Engine, uri: str, key: str, mode: Mode, request: EngineRequest,
         settings: Settings, cache: CompletionCache | None, trace: dict[str, Any],
+        deadline: int | None = None,
     ) -> EngineResult | None:
         """Start the document's new generation (aborting the old one) and wait for it."""
         old = self._flights.get(uri)
@@ -415,7 +416,8 @@ class Completer:
             old.task.cancel()  # superseded by a request it cannot serve: abort at once
         flight = Flight(key=key, prompt=request.prompt, mode=mode)
         inner_stop = request.stop_at
-        deadline = settings.deadline_ms
+        if deadline is None:  # (a prefetch has none: nobody is waiting, it should be whole)
+            deadline = settings.deadline_ms
         cut_early = whole_lines if mode == "multi-line" else whole_words
 
         def stop_at(text: str) -> int | None:

@@ -21,10 +21,10 @@ from typing import NamedTuple
 from lsp_copilot.context.budget import TokenCounter
 from lsp_copilot.context.grammars import LanguageQueries, queries_for
 from lsp_copilot.context.index import FileEntry
-from lsp_copilot.context.snippets import similar_snippets
+from lsp_copilot.context.snippets import QUERY_LINES, similar_snippets
 from lsp_copilot.context.symbols import Definition, file_symbols, references_near, scopes_at
 from lsp_copilot.context.trigger import Mode, completion_mode
-from lsp_copilot.context.window import ANCHOR_LINES, Window, cursor_window
+from lsp_copilot.context.window import Window, cursor_window
 from lsp_copilot.context.workspace import Workspace, uri_to_path
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.prompts import Template
@@ -402,16 +402,12 @@ class _Builder:
                 body = "\n".join(rows[first:line + EDIT_CONTEXT_LINES + 1]).rstrip("\n") + "\n"
                 if body.strip():
                     blocks.append(_Block(rel, first, body))
-        # The query is the 16 lines before the cursor's anchor chunk, not the lines at the
-        # cursor: the snippets then change once per 16 lines, not per keystroke, and the
-        # prompt up to the window stays the same for the engine's prefix cache.
-        # (In the first chunk: the whole lines above the cursor.)
-        anchor = (self.cursor_row // ANCHOR_LINES) * ANCHOR_LINES or self.cursor_row
+        # The query is the lines above the cursor's line: the prompt's base is decided at
+        # a line start and kept for many lines (build_context), so the snippets do not
+        # change with each keystroke.
         end = _line_start(self.data, self.offset)
-        for _ in range(self.cursor_row - anchor):
-            end = _line_start(self.data, end - 1) if end > 0 else 0
         start = end
-        for _ in range(ANCHOR_LINES):
+        for _ in range(QUERY_LINES):
             start = _line_start(self.data, start - 1) if start > 0 else 0
         query = self.data[start:end].decode("utf-8", "replace")
         snippets = similar_snippets(query, docs)

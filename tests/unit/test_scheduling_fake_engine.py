@@ -82,7 +82,8 @@ async def _completer(
 ) -> Completer:
     manager = EngineManager(factory=lambda s, report: engine)
     assert (await manager.start(Settings())).ok
-    s = Settings(debounce_mode="off", **settings)  # type: ignore[arg-type]
+    # No deadline unless a test sets one: a loaded machine must not cut these answers.
+    s = Settings(**{"debounce_mode": "off", "deadline_ms": 0, **settings})  # type: ignore[arg-type]
     return Completer(manager, Telemetry(), lambda: s, lambda: cache)
 
 
@@ -301,3 +302,12 @@ def test_whole_words_and_lines() -> None:
     assert whole_words("a b\nc") == 3
     assert whole_lines("    x = 1\n    y = ") == len("    x = 1")
     assert whole_lines("    x = ") is None and whole_lines("\n  ") is None
+
+
+async def test_fake_engine_prefetch_has_no_deadline() -> None:
+    """Nobody waits for a prefetch: it computes the whole answer, to be ready and cached."""
+    engine = FakeEngine("alpha + beta_gamma(delta)\n", step_s=0.02)
+    completer = await _completer(engine, None, deadline_ms=100)
+    outcome = await completer.complete(_snap(SOURCE), len(SOURCE), prefetch=True)
+    assert outcome.text == "alpha + beta_gamma(delta)"
+    assert completer.telemetry.counters["deadline_answers"] == 0
