@@ -26,7 +26,7 @@ T = TypeVar("T")
 
 TRIGGER_CHARS = frozenset(".(,[{:=")
 TRIGGER_WAIT = 0.3
-"""On a new line, or at a space after a trigger character, wait this share of the gap."""
+"""At a new line or after a trigger character, wait this share of the learned gap."""
 TYPING_WAIT = 1.5
 """Elsewhere, wait this many learned gaps."""
 PAUSE_FACTOR = 2.5
@@ -122,14 +122,10 @@ class Debouncer:
             return fixed_ms
         if state.gap_ms is None or (gap is not None and gap > PAUSE_FACTOR * state.gap_ms):
             return 0.0  # first request, or the user paused before this one: start now
-        # Where people stop to look start at once after a trigger character (the next
-        # key, if any, comes a whole gap later: waiting would save no call), and after a
-        # fraction of the gap on a new line or at a space after a trigger character, so
-        # that fast runs (auto-indent, ", ") still cancel it. A generation the next
-        # keystroke agrees with is reused; one it doesn't is aborted.
-        if line_before[-1:] in TRIGGER_CHARS:
-            return 0.0
-        last = line_before.rstrip(" ")[-1:]
+        # Where people stop to look (a new line, after a trigger character, or a space
+        # after one) wait a fraction of the gap: a fast run (auto-indent, ", ") still
+        # cancels it, and a generation the next keystroke agrees with is reused.
+        last = line_before.rstrip(" ")[-1:] if line_before.endswith(" ") else line_before[-1:]
         if not line_before.strip() or last in TRIGGER_CHARS:
             return float(min(max_ms, TRIGGER_WAIT * state.gap_ms))
         # Elsewhere wait a little over the user's usual gap: if no keystroke follows, they

@@ -222,7 +222,7 @@ def test_debounce_with_a_scripted_clock() -> None:
     for _ in range(5):
         keystroke(100)
     assert keystroke(100) == pytest.approx(150.0)
-    assert keystroke(100, before="x = foo(") == 0.0  # after a trigger: at once
+    assert keystroke(100, before="x = foo(") == pytest.approx(30.0)  # after a trigger: sooner
     assert keystroke(100, before="x = foo(a, ") == pytest.approx(30.0)  # a space after one
     assert keystroke(100, before="    ") == pytest.approx(30.0)  # a new (indented) line
     assert keystroke(100, before="return ") == pytest.approx(150.0)  # any other space
