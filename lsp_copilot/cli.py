@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -96,7 +97,9 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
         text = path.read_bytes().decode("utf-8", "surrogateescape")
     except OSError as exc:
         raise SystemExit(f"error: cannot read {path}: {exc.strerror}") from None
-    settings = _settings(args)
+    # No deadline: the deadline keeps an editor's ghost text in step with typing; here the
+    # user asked for one completion and waits for the whole of it.
+    settings = dataclasses.replace(_settings(args), deadline_ms=0)
     store = DocumentStore(settings.max_document_bytes)
     uri = path.resolve().as_uri()
     store.open(uri, language_id_for_path(str(path)), 0, text)
