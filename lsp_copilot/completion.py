@@ -271,7 +271,7 @@ class Completer:
                 encode_ms = (time.perf_counter() - t_ids) * 1000
                 waited -= encode_ms  # our own work (vLLM would tokenize in this process too)
                 trace["encode_ms"] = round(encode_ms, 2)
-                if ids is not None:  # how much of the prompt the last engine call lacked
+                if ids is not None and self.telemetry.tracing:  # what the last call lacked
                     trace["new_tokens"] = len(ids) - _common_prefix(ids, self._last_ids)
                     self._last_ids = ids
                 request = EngineRequest(
@@ -477,8 +477,8 @@ class Completer:
         self.telemetry.count("generated_tokens", result.generated_tokens)
         if result.stopped_early:
             self.telemetry.count("engine_stopped_early")
-        if cache is not None and cacheable():  # (an answer cut by the deadline is not)
-            cache.put(key, result.text)
-        if not cacheable():
+        if not cacheable():  # an answer cut by the deadline: not the model's whole answer
             self.telemetry.count("deadline_answers")
+        elif cache is not None:
+            cache.put(key, result.text)
         return result

@@ -80,6 +80,11 @@ class Telemetry:
             self._latencies.popleft()
         return ms
 
+    @property
+    def tracing(self) -> bool:
+        """Whether ``trace`` writes anything (work only the trace needs can be skipped)."""
+        return bool(os.environ.get("LSP_COPILOT_TRACE"))
+
     def trace(self, record: dict[str, Any]) -> None:
         """One line per request (timings, token counts; never text) to LSP_COPILOT_TRACE."""
         path = os.environ.get("LSP_COPILOT_TRACE")

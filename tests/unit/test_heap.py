@@ -29,7 +29,3 @@ async def test_young_generations_are_collected_after_the_current_callbacks() -> 
         assert 1 in seen
     finally:
         gc.callbacks.pop()
-
-
-def test_outside_an_event_loop_it_is_a_no_op() -> None:
-    heap.collect_young_soon()  # the CLI's one-shot completion has no loop
