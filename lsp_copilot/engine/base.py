@@ -54,6 +54,32 @@ class EngineRequest:
     # Stop tokens by id: vLLM drops special tokens from the text, where ``stop`` can't see.
     stop_token_ids: tuple[int, ...] = ()
 
+    def cut(self, text: str, finished: bool) -> tuple[int | None, str | None]:
+        """Where to cut the text generated so far, and why ("stop" or "stop_at"), or
+        (None, None) to go on.
+
+        Stop strings are matched here, not by the engine: vLLM holds back the last
+        ``len(longest stop) - 1`` characters of a stream that has stop strings (12 for
+        "<|endoftext|>"), so a short answer showed up only when the whole was done. Here
+        only a tail that could begin a stop string waits for the next tokens."""
+        hits = [i for s in self.stop if (i := text.find(s)) >= 0]
+        if hits:
+            return min(hits), "stop"
+        if self.stop_at is None:
+            return None, None
+        seen = text if finished else text[:_open_end(text, self.stop)]
+        cut = self.stop_at(seen)
+        return (cut, "stop_at") if cut is not None else (None, None)
+
+
+def _open_end(text: str, stops: tuple[str, ...]) -> int:
+    """The end of ``text`` without a tail that begins one of ``stops``."""
+    for start in range(max(0, len(text) - max(map(len, stops), default=1) + 1), len(text)):
+        tail = text[start:]
+        if any(s.startswith(tail) for s in stops):
+            return start
+    return len(text)
+
 
 @dataclass
 class EngineResult:

@@ -406,8 +406,6 @@ class RemoteEngine:
             # continuous usage: exact token counts even when we stop reading early.
             "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         }
-        if request.stop:
-            body["stop"] = list(request.stop)
         if request.stop_token_ids:
             body["stop_token_ids"] = list(request.stop_token_ids)
         if request.priority and self._send_priority:
@@ -529,12 +527,13 @@ class RemoteEngine:
                     text += delta
                     if choice.get("finish_reason"):
                         result.finish_reason = str(choice["finish_reason"])
-                if request.stop_at is not None and "choices" in chunk:
-                    cut = request.stop_at(text)
+                if "choices" in chunk:
+                    cut, why = request.cut(text, result.finish_reason is not None)
                     if cut is not None:
                         text = text[:cut]
                         result.stopped_early = result.finish_reason is None
-                        result.finish_reason = result.finish_reason or "stop_at"
+                        result.finish_reason = why if why == "stop" else (
+                            result.finish_reason or why)
                         break
         finally:
             await response.aclose()

@@ -181,7 +181,6 @@ class VllmEngine:
         params = SamplingParams(
             max_tokens=request.max_tokens,
             temperature=request.temperature,
-            stop=list(request.stop) or None,
             stop_token_ids=list(request.stop_token_ids) or None,
             output_kind=RequestOutputKind.DELTA,
         )
@@ -206,13 +205,13 @@ class VllmEngine:
                     text += completion.text
                     if completion.finish_reason:
                         result.finish_reason = completion.finish_reason
-                if request.stop_at is not None:
-                    cut = request.stop_at(text)
-                    if cut is not None:
-                        text = text[:cut]
-                        result.stopped_early = not out.finished
-                        result.finish_reason = result.finish_reason or "stop_at"
-                        break
+                cut, why = request.cut(text, out.finished)
+                if cut is not None:
+                    text = text[:cut]
+                    result.stopped_early = not out.finished
+                    result.finish_reason = why if why == "stop" else (
+                        result.finish_reason or why)
+                    break
         result.text = text
         return result
 

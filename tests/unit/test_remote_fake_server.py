@@ -205,7 +205,24 @@ async def test_fake_server_streams_and_counts_usage(fake: FakeVllmServer, key_en
     assert "suffix" not in body  # vLLM rejects it: the prompt is sent finished
     assert body["prompt"] == "def f():\n" and body["stream"] is True
     assert body["stream_options"] == {"include_usage": True, "continuous_usage_stats": True}
-    assert body["stop"] == ["\n\n"] and body["priority"] == 1 and body["model"] == "coder"
+    # Stop strings are matched here: the server would hold back a stream's last characters.
+    assert "stop" not in body and body["priority"] == 1 and body["model"] == "coder"
+
+
+async def test_fake_server_stop_strings_are_matched_while_streaming(
+        fake: FakeVllmServer, key_env: None) -> None:
+    fake.script = [stream(["a", "b<", "|end", "|>c", "d"], delay=0.05)]
+    engine, _ = await make_engine(settings(fake.url))
+    seen: list[str] = []
+
+    def watch(text: str) -> int | None:
+        seen.append(text)
+        return None
+
+    result = await engine.generate(request(stop=("<|end|>",), stop_at=watch))
+    await engine.shutdown()
+    assert result.text == "ab" and result.finish_reason == "stop" and result.stopped_early
+    assert seen == ["a", "ab", "ab"]  # the open "<", "<|end" never shown
 
 
 async def test_fake_server_gets_token_ids_when_the_prompt_has_them(
