@@ -116,6 +116,24 @@ def next_line_start(text: str, cursor: Cursor) -> int | None:
     return head + 1 if text[head:head + 1] == "\n" else None
 
 
+def _open_quote(quote: str | None, line: str) -> str | None:
+    """The triple quote left open after ``line`` (Python, Kotlin, Swift docstrings and
+    text blocks), given the one open before it."""
+    pos = 0
+    while True:
+        if quote is None:
+            found = [(i, q) for q in ('"""', "'''") if (i := line.find(q, pos)) >= 0]
+            if not found:
+                return None
+            pos, quote = min(found)
+        else:
+            end = line.find(quote, pos)
+            if end < 0:
+                return quote
+            pos, quote = end, None
+        pos += 3
+
+
 def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
     """Where to cut the text generated so far, or None to keep streaming."""
 
@@ -149,8 +167,12 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
         base = _indent(first) if first.strip() else _indent(cursor.line_before)
         blank_run = 0
         pos = skipped + len(complete[0]) + 1
+        quote = _open_quote(None, first)
         for n, line in enumerate(complete[1:], start=1):
-            if not line.strip():
+            inside, quote = quote, _open_quote(quote, line)
+            if inside:  # a docstring's lines: their indentation and blank lines are text
+                blank_run = 0
+            elif not line.strip():
                 blank_run += 1
                 if blank_run >= 2:
                     return pos - 1
@@ -422,6 +444,23 @@ def _cut_at_block_end(text: str, snapshot: Snapshot, offset: int, rules: Languag
     return inserted[: end - offset].decode("utf-8", "ignore").rstrip()
 
 
+def _keep_parsing(text: str, snapshot: Snapshot, offset: int) -> str:
+    """A multi-line answer that breaks the file (an unclosed string, C comments in Python)
+    keeps its longest run of whole lines that does not. Kept whole when no run parses:
+    the user may be mid-way through a construct the answer continues."""
+    tree = parse_inserted(snapshot, offset, text)
+    if tree is None or not tree.root_node.has_error:
+        return text
+    lines = text.split("\n")
+    for end in range(len(lines) - 1, 0, -1):
+        head = "\n".join(lines[:end]).rstrip()
+        if head.strip():
+            tree = parse_inserted(snapshot, offset, head)
+            if tree is not None and not tree.root_node.has_error:
+                return head
+    return text
+
+
 def finalize(text: str, mode: Mode, cursor: Cursor, snapshot: Snapshot | None = None,
              offset: int | None = None) -> str:
     """Clean the final text; an empty string means 'no suggestion'."""
@@ -443,5 +482,6 @@ def finalize(text: str, mode: Mode, cursor: Cursor, snapshot: Snapshot | None = 
     if mode == "multi-line":
         text = _drop_unfinished_tail(text, rules)
     if mode == "multi-line" and snapshot is not None and offset is not None:
+        text = _keep_parsing(text, snapshot, offset)
         text = _cut_at_block_end(text, snapshot, offset, rules)
     return _trim(text)

@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 from lsp_copilot.context.budget import TokenCounter
 from lsp_copilot.context.grammars import LanguageQueries, queries_for
-from lsp_copilot.context.index import FileEntry
-from lsp_copilot.context.snippets import QUERY_LINES, similar_snippets
+from lsp_copilot.context.index import FAMILIES, MAX_FILE_BYTES, FileEntry, WorkspaceIndex
+from lsp_copilot.context.snippets import QUERY_LINES, Windows, similar_snippets, windows
 from lsp_copilot.context.symbols import Definition, file_symbols, references_near, scopes_at
 from lsp_copilot.context.trigger import Mode, completion_mode
 from lsp_copilot.context.window import Window, cursor_window
@@ -370,14 +370,15 @@ class _Builder:
     # -- P4 -----------------------------------------------------------------------------
     def p4(self, first_line: int, allowance: int) -> _Filled:
         if "P4" not in self._candidates:
-            self._candidates["P4"] = self._p4_candidates()
+            self._candidates["P4"] = self._p4_candidates(first_line)
         return self._fill_new(self._candidates["P4"], allowance)
 
-    def _p4_candidates(self) -> list[_Block]:
+    def _p4_candidates(self, first_line: int) -> list[_Block]:
         if self.workspace is None:
             return []
-        docs = []
+        docs: list[tuple[str, str, Windows, range | None]] = []
         texts: dict[str, tuple[str, str]] = {}
+        open_rels = set()
         for uri, text in self.documents():
             if uri == self.snapshot.uri:
                 continue
@@ -385,9 +386,11 @@ class _Builder:
             if rel is None:
                 path = uri_to_path(uri)
                 rel = path.name if path is not None else uri
-            docs.append((rel, text))
+            else:
+                open_rels.add(rel)
+            docs.append((rel, text, windows(text), None))
             texts[uri] = (rel, text)
-        docs.sort()
+        docs.sort(key=lambda d: d[0])
         # Recent edits first: the lines around the last edit of other open buffers (what
         # the user just wrote elsewhere is likely what they use here), most recent first.
         blocks = []
@@ -402,6 +405,21 @@ class _Builder:
                 body = "\n".join(rows[first:line + EDIT_CONTEXT_LINES + 1]).rstrip("\n") + "\n"
                 if body.strip():
                     blocks.append(_Block(rel, first, body))
+        # This file's own code out of the window's sight (below the cursor, for a model
+        # that reads no suffix, or far above), then the files next to it in the repository.
+        own = self.data.decode("utf-8", "replace")
+        docs.append((self.path, own, windows(own), range(first_line, self.cursor_row + 1)))
+        if self.index is not None and self.rel is not None:
+            room = MAX_NEIGHBOUR_WINDOWS
+            for rel in _neighbours(self.index, self.rel, self.q.grammar):
+                if rel in open_rels:
+                    continue
+                text, wins = _disk_windows(self.index, rel)
+                if wins:
+                    docs.append((rel, text, wins, None))
+                    room -= len(wins)
+                    if room <= 0:
+                        break
         # The query is the lines above the cursor's line: the prompt's base is decided at
         # a line start and kept for many lines (build_context), so the snippets do not
         # change with each keystroke.
@@ -412,6 +430,71 @@ class _Builder:
         query = self.data[start:end].decode("utf-8", "replace")
         snippets = similar_snippets(query, docs)
         return blocks + [_Block(s.name, s.start_line, s.text) for s in snippets]
+
+
+MAX_NEIGHBOURS = 32
+"""Files of the same folder searched for P4 snippets (those named most like this one)..."""
+MAX_NEIGHBOUR_WINDOWS = 1500
+"""... as long as their windows come to no more than this (a base build scores each
+window: about a microsecond each)."""
+
+_NEIGHBOURS: OrderedDict[tuple[int, int, str], list[str]] = OrderedDict()
+
+
+def _neighbours(index: WorkspaceIndex, rel: str, grammar: str) -> list[str]:
+    """Files of ``rel``'s folder in its language family, named most like it first (cp1252.py
+    next to cp1251.py, test_x.py next to test_y.py). Kept per index generation."""
+    key = (id(index), index.generation, rel)
+    cached = _NEIGHBOURS.get(key)
+    if cached is not None:
+        return cached
+    folder, _, name = rel.rpartition("/")
+    family = FAMILIES.get(grammar, grammar)
+    found = []
+    for other in index.folder(folder):
+        entry = index.file(other)
+        if other == rel or entry is None:
+            continue
+        if FAMILIES.get(entry.grammar, entry.grammar) != family:
+            continue
+        other_name = other.rpartition("/")[2]
+        common = next((i for i, (a, b) in enumerate(zip(name, other_name, strict=False))
+                       if a != b), min(len(name), len(other_name)))
+        found.append((-common, other_name, other))
+    found.sort()
+    _NEIGHBOURS[key] = out = [f[2] for f in found[:MAX_NEIGHBOURS]]
+    while len(_NEIGHBOURS) > 64:
+        _NEIGHBOURS.popitem(last=False)
+    return out
+
+
+_DISK: OrderedDict[str, tuple[FileEntry, str, Windows]] = OrderedDict()
+
+
+def _disk_windows(index: WorkspaceIndex, rel: str) -> tuple[str, Windows]:
+    """An indexed file's windows, read from disk once per index entry (a re-indexed file is
+    a new entry); nothing for a file that now looks private."""
+    entry = index.file(rel)
+    if entry is None:
+        return "", ()
+    key = f"{index.root}\0{rel}"
+    cached = _DISK.get(key)
+    if cached is not None and cached[0] is entry:
+        _DISK.move_to_end(key)
+        return cached[1], cached[2]
+    try:
+        data = (index.root / rel).read_bytes()
+    except OSError:
+        data = b""
+    text = ""
+    if data and len(data) <= MAX_FILE_BYTES and index.private(str(index.root / rel),
+                                                              data) is None:
+        text = data.decode("utf-8", "replace")
+    wins = windows(text) if text else ()
+    _DISK[key] = (entry, text, wins)
+    while len(_DISK) > 512:
+        _DISK.popitem(last=False)
+    return text, wins
 
 
 _IMPORTED: OrderedDict[tuple[str, tuple[str, ...]], tuple[FileEntry, list[tuple[str, _Block]]]] = (

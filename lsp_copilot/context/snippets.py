@@ -1,21 +1,25 @@
-"""P4: snippets similar to the code before the cursor, from open and recently edited files.
+"""P4: snippets similar to the code before the cursor, from this file, open buffers and
+files of the repository near this one.
 
-As Cody does: slide a window of lines over each candidate file, score each window by the
-Jaccard similarity of its identifier set with the lines just above the cursor, keep the
-best windows. Deterministic: ties break on file name and line.
+As Cody does for open files and RepoCoder for the repository: slide a window of lines
+over each candidate file, score each window by the Jaccard similarity of its identifier
+set with the lines just above the cursor, keep the best windows. Deterministic: ties
+break on file name and line.
 """
 
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 WINDOW_LINES = 16
 STEP_LINES = 8
 QUERY_LINES = 16
 MIN_SCORE = 0.12
+SHOWN_END = WINDOW_LINES // 2 + WINDOW_LINES
+"""A snippet shows lines ``WINDOW_LINES // 2`` to this, from its window's start."""
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 
@@ -31,44 +35,76 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(_WORD.findall(text))
 
 
-_WINDOWS: OrderedDict[str, list[tuple[int, str, frozenset[str]]]] = OrderedDict()
+@lru_cache(maxsize=32768)
+def _chunk_words(chunk: str) -> frozenset[str]:
+    """Per window text: a document being edited keeps most of its windows' texts, so a
+    rebuild of its windows only scans the few that changed."""
+    return _words(chunk)
 
 
-def _windows(text: str) -> list[tuple[int, str, frozenset[str]]]:
+Windows = tuple[tuple[int, str, frozenset[str]], ...]
+
+
+@lru_cache(maxsize=256)
+def windows(text: str) -> Windows:
     """A document's line windows with their identifier sets, cached per text: the other
-    open buffers rarely change between two completions."""
-    cached = _WINDOWS.get(text)
-    if cached is not None:
-        _WINDOWS.move_to_end(text)
-        return cached
+    open buffers and files on disk rarely change between two completions."""
     lines = text.splitlines(keepends=True)
     out = []
     for start in range(0, max(1, len(lines) - WINDOW_LINES + STEP_LINES), STEP_LINES):
         chunk = "".join(lines[start:start + WINDOW_LINES])
-        words = _words(chunk)
+        words = _chunk_words(chunk)
         if words:
             out.append((start, chunk if chunk.endswith("\n") else chunk + "\n", words))
-    _WINDOWS[text] = out
-    while len(_WINDOWS) > 64:
-        _WINDOWS.popitem(last=False)
-    return out
+    return tuple(out)
 
 
 def similar_snippets(
-    query: str, documents: Iterable[tuple[str, str]], limit: int = 4
+    query: str, documents: Iterable[tuple[str, str, Windows, range | None]], limit: int = 4,
+    min_score: float = MIN_SCORE,
 ) -> list[Snippet]:
-    """Best line windows of ``documents`` (name, text) by Jaccard similarity to ``query``."""
+    """Best line window of each of ``documents`` (name, text, windows, lines to skip) by
+    Jaccard similarity to the last lines of ``query``; at most ``limit``, best first.
+
+    A snippet is its window's second half and the lines after it, as RepoCoder shows a
+    retrieved window with its continuation: the lines like the query's are those the
+    model already sees above the cursor; what followed them is what it may write next.
+    Snippets that repeat a better one line for line are left out."""
     target = _words("\n".join(query.splitlines()[-QUERY_LINES:]))
     if not target:
         return []
-    found: list[Snippet] = []
-    for name, text in documents:
-        best: Snippet | None = None
-        for start, chunk, words in _windows(text):
-            score = len(words & target) / len(words | target)
-            if score >= MIN_SCORE and (best is None or score > best.score):
-                best = Snippet(name, start, chunk, score)
+    size = len(target)
+    found: list[tuple[float, str, int, str]] = []
+    for name, text, wins, skip in documents:
+        best: tuple[float, int] | None = None
+        for start, _chunk, words in wins:
+            # Neither the lines matched nor those shown may be the ones to skip (the code
+            # the query came from would match itself).
+            if skip is not None and start + SHOWN_END > skip.start and start < skip.stop:
+                continue
+            common = len(words & target)
+            score = common / (len(words) + size - common)
+            if score >= min_score and (best is None or score > best[0]):
+                best = (score, start)
         if best is not None:
-            found.append(best)
-    found.sort(key=lambda s: (-round(s.score, 6), s.name, s.start_line))
-    return found[:limit]
+            found.append((best[0], name, best[1], text))
+    found.sort(key=lambda f: (-round(f[0], 6), f[1], f[2]))
+    out: list[Snippet] = []
+    kept: set[str] = set()
+    for score, name, start, text in found:
+        first = start + WINDOW_LINES // 2
+        lines = _lines(text)[first:start + SHOWN_END]
+        if skip_lines := [x for x in lines if x.strip()]:
+            if sum(x in kept for x in skip_lines) >= 0.8 * len(skip_lines):
+                continue
+            kept.update(skip_lines)
+            body = "".join(lines)
+            out.append(Snippet(name, first, body if body.endswith("\n") else body + "\n", score))
+            if len(out) == limit:
+                break
+    return out
+
+
+@lru_cache(maxsize=64)
+def _lines(text: str) -> list[str]:
+    return text.splitlines(keepends=True)

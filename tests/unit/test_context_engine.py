@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lsp_copilot.context import build_context
+from lsp_copilot.context import Layer, build_context
 from lsp_copilot.context.budget import fallback_counter
 from lsp_copilot.context.index import WorkspaceIndex
 from lsp_copilot.context.workspace import Workspace
@@ -181,6 +181,59 @@ def test_p4_similar_snippets_from_open_buffers(workspace: tuple[Path, WorkspaceI
                         workspace=ws)
     p4 = [layer for layer in ctx.layers if layer.name.startswith("P4")]
     assert p4 and "height_total = rect.height" in p4[0].text and "other.py" in p4[0].source
+
+
+CODEC = ("import codecs\n\n"
+         "class Codec(codecs.Codec):\n"
+         "    def encode(self, text, errors='strict'):\n"
+         "        return codecs.charmap_encode(text, errors, encoding_table)\n"
+         "    def decode(self, text, errors='strict'):\n"
+         "        return codecs.charmap_decode(text, errors, decoding_table)\n\n")
+WRITER = "class StreamWriter(Codec, codecs.StreamWriter):\n    pass\n"
+
+
+def _p4(layers: tuple[Layer, ...]) -> list[Layer]:
+    return [layer for layer in layers if layer.name.startswith("P4")]
+
+
+def test_p4_shows_what_follows_similar_code_in_a_file_of_the_same_folder(
+        tmp_path: Path) -> None:
+    """A file next to this one, not open, with the same code: the snippet is what comes
+    after it there (RepoCoder's continuation), the line this file needs next."""
+    (tmp_path / "enc").mkdir()
+    (tmp_path / "enc" / "cp1251.py").write_text(CODEC + WRITER + "x = 1\n" * 30)
+    (tmp_path / "enc" / "cp1252.py").write_text(CODEC)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "far.py").write_text(CODEC + "class Unrelated:\n    pass\n")
+    index = WorkspaceIndex(tmp_path)
+    index.build()
+    snap = _snapshot(tmp_path, "enc/cp1252.py", CODEC + "class ")
+    ctx = build_context(snap, len(snap.data), fallback_counter(), template_for(None), 1024,
+                        workspace=Workspace(index, lambda: [(snap.uri, snap.text)]))
+    p4 = _p4(ctx.layers)
+    assert p4 and "class StreamWriter(Codec, codecs.StreamWriter):" in p4[0].text
+    assert "enc/cp1251.py" in p4[0].source and "far.py" not in ctx.prompt
+
+
+def test_p4_shows_this_files_code_below_the_cursor(tmp_path: Path) -> None:
+    """A model without fill-in-the-middle never sees the code after the cursor: what
+    follows code like the cursor's there is shown as a snippet."""
+    rows = ["utf_8", "latin_1", "ascii", "utf_16"]
+    calls = "".join(f"    table.add('{r}', codecs.{r}_encode, codecs.{r}_decode)\n"
+                    for r in rows)
+    above = "import codecs\n\ndef setup(table):\n" + calls[:calls.rindex("    table")]
+    text = (above + "    table.\n" + "y = 2\n" * 20 + "\n\ndef setup_again(table):\n" + calls
+            + "z = 3\n" * 12)
+    snap = _snapshot(tmp_path, "solo.py", text)
+    offset = len((above + "    table.").encode())
+    ctx = build_context(snap, offset, fallback_counter(), template_for(None), 1024,
+                        workspace=Workspace(WorkspaceIndex(tmp_path),
+                                            lambda: [(snap.uri, snap.text)]))
+    p4 = _p4(ctx.layers)
+    assert p4 and "solo.py" in p4[0].source
+    assert "table.add('utf_16'" in p4[0].text
+    # Not what follows the window's own lines (they would match themselves best).
+    assert "y = 2" not in p4[0].text
 
 
 def test_p4_recent_edit_of_another_buffer(workspace: tuple[Path, WorkspaceIndex]) -> None:

@@ -47,6 +47,18 @@ def test_multi_line_first_line_dedent_gives_nothing() -> None:
     assert finalize("def next_function():\n    pass\n", "multi-line", cursor) == ""
 
 
+def test_a_docstrings_blank_lines_and_dedented_text_do_not_end_the_block() -> None:
+    cursor = Cursor("        ", "", prompt_dropped_indent="        ")
+    text = ('        """Return the result.\n\n        More text,\n  even dedented.\n        """\n'
+            "        return self.result\n\n    def other(self):\n        pass\n")
+    assert finalize(text, "multi-line", cursor) == (
+        '"""Return the result.\n\n        More text,\n  even dedented.\n        """\n'
+        "        return self.result")
+    # The same lines outside a string: the blank line then a sibling is a new item.
+    plain = text.replace('"""', "#", 1).replace('        """\n', "")
+    assert finalize(plain, "multi-line", cursor) == "#Return the result."
+
+
 def test_sibling_after_blank_line_is_a_new_item() -> None:
     cursor = Cursor("", "")
     text = "def a():\n    return 1\n\ndef b():\n    return 2\n"
