@@ -241,6 +241,7 @@ class Completer:
 
         raw: str | None = cache.get(key) if cache is not None else None
         source = "cache"
+        truncated = False  # (known for the engine's own answers only)
         if raw is not None:
             self.telemetry.count("cache_hits")
         else:
@@ -298,7 +299,8 @@ class Completer:
                     return Outcome("", mode, reason="engine error", context=context,
                                    source="none")
                 raw, source = result.text, "engine"
-        text = finalize(raw, mode, cursor, snapshot, offset)
+                truncated = result.finish_reason == "length"
+        text = finalize(raw, mode, cursor, snapshot, offset, truncated)
         total_ms = (time.perf_counter() - started) * 1000
         self.telemetry.server_time(max(0.0, total_ms - waited))
         timings = {"context": round(context_ms, 2), "engine": round(waited, 2),

@@ -288,6 +288,11 @@ def _drop_repeats_of_neighbours(text: str, mode: Mode, cursor: Cursor) -> str:
 
 def _scan(text: str, rules: LanguageRules) -> list[tuple[int, str]]:
     """Bracket characters of ``text`` with their positions, outside strings and comments."""
+    return _scan_with_quote(text, rules)[0]
+
+
+def _scan_with_quote(text: str, rules: LanguageRules) -> tuple[list[tuple[int, str]], str]:
+    """``_scan``, and the quote still open at the end of ``text``."""
     out: list[tuple[int, str]] = []
     quote = ""
     i = 0
@@ -310,7 +315,7 @@ def _scan(text: str, rules: LanguageRules) -> list[tuple[int, str]]:
         elif ch in rules.closers or any(b[0] == ch for b in rules.brackets):
             out.append((i, ch))
         i += 1
-    return out
+    return out, quote
 
 
 def _open_brackets(text: str, rules: LanguageRules) -> list[str]:
@@ -388,6 +393,20 @@ def _drop_unfinished_tail(text: str, rules: LanguageRules) -> str:
     return "\n".join(lines) if depth > 0 else text
 
 
+def _drop_unfinished_answer(text: str, rules: LanguageRules, truncated: bool) -> str:
+    """A multi-line answer the token limit cut inside its first statement (an open
+    bracket or string with no balanced line to keep, often a repetition run to the limit)
+    is no suggestion: it would leave the file broken. A deadline's cut is not this: the
+    generation goes on, and the rest comes as the user types."""
+    if not truncated:
+        return text
+    brackets, quote = _scan_with_quote(text, rules)
+    depth = 0
+    for _, ch in brackets:
+        depth = max(0, depth - 1) if ch in rules.closers else depth + 1
+    return "" if depth or quote or _open_quote(None, text) else text
+
+
 # -- the syntax tree rule --------------------------------------------------------------
 
 
@@ -462,8 +481,9 @@ def _keep_parsing(text: str, snapshot: Snapshot, offset: int) -> str:
 
 
 def finalize(text: str, mode: Mode, cursor: Cursor, snapshot: Snapshot | None = None,
-             offset: int | None = None) -> str:
-    """Clean the final text; an empty string means 'no suggestion'."""
+             offset: int | None = None, truncated: bool = False) -> str:
+    """Clean the final text; an empty string means 'no suggestion'. ``truncated``: the
+    generation ended at its token limit."""
     if mode == "none":
         return ""
     cut = stop_rule(mode, cursor)(text + "\n")
@@ -481,6 +501,7 @@ def finalize(text: str, mode: Mode, cursor: Cursor, snapshot: Snapshot | None = 
     text = _balance(text, mode, cursor, rules)
     if mode == "multi-line":
         text = _drop_unfinished_tail(text, rules)
+        text = _drop_unfinished_answer(text, rules, truncated)
     if mode == "multi-line" and snapshot is not None and offset is not None:
         text = _keep_parsing(text, snapshot, offset)
         text = _cut_at_block_end(text, snapshot, offset, rules)

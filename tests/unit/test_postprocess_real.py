@@ -38,7 +38,9 @@ def _run(name: str) -> tuple[dict[str, Any], str]:
     mode = completion_mode(snapshot, offset)
     assert mode == fixture["mode"]
     cursor = cursor_at(snapshot, offset)
-    return fixture, postprocess.finalize(fixture["raw"], mode, cursor, snapshot, offset)
+    truncated = fixture.get("finish_reason") == "length"  # the generation hit its limit
+    return fixture, postprocess.finalize(fixture["raw"], mode, cursor, snapshot, offset,
+                                         truncated)
 
 
 def test_there_are_fixtures() -> None:
