@@ -211,6 +211,14 @@ def _reindent(text: str, cursor: Cursor) -> str:
     return "\n".join(lines)
 
 
+def _drop_word_continuation(text: str, cursor: Cursor) -> str:
+    """The prompt ended before a space the user typed after a word, and the model did not
+    write that space: it went on with the word (``num_tokens`` + ``_per_head = ...``),
+    which after the typed space would be broken code. No suggestion."""
+    mid_line = cursor.prompt_dropped_indent and cursor.line_before.strip()
+    return "" if mid_line and text and not text[0].isspace() else text
+
+
 def _trim(text: str) -> str:
     """No trailing spaces, no trailing blank lines; whitespace alone is no suggestion."""
     lines = [line.rstrip() for line in text.split("\n")]
@@ -490,6 +498,7 @@ def finalize(text: str, mode: Mode, cursor: Cursor, snapshot: Snapshot | None = 
     if cut is not None:
         text = text[:cut]
     text = _skip_leading_blank_lines(text, cursor)
+    text = _drop_word_continuation(text, cursor)
     if cursor.prompt_dropped_indent:
         text = _reindent(text, cursor)
     text = _trim(text)

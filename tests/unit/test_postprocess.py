@@ -103,13 +103,14 @@ def test_closing_brace_the_suffix_has_is_cut() -> None:
 
 
 def test_brackets_against_the_suffix() -> None:
+    # (The prompt ends before the typed space: the model writes it first.)
     snap, off, cursor, mode = _doc("x = foo(a, |)\n", "python")
-    assert finalize("b, c)", mode, cursor, snap, off) == "b, c"  # the suffix closes it
+    assert finalize(" b, c)", mode, cursor, snap, off) == "b, c"  # the suffix closes it
     snap, off, cursor, mode = _doc("x = foo(a, |\n", "python")
-    assert finalize("b, c))", mode, cursor, snap, off) == "b, c)"  # one closer too many
+    assert finalize(" b, c))", mode, cursor, snap, off) == "b, c)"  # one closer too many
     snap, off, cursor, mode = _doc("x = [a, |\n", "python")
-    assert finalize("b)]", mode, cursor, snap, off) == "b"  # mismatched
-    assert finalize("f(')', b)]", mode, cursor, snap, off) == "f(')', b)]"  # in a string
+    assert finalize(" b)]", mode, cursor, snap, off) == "b"  # mismatched
+    assert finalize(" f(')', b)]", mode, cursor, snap, off) == "f(')', b)]"  # in a string
 
 
 def test_degenerate_repetition() -> None:
@@ -117,8 +118,8 @@ def test_degenerate_repetition() -> None:
     raw = " self.a = 1\n    self.b = 2\n    self.b = 2\n    self.b = 2\n"
     assert finalize(raw, mode, cursor, snap, off) == "self.a = 1\n    self.b = 2"
     snap, off, cursor, mode = _doc("x = |\n", "python")
-    assert finalize("self.x.x.x.x.x.x", mode, cursor, snap, off) == "self.x"
-    assert finalize("[0, 0, 0, 0, 0, 0]", mode, cursor, snap, off) == "[0, 0, 0, 0, 0, 0]"
+    assert finalize(" self.x.x.x.x.x.x", mode, cursor, snap, off) == "self.x"
+    assert finalize(" [0, 0, 0, 0, 0, 0]", mode, cursor, snap, off) == "[0, 0, 0, 0, 0, 0]"
 
 
 def test_repeats_of_the_line_above_and_of_the_suffix() -> None:

@@ -37,7 +37,7 @@ class CharCounter:
 class FakeEngine:
     """Streams ``reply`` a few characters at a time; records every prompt it gets."""
 
-    def __init__(self, reply: str = "a + b\n", step_s: float = 0.01) -> None:
+    def __init__(self, reply: str = " a + b\n", step_s: float = 0.01) -> None:
         self.info = EngineInfo("fake", "fake-model", "cpu", True, None)
         self.counter = CharCounter()
         self.reply = reply
@@ -137,7 +137,7 @@ async def test_fake_engine_backspace_reuses_inflight_generation() -> None:
 
 
 async def test_fake_engine_diverging_request_aborts_old_generation() -> None:
-    engine = FakeEngine(reply="a + b + c + d + e\n", step_s=0.02)
+    engine = FakeEngine(reply=" a + b + c + d + e\n", step_s=0.02)
     completer = await _completer(engine, typing_through=False)
     first = asyncio.ensure_future(completer.complete(_snap(SOURCE), len(SOURCE)))
     await asyncio.sleep(0.01)
@@ -281,7 +281,7 @@ async def test_fake_engine_deadline_answers_with_whole_words_and_is_not_cached(
     """A slow single-line generation answers at the deadline with its whole words (the
     word being generated left out), and that cut answer is not cached; without a
     deadline the whole line comes."""
-    engine = FakeEngine("alpha + beta_gamma(delta)\n", step_s=0.02)
+    engine = FakeEngine(" alpha + beta_gamma(delta)\n", step_s=0.02)
     cache = CompletionCache(tmp_path / "c")
     completer = await _completer(engine, cache, deadline_ms=150)
     outcome = await completer.complete(_snap(SOURCE), len(SOURCE))
@@ -308,7 +308,7 @@ def test_whole_words_and_lines() -> None:
 
 async def test_fake_engine_prefetch_has_no_deadline() -> None:
     """Nobody waits for a prefetch: it computes the whole answer, to be ready and cached."""
-    engine = FakeEngine("alpha + beta_gamma(delta)\n", step_s=0.02)
+    engine = FakeEngine(" alpha + beta_gamma(delta)\n", step_s=0.02)
     completer = await _completer(engine, None, deadline_ms=100)
     outcome = await completer.complete(_snap(SOURCE), len(SOURCE), prefetch=True)
     assert outcome.text == "alpha + beta_gamma(delta)"
