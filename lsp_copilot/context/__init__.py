@@ -492,7 +492,7 @@ def _disk_windows(index: WorkspaceIndex, rel: str) -> tuple[str, Windows]:
         text = data.decode("utf-8", "replace")
     wins = windows(text) if text else ()
     _DISK[key] = (entry, text, wins)
-    while len(_DISK) > 512:
+    while len(_DISK) > 256:  # (about 15 MB for files of the standard library's size)
         _DISK.popitem(last=False)
     return text, wins
 

@@ -60,8 +60,7 @@ def windows(text: str) -> Windows:
 
 
 def similar_snippets(
-    query: str, documents: Iterable[tuple[str, str, Windows, range | None]], limit: int = 4,
-    min_score: float = MIN_SCORE,
+    query: str, documents: Iterable[tuple[str, str, Windows, range | None]], limit: int = 4
 ) -> list[Snippet]:
     """Best line window of each of ``documents`` (name, text, windows, lines to skip) by
     Jaccard similarity to the last lines of ``query``; at most ``limit``, best first.
@@ -84,7 +83,7 @@ def similar_snippets(
                 continue
             common = len(words & target)
             score = common / (len(words) + size - common)
-            if score >= min_score and (best is None or score > best[0]):
+            if score >= MIN_SCORE and (best is None or score > best[0]):
                 best = (score, start)
         if best is not None:
             found.append((best[0], name, best[1], text))
@@ -94,10 +93,10 @@ def similar_snippets(
     for score, name, start, text in found:
         first = start + WINDOW_LINES // 2
         lines = _lines(text)[first:start + SHOWN_END]
-        if skip_lines := [x for x in lines if x.strip()]:
-            if sum(x in kept for x in skip_lines) >= 0.8 * len(skip_lines):
+        if content := [x for x in lines if x.strip()]:
+            if sum(x in kept for x in content) >= 0.8 * len(content):
                 continue
-            kept.update(skip_lines)
+            kept.update(content)
             body = "".join(lines)
             out.append(Snippet(name, first, body if body.endswith("\n") else body + "\n", score))
             if len(out) == limit:
@@ -106,5 +105,5 @@ def similar_snippets(
 
 
 @lru_cache(maxsize=64)
-def _lines(text: str) -> list[str]:
-    return text.splitlines(keepends=True)
+def _lines(text: str) -> tuple[str, ...]:
+    return tuple(text.splitlines(keepends=True))
