@@ -422,12 +422,25 @@ def _point(data: bytes, offset: int) -> tuple[int, int]:
     return data.count(b"\n", 0, offset), offset - (data.rfind(b"\n", 0, offset) + 1)
 
 
+_LAST_PARSE: list[tuple[Snapshot, int, str, tree_sitter.Tree | None]] = []
+"""The last ``parse_inserted`` (the rules after ``_keep_parsing`` read the same tree)."""
+
+
 def parse_inserted(snapshot: Snapshot, offset: int, text: str) -> tree_sitter.Tree | None:
     """The snapshot's tree with ``text`` inserted at ``offset``, or None without a grammar.
 
     An incremental re-parse of a copy of the snapshot's tree: about a millisecond even in
-    a large file, so it runs once per finished completion (never per streamed token).
+    a large file, so it runs once per finished completion (never per streamed token). The
+    tree is read only, so the last one is reused for the same snapshot, offset and text.
     """
+    if _LAST_PARSE and _LAST_PARSE[0][0] is snapshot and _LAST_PARSE[0][1:3] == (offset, text):
+        return _LAST_PARSE[0][3]
+    tree = _parse_inserted(snapshot, offset, text)
+    _LAST_PARSE[:] = [(snapshot, offset, text, tree)]
+    return tree
+
+
+def _parse_inserted(snapshot: Snapshot, offset: int, text: str) -> tree_sitter.Tree | None:
     if snapshot.grammar is None or snapshot.tree is None:
         return None
     parser = parser_for(snapshot.grammar)

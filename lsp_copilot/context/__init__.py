@@ -21,7 +21,13 @@ from typing import NamedTuple
 from lsp_copilot.context.budget import TokenCounter
 from lsp_copilot.context.grammars import LanguageQueries, queries_for
 from lsp_copilot.context.index import FAMILIES, MAX_FILE_BYTES, FileEntry, WorkspaceIndex
-from lsp_copilot.context.snippets import QUERY_LINES, Windows, similar_snippets, windows
+from lsp_copilot.context.snippets import (
+    QUERY_LINES,
+    Windows,
+    buffer_windows,
+    similar_snippets,
+    windows,
+)
 from lsp_copilot.context.symbols import Definition, file_symbols, references_near, scopes_at
 from lsp_copilot.context.trigger import Mode, completion_mode
 from lsp_copilot.context.window import Window, cursor_window
@@ -388,7 +394,7 @@ class _Builder:
                 rel = path.name if path is not None else uri
             else:
                 open_rels.add(rel)
-            docs.append((rel, text, windows(text), None))
+            docs.append((rel, text, buffer_windows(text), None))
             texts[uri] = (rel, text)
         docs.sort(key=lambda d: d[0])
         # Recent edits first: the lines around the last edit of other open buffers (what

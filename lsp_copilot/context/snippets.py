@@ -35,7 +35,7 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(_WORD.findall(text))
 
 
-@lru_cache(maxsize=32768)
+@lru_cache(maxsize=8192)
 def _chunk_words(chunk: str) -> frozenset[str]:
     """Per window text: a document being edited keeps most of its windows' texts, so a
     rebuild of its windows only scans the few that changed."""
@@ -45,10 +45,9 @@ def _chunk_words(chunk: str) -> frozenset[str]:
 Windows = tuple[tuple[int, str, frozenset[str]], ...]
 
 
-@lru_cache(maxsize=256)
 def windows(text: str) -> Windows:
-    """A document's line windows with their identifier sets, cached per text: the other
-    open buffers and files on disk rarely change between two completions."""
+    """A document's line windows with their identifier sets. Not kept per text here: the
+    callers keep what lasts (the buffer being edited changes at every build)."""
     lines = text.splitlines(keepends=True)
     out = []
     for start in range(0, max(1, len(lines) - WINDOW_LINES + STEP_LINES), STEP_LINES):
@@ -57,6 +56,10 @@ def windows(text: str) -> Windows:
         if words:
             out.append((start, chunk if chunk.endswith("\n") else chunk + "\n", words))
     return tuple(out)
+
+
+buffer_windows = lru_cache(maxsize=64)(windows)
+"""``windows`` kept per text, for other open buffers: they rarely change between builds."""
 
 
 def similar_snippets(
@@ -92,7 +95,7 @@ def similar_snippets(
     kept: set[str] = set()
     for score, name, start, text in found:
         first = start + WINDOW_LINES // 2
-        lines = _lines(text)[first:start + SHOWN_END]
+        lines = text.splitlines(keepends=True)[first:start + SHOWN_END]
         if content := [x for x in lines if x.strip()]:
             if sum(x in kept for x in content) >= 0.8 * len(content):
                 continue
@@ -103,7 +106,3 @@ def similar_snippets(
                 break
     return out
 
-
-@lru_cache(maxsize=64)
-def _lines(text: str) -> tuple[str, ...]:
-    return tuple(text.splitlines(keepends=True))
