@@ -236,8 +236,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                     args.json, args.out)
     if args.what == "context":  # no engine: measures the prompt itself
         from lsp_copilot.context import bench as context_bench
+        from lsp_copilot.context import bench_languages
 
-        result = context_bench.run(args.corpus, args.count, args.model)
+        try:
+            folders = bench_languages.parse_folders(args.language_corpus)
+        except ValueError as exc:
+            raise SystemExit(f"error: {exc}") from None
+        result = context_bench.run(args.corpus, args.count, args.model, folders,
+                                   args.per_language)
     elif args.what == "typing":  # through the real protocol: spawns two servers
         import tempfile
 
@@ -317,6 +323,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--corpus", type=Path, help="folder of code (default: Python's stdlib)")
     bench.add_argument("--count", type=int, default=40, help="holes / requests to run")
     bench.add_argument("--model", help="model folder or hub id (default: SmolLM2-135M)")
+    bench.add_argument("--language-corpus", action="append", metavar="LANG=PATH",
+                       help="context: code of one language for the enclosing-function check "
+                       "(go, rust, cpp, java, typescript, python; a folder, .zip or .tgz; "
+                       "default: where Debian's packages put it); repeatable")
+    bench.add_argument("--per-language", type=int, default=50,
+                       help="context: positions per language for that check (0: skip it)")
     bench.add_argument("--json", nargs="?", const=True, default=False, metavar="OUT",
                        help="print JSON (quality: or write it, holes included, to OUT)")
     bench.add_argument("--messages", type=int, default=10_000,

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lsp_copilot.context import build_context
+from lsp_copilot.context import bench_languages, build_context
 from lsp_copilot.context.audit import engine_counter
 from lsp_copilot.context.budget import TokenCounter
 from lsp_copilot.context.index import WorkspaceIndex
@@ -234,7 +234,9 @@ def speed(index: WorkspaceIndex, counter: TokenCounter, keystrokes: int = 300) -
     }
 
 
-def run(corpus: Path | None, count: int, model: str | None) -> dict[str, Any]:
+def run(corpus: Path | None, count: int, model: str | None,
+        language_folders: dict[str, Path] | None = None, per_language: int = 0,
+        ) -> dict[str, Any]:
     corpus = corpus or Path(sysconfig.get_paths()["stdlib"])
     counter = engine_counter(model)
     counter.count("warm up")
@@ -255,4 +257,7 @@ def run(corpus: Path | None, count: int, model: str | None) -> dict[str, Any]:
     }
     out.update(recall(index, counter, count))
     out.update(speed(index, counter))
+    if per_language > 0:
+        out["enclosing_function_by_language"] = bench_languages.run(
+            counter, per_language, language_folders)
     return out
