@@ -1,4 +1,6 @@
-[(function_declaration) (function_expression) (arrow_function) (method_definition) (generator_function_declaration)] @scope.function
+; Decorators stand before a class member as its siblings: part of its header.
+[(function_declaration) (function_expression) (arrow_function) (method_definition) (generator_function_declaration) (generator_function)] @scope.function
 [(class_declaration) (class)] @scope.class
+(decorator) @scope.attribute
 (comment) @comment
 [(string) (template_string)] @string

@@ -21,6 +21,7 @@ from typing import NamedTuple
 from lsp_copilot.context.budget import TokenCounter
 from lsp_copilot.context.grammars import LanguageQueries, queries_for
 from lsp_copilot.context.index import FAMILIES, MAX_FILE_BYTES, FileEntry, WorkspaceIndex
+from lsp_copilot.context.scopes import enclosing_scopes, render_scopes
 from lsp_copilot.context.snippets import (
     QUERY_LINES,
     Windows,
@@ -28,7 +29,7 @@ from lsp_copilot.context.snippets import (
     similar_snippets,
     windows,
 )
-from lsp_copilot.context.symbols import Definition, file_symbols, references_near, scopes_at
+from lsp_copilot.context.symbols import Definition, file_symbols, references_near
 from lsp_copilot.context.trigger import Mode, completion_mode
 from lsp_copilot.context.window import Window, cursor_window
 from lsp_copilot.context.workspace import Workspace, uri_to_path
@@ -175,7 +176,7 @@ class _Builder:
         self.path = _display_path(snapshot, workspace)
         self.cursor_row = self.data.count(b"\n", 0, offset)
         self.symbols = file_symbols(q, self.tree, self.data, snapshot.uri, offset)
-        self.scopes = scopes_at(q, self.tree, offset)
+        self.chain = enclosing_scopes(q, self.tree, self.data, offset)
         start = _line_start(self.data, offset)
         for _ in range(REFERENCE_LINES):
             if start == 0:
@@ -210,60 +211,17 @@ class _Builder:
 
     # -- P1 -----------------------------------------------------------------------------
     def p1(self, first_line: int, first_byte: int, allowance: int) -> _Filled:
-        blocks: list[_Block] = []
-        function = self.scopes.function
-        klass = self.scopes.klass
-        starts_before = first_line
-        fn_block: _Block | None = None
-        if function is not None and function.start_point.row < first_line:
-            fn_def = next((d for d in self.symbols.around(function.start_byte)
-                           if d.start_byte <= function.start_byte < d.end_byte
-                           and d.kind in ("function", "method")), None)
-            sig_rows = fn_def.signature.count("\n") if fn_def else 1
-            sig_first = function.start_point.row
-            # Lines from the function's first line up to the window (row numbers from sig_first).
-            seg_start = _line_start(self.data, function.start_byte)
-            lines = [""] * sig_first + self.data[seg_start:first_byte].decode(
-                "utf-8", "replace").split("\n")[:-1]
-            head = lines[sig_first:sig_first + sig_rows]
-            tail_start = max(sig_first + sig_rows, first_line - 1)
-            budget_left = allowance - self.counter.count("".join(f"{x}\n" for x in head)) - 16
-            # Lines nearest the window, as many as fit.
-            tail: list[str] = []
-            row = first_line - 1
-            used = 0
-            while row >= sig_first + sig_rows:
-                cost = self.counter.count(lines[row] + "\n")
-                if used + cost > budget_left:
-                    break
-                tail.insert(0, lines[row])
-                used += cost
-                row -= 1
-            tail_start = row + 1
-            gap = tail_start > sig_first + sig_rows
-            indent = head[0][: len(head[0]) - len(head[0].lstrip())] + "    " if head else ""
-            text = "".join(f"{x}\n" for x in head)
-            if gap:
-                text += f"{indent}{self.q.comment} ...\n"
-            text += "".join(f"{x}\n" for x in tail)
-            fn_block = _Block(self.path, sig_first, text)
-            starts_before = sig_first
-        if klass is not None and klass.start_point.row < starts_before:
-            cls_def = next((d for d in self.symbols.around(klass.start_byte)
-                            if d.start_byte == klass.start_byte or (
-                                d.start_byte <= klass.start_byte < d.end_byte
-                                and d.kind in ("class", "interface", "impl", "module", "enum"))),
-                           None)
-            if cls_def is not None:
-                blocks.append(_Block(self.path, cls_def.start_line, cls_def.summary))
-        if fn_block is not None:
-            blocks.append(fn_block)
-        # The function is what matters most: fit it first, then the class summary before it.
-        order = [b for b in blocks if b is fn_block] + [b for b in blocks if b is not fn_block]
-        filled = _fill(self.q, self.counter, order, allowance)
-        filled.blocks.sort(key=lambda b: b.line)
-        for b in filled.blocks:
-            self.used.add((b.path, b.line))
+        """The chain of enclosing scopes (lsp_copilot/context/scopes.py), as one block."""
+        header = self.counter.count(f"{self.q.comment} {self.path}\n")
+        rendered = render_scopes(self.q, self.counter, self.data, self.chain, self.symbols,
+                                 self.offset, first_line, first_byte, allowance - header)
+        if rendered is None:
+            return _Filled()
+        filled = _fill(self.q, self.counter, [_Block(self.path, rendered.first_row,
+                                                     rendered.text)], allowance)
+        filled.truncated = filled.truncated or rendered.truncated
+        if filled.blocks:
+            self.used.update((self.path, row) for row in rendered.starts)
         return filled
 
     # -- P2 -----------------------------------------------------------------------------

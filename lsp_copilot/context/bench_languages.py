@@ -116,7 +116,8 @@ def _files(root: Path, extensions: tuple[str, ...]) -> list[tuple[str, Callable[
         for path in root.rglob("*"):
             if path.suffix in (".tgz", ".zip") and path.parent == root:
                 out += [(f"{path.name}/{n}", r) for n, r in _files(path, extensions)]
-            elif path.is_file() and wanted(path.name, path.stat().st_size):
+            elif ("site-packages" not in path.parts and path.is_file()
+                  and wanted(path.name, path.stat().st_size)):
                 out.append((str(path.relative_to(root)), path.read_bytes))
     return sorted(out, key=lambda f: f[0])
 

@@ -133,6 +133,11 @@ def _body(node: tree_sitter.Node) -> tree_sitter.Node | None:
     return None
 
 
+def body_of(node: tree_sitter.Node) -> tree_sitter.Node | None:
+    """The node's body (its ``body`` field, else a child named like one)."""
+    return _body(node)
+
+
 def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
@@ -414,6 +419,16 @@ class SameFile:
             if rel < d.end_byte:
                 out.append(_shift(d, c.row, c.byte))
         return out
+
+    def inside(self, start: int, end: int) -> Iterator[Definition]:
+        """Definitions that start within bytes ``start`` .. ``end``, in file order."""
+        i = max(0, bisect_right(self._bytes, start) - 1)
+        for c in self._chunks[i:]:
+            if c.byte >= end:
+                break
+            for d in c.symbols.definitions:
+                if start <= d.start_byte + c.byte < end:
+                    yield _shift(d, c.row, c.byte)
 
     @property
     def imports(self) -> tuple[Import, ...]:
