@@ -82,7 +82,8 @@ def _attribute_start(q: LanguageQueries, node: tree_sitter.Node) -> tree_sitter.
 
 
 def _header_rows(q: LanguageQueries, tree: tree_sitter.Tree, data: bytes,
-                 start: tree_sitter.Node, last: int) -> tuple[int, ...]:
+                 start: tree_sitter.Node, node: tree_sitter.Node, last: int,
+                 ) -> tuple[int, ...]:
     """Rows ``start``'s row .. ``last`` without those that are only comments: a doc
     comment that tree-sitter folded into a definition (after a macro it cannot expand,
     ``_GLIBCXX_BEGIN_NAMESPACE_VERSION``) must not push out the line that names it."""
@@ -107,6 +108,8 @@ def _header_rows(q: LanguageQueries, tree: tree_sitter.Tree, data: bytes,
             if (not data[line_start:c.start_byte].strip()
                     and not data[c_end:len(data) if line_end < 0 else line_end].strip()):
                 rows.difference_update(range(c_first, c_last + 1))
+    if len(rows) > LONG_HEADER_ROWS:
+        _fold_lists(node, last, rows)
     picked = sorted(rows)
     if len(picked) > LONG_HEADER_ROWS:
         head, tail = LONG_HEADER_KEEP
@@ -114,16 +117,36 @@ def _header_rows(q: LanguageQueries, tree: tree_sitter.Tree, data: bytes,
     return tuple(picked)
 
 
-def enclosing_scopes(q: LanguageQueries, tree: tree_sitter.Tree, data: bytes,
-                     offset: int) -> list[Scope]:
-    """The scopes holding byte ``offset``, outermost first.
+def _fold_lists(node: tree_sitter.Node, last: int, rows: set[int]) -> None:
+    """Drop the inner rows of the header's longest multi-row parts (parameter and template
+    parameter lists), longest first, until the header is short: their first and last
+    rows stay, and so does the row that names the definition, wherever it is."""
+    parts: list[tree_sitter.Node] = []
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        if child.start_point.row > last:
+            continue
+        if child.end_point.row <= last and child.end_point.row - child.start_point.row >= 2:
+            parts.append(child)
+        stack.extend(child.children)  # (a declarator holds the parameter list)
+    parts.sort(key=lambda n: n.start_point.row - n.end_point.row)
+    for part in parts:
+        if len(rows) <= LONG_HEADER_ROWS:
+            break
+        rows.difference_update(range(part.start_point.row + 1, part.end_point.row))
 
-    Patterns that wrap one definition in another node (a template, a decorated
-    definition) give two captures for one body: they count once, from the earliest start.
-    """
+
+_Found = dict[tuple[int, int], tuple[tree_sitter.Node, str, "tree_sitter.Node | None"]]
+
+
+def _scope_nodes(q: LanguageQueries, tree: tree_sitter.Tree, offset: int) -> _Found:
+    """Scope nodes whose body holds ``offset``, by body. Patterns that wrap a definition
+    in another node (a template, a decorated definition) give two captures for one body:
+    they count once, from the earliest start."""
     cursor = tree_sitter.QueryCursor(q.scope)
     cursor.set_byte_range(max(0, offset - 1), offset + 1)
-    by_body: dict[tuple[int, int], tuple[tree_sitter.Node, str, tree_sitter.Node | None]] = {}
+    found: _Found = {}
     for _, caps in cursor.matches(tree.root_node):
         for kind in SCOPE_KINDS:
             for node in caps.get(f"scope.{kind}", []):
@@ -135,18 +158,47 @@ def enclosing_scopes(q: LanguageQueries, tree: tree_sitter.Tree, data: bytes,
                     continue  # in the header itself (a parameter list): not inside yet
                 key = (body.start_byte, body.end_byte) if body is not None else (
                     node.start_byte, node.end_byte)
-                known = by_body.get(key)
+                known = found.get(key)
                 if known is None or node.start_byte < known[0].start_byte:
-                    by_body[key] = (node, kind, body)
+                    found[key] = (node, kind, body)
+    return found
+
+
+def _indent_width(data: bytes, byte: int) -> int:
+    start = data.rfind(b"\n", 0, byte) + 1
+    line = data[start:byte]
+    return len(line) - len(line.lstrip())
+
+
+def enclosing_scopes(q: LanguageQueries, tree: tree_sitter.Tree, data: bytes,
+                     offset: int) -> list[Scope]:
+    """The scopes holding byte ``offset``, outermost first.
+
+    On a line that holds only indentation so far, the scopes of the last line above with
+    code whose header is indented less than the cursor count too: a block's node ends
+    with its last statement, but the user indenting a new line below it is still inside
+    it (Python, or any code being written before its closing brace exists).
+    """
+    found = _scope_nodes(q, tree, offset)
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    column = offset - line_start
+    if column and not data[line_start:offset].strip():
+        end = line_start - 1
+        while end > 0 and not data[data.rfind(b"\n", 0, end) + 1:end].strip():
+            end = data.rfind(b"\n", 0, end)
+        if end > 0:
+            for key, value in _scope_nodes(q, tree, end).items():
+                if key not in found and _indent_width(data, value[0].start_byte) < column:
+                    found[key] = value
     scopes = []
-    for node, kind, body in by_body.values():
+    for node, kind, body in found.values():
         start = _attribute_start(q, node)
         end_row = node.end_point.row
         if node.end_point.column == 0 and end_row > node.start_point.row:
             end_row -= 1
         opener = _opener_row(data, node, body)
         scopes.append(Scope(kind, start.start_byte, node.end_byte, start.start_point.row,
-                            opener, end_row, _header_rows(q, tree, data, start, opener)))
+                            opener, end_row, _header_rows(q, tree, data, start, node, opener)))
     scopes.sort(key=lambda s: (s.start_byte, -s.end_byte))
     return scopes
 
@@ -178,8 +230,10 @@ class _Lines:
 class _Rows:
     """The rows P1 may show, chosen by priority, rendered in file order with markers."""
 
-    def __init__(self, q: LanguageQueries, counter: TokenCounter, allowance: int) -> None:
+    def __init__(self, q: LanguageQueries, counter: TokenCounter, allowance: int,
+                 lines: _Lines) -> None:
         self.q = q
+        self.lines = lines
         self.counter = counter
         self.allowance = allowance
         self.shown: dict[int, str] = {}
@@ -187,8 +241,11 @@ class _Rows:
         self.used = 0
         self.truncated = False
 
-    def add(self, rows: dict[int, str]) -> bool:
-        """Add a group of rows whole, if it fits (with a marker's worth for a gap)."""
+    def add(self, rows: dict[int, str], exact: bool = False) -> bool:
+        """Add a group of rows whole, if it fits. The cost is estimated line by line (a
+        little high: counted alone, each indented line pays for its own newline and
+        indentation); with ``exact``, a group the estimate turns away is counted in the
+        text, so that a header never loses its place to the estimate's error."""
         new = {r: t for r, t in rows.items() if r not in self.shown}
         if not new:
             return True
@@ -196,9 +253,19 @@ class _Rows:
         if self.shown and min(new) - 1 not in self.shown and max(new) + 1 not in self.shown:
             cost += MARKER_TOKENS  # a gap: the marker that will stand for it
         if self.used + cost > self.allowance:
-            self.truncated = True
-            return False
-        self.shown.update(new)
+            if not exact:
+                self.truncated = True
+                return False
+            self.shown.update(new)
+            used = self.counter.count(self.render())
+            if used > self.allowance:
+                for row in new:
+                    del self.shown[row]
+                self.truncated = True
+                return False
+            cost = used - self.used  # the total is now exact
+        else:
+            self.shown.update(new)
         self.order.append(sorted(new))
         self.used += cost
         return True
@@ -208,7 +275,7 @@ class _Rows:
             del self.shown[row]
         self.truncated = True
 
-    def render(self, lines: _Lines) -> str:
+    def render(self) -> str:
         """Shown rows in order. A gap of blank rows becomes one blank line; any other gap a
         marker comment, indented like the first row it stands for (or, for rows not at
         hand, like the row after it)."""
@@ -217,7 +284,7 @@ class _Rows:
         for row in sorted(self.shown):
             text = self.shown[row]
             if last is not None and row > last + 1:
-                gap = [lines.get(r) for r in range(last + 1, row)]
+                gap = [self.lines.get(r) for r in range(last + 1, row)]
                 content = next((g for g in gap if g is None or g.strip()), "")
                 if content == "":
                     out.append("\n")
@@ -248,10 +315,10 @@ def render_scopes(q: LanguageQueries, counter: TokenCounter, data: bytes,
     seg_start = data.rfind(b"\n", 0, top.start_byte) + 1
     text = data[seg_start:first_byte].decode("utf-8", "replace").split("\n")
     lines = _Lines(top.start_row, text[:first_line - top.start_row])
-    picked = _Rows(q, counter, allowance)
+    picked = _Rows(q, counter, allowance, lines)
     shown_scopes: list[Scope] = []
     for scope in reversed(chain):  # the innermost first: its name matters most
-        if picked.add(_header(lines, scope, first_line)):
+        if picked.add(_header(lines, scope, first_line), exact=True):
             shown_scopes.append(scope)
     if not shown_scopes:
         return None
@@ -271,11 +338,11 @@ def render_scopes(q: LanguageQueries, counter: TokenCounter, data: bytes,
                 for member in _members(symbols, scope, offset, first_line, cursor_row):
                     if not picked.add(member):
                         break
-    out = picked.render(lines)
+    out = picked.render()
     tokens = counter.count(out)
     while tokens > allowance and picked.order:
         picked.drop_last()
-        out = picked.render(lines)
+        out = picked.render()
         tokens = counter.count(out)
     if not picked.shown:
         return None
