@@ -82,6 +82,7 @@ def _parse_location(value: str) -> tuple[Path, int, int]:
 
 
 async def _complete(args: argparse.Namespace) -> dict[str, Any]:
+    from lsp_copilot.budgets import budgets_for
     from lsp_copilot.completion import Completer
     from lsp_copilot.context.audit import find_root
     from lsp_copilot.context.index import WorkspaceIndex
@@ -122,9 +123,8 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
     try:
         completer = Completer(engines, telemetry, lambda: settings)
         completer.workspace = workspace
-        outcome = await completer.complete(
-            store.snapshot(uri), offset
-        )
+        # The user asked for this one: an explicit request (its budget).
+        outcome = await completer.complete(store.snapshot(uri), offset, explicit=True)
     finally:
         info = engines.info
         await engines.shutdown()
@@ -137,6 +137,8 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
         "engine": info.as_dict() if info else None,
         "load_seconds": round(result.seconds, 2),
         "reason": outcome.reason,
+        "budgets": budgets_for(settings, info.device if info else "cpu").as_dict()
+        | {"used": outcome.context.budget_tokens if outcome.context else None},
     }
 
 
@@ -173,9 +175,13 @@ def cmd_context(args: argparse.Namespace) -> int:
     path, line, col = _parse_location(args.location)
     if not path.is_file():
         raise SystemExit(f"error: cannot read {path}")
+    from lsp_copilot.budgets import budgets_for, local_device
+
     try:
-        template = _settings(args).template
-        report, timings = audit(path, line, col, args.root, args.budget, args.model, template)
+        settings = _settings(args)
+        budgets = budgets_for(settings, local_device(args.device or settings.device))
+        report, timings = audit(path, line, col, args.root, args.budget, args.model,
+                                settings.template, budgets, args.explicit)
     except ValueError as exc:  # PositionError: a position past the end
         raise SystemExit(f"error: {path}:{line}:{col}: {exc}") from None
     if args.json:
@@ -303,7 +309,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "FILE:LINE:COL (1-based): layers, token counts, sources")
     context.add_argument("location", metavar="FILE:LINE:COL")
     context.add_argument("--root", type=Path, help="workspace to index (default: nearest .git)")
-    context.add_argument("--budget", type=int, default=1536, help="prompt budget in tokens")
+    context.add_argument("--budget", type=int, help="prompt budget in tokens (default: the "
+                         "one contextBudgets' defaults give this request: 1536 on CPU)")
+    context.add_argument("--explicit", action="store_true",
+                         help="as a request the user asked for (its budget, without --budget)")
+    context.add_argument("--device", choices=["cpu", "cuda"],
+                         help="budgets of this device (default: this machine's)")
     context.add_argument("--json", action="store_true", help="print the audit JSON")
     context.add_argument("--model", help="model folder whose tokenizer counts (default: SmolLM2)")
     context.add_argument("--template", help="prompt family (default: auto, detected)")

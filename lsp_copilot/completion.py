@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lsp_copilot.budgets import budgets_for
 from lsp_copilot.cache import CompletionCache, cache_key
 from lsp_copilot.config import Settings
 from lsp_copilot.context import Context, build_context
@@ -162,14 +163,17 @@ class Completer:
         return self.secret_reason(uri, version, data) is not None
 
     async def complete(
-        self, snapshot: Snapshot, offset: int, *, prefetch: bool = False
+        self, snapshot: Snapshot, offset: int, *, prefetch: bool = False,
+        explicit: bool = False,
     ) -> Outcome:
+        """``explicit``: the user asked (not a keystroke); such requests get the larger
+        ``explicit`` budget of ``contextBudgets``."""
         trace: dict[str, Any] = {"t": round(time.monotonic(), 4), "uri": snapshot.uri,
                                  "version": snapshot.version, "prefetch": prefetch,
                                  "status": "cancelled"}
         began = time.perf_counter()
         try:
-            outcome = await self._complete(snapshot, offset, prefetch, trace)
+            outcome = await self._complete(snapshot, offset, prefetch, trace, explicit)
             trace.update(status="answered", mode=outcome.mode, source=outcome.source,
                          chars=len(outcome.text), reason=outcome.reason,
                          **outcome.timings_ms)
@@ -179,7 +183,8 @@ class Completer:
             self.telemetry.trace(trace)
 
     async def _complete(
-        self, snapshot: Snapshot, offset: int, prefetch: bool, trace: dict[str, Any]
+        self, snapshot: Snapshot, offset: int, prefetch: bool, trace: dict[str, Any],
+        explicit: bool = False,
     ) -> Outcome:
         settings = self._settings()
         started = time.perf_counter()
@@ -225,7 +230,8 @@ class Completer:
         template = template_for(settings.template if settings.template != "auto"
                                 else engine.info.template)
         context = self.build_context(
-            snapshot, prompt_offset, engine.counter, template, settings.max_prompt_tokens, mode,
+            snapshot, prompt_offset, engine.counter, template,
+            budgets_for(settings, engine.info.device).for_request(mode, explicit), mode,
             workspace=self.workspace,
             shares=dict(zip(("P0", "P1", "P2", "P3", "P4"), settings.context_shares,
                             strict=True)),

@@ -164,6 +164,20 @@ def _regex_list(value: Any) -> str | None:
     return check_patterns(value)
 
 
+BUDGET_KEYS = ("singleLine", "multiLine", "explicit")
+"""``contextBudgets``' keys: automatic single-line, automatic multi-line, explicit request."""
+
+
+def _budgets(value: Any) -> str | None:
+    pairs = value.items() if isinstance(value, Mapping) else value
+    ok = value is None or (isinstance(value, Mapping | tuple) and all(
+        isinstance(p, tuple | list) and len(p) == 2 and p[0] in BUDGET_KEYS
+        and isinstance(p[1], int) and not isinstance(p[1], bool) and 64 <= p[1] <= 1_000_000
+        for p in pairs))
+    return None if ok else (f"must be null or an object with some of {', '.join(BUDGET_KEYS)} "
+                            "(token counts from 64 to 1000000)")
+
+
 def _opt_str(value: Any) -> str | None:
     return None if value is None or isinstance(value, str) else "must be null or a string"
 
@@ -273,8 +287,16 @@ class Settings:
         _one_of("auto", *TEMPLATE_NAMES),
     )
     max_prompt_tokens: int = _setting(
-        1536, "Token budget of the prompt (counted with the model's tokenizer).",
+        1536, "Token budget of the prompt (counted with the model's tokenizer) of automatic "
+        "requests on CPU; contextBudgets sets it per request kind.",
         _int_range(64, 1_000_000)
+    )
+    context_budgets: tuple[tuple[str, int], ...] | None = _setting(
+        None,
+        "Prompt budget per request kind, e.g. {\"singleLine\": 1536, \"multiLine\": 4096, "
+        "\"explicit\": 8192}; null or a missing key: by device (CPU: maxPromptTokens, explicit "
+        "2048; GPU: 2048, 6144, 8192), always within maxModelLen minus the tokens generated.",
+        _budgets,
     )
     context_shares: tuple[float, ...] = _setting(
         (0.4, 0.2, 0.15, 0.15, 0.1),
@@ -530,5 +552,7 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
             )
             values[name] = f.default
         else:
+            if isinstance(value, Mapping):  # (kept hashable, like the settings' lists)
+                value = tuple(sorted(value.items()))
             values[name] = tuple(value) if isinstance(value, list) else value
     return dataclasses.replace(base, **values), errors

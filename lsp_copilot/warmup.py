@@ -23,6 +23,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from lsp_copilot.budgets import budgets_for
 from lsp_copilot.config import Settings
 from lsp_copilot.context import build_context
 from lsp_copilot.context.trigger import completion_mode
@@ -126,7 +127,8 @@ class Warmer:
         settings = self._settings()
         offset = warm_offset(snapshot)
         mode = completion_mode(snapshot, offset)
-        budget = settings.max_prompt_tokens
+        budget = budgets_for(settings, engine.info.device).for_request(
+            "multi-line" if mode == "none" else mode)
         # At a line start this is the base that the Completer's prompts for the lines typed
         # there extend (build_context keeps it for them).
         template = template_for(settings.template if settings.template != "auto"

@@ -10,9 +10,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lsp_copilot.budgets import Budgets, budgets_for, local_device
+from lsp_copilot.config import Settings
 from lsp_copilot.context import build_context
 from lsp_copilot.context.budget import TokenCounter, fallback_counter, token_counter
 from lsp_copilot.context.index import WorkspaceIndex
+from lsp_copilot.context.trigger import completion_mode
 from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.languages import language_id_for_path
 from lsp_copilot.documents.store import DocumentStore
@@ -53,15 +56,19 @@ def engine_model(model: str | None) -> str | None:
         return None
 
 
-def audit(path: Path, line: int, col: int, root: Path | None, budget: int,
+def audit(path: Path, line: int, col: int, root: Path | None, budget: int | None,
           model: str | None = None, template: str | None = None,
+          budgets: Budgets | None = None, explicit: bool = False,
           ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The audit JSON (schema in the README: layers, counts, the exact prompt) and timings.
 
     The template is the engine's (``template``, else the family detected from the model
     folder), and ``prompt_token_ids`` are the ids the engine gets, so that the audit shows
-    the engine's input exactly.
+    the engine's input exactly. Without ``budget``, the one ``budgets`` (default: the
+    default settings' on this machine) gives a request of this mode (``explicit``: asked
+    for by the user).
     """
+    budgets = budgets or budgets_for(Settings(), local_device("auto"))
     text = path.read_bytes().decode("utf-8", "surrogateescape")
     store = DocumentStore()
     uri = path.resolve().as_uri()
@@ -77,6 +84,8 @@ def audit(path: Path, line: int, col: int, root: Path | None, budget: int,
     folder = engine_model(model)
     chosen = template_for(template if template and template != "auto"
                           else detect_family(folder) if folder else None)
+    if budget is None:
+        budget = budgets.for_request(completion_mode(snapshot, offset), explicit)
     started = time.perf_counter()
     ctx = build_context(snapshot, offset, counter, chosen, budget,
                         workspace=workspace, exact_count=True)
@@ -87,6 +96,7 @@ def audit(path: Path, line: int, col: int, root: Path | None, budget: int,
         "language": snapshot.grammar or snapshot.language_id,
         "mode": ctx.mode,
         "budget_tokens": ctx.budget_tokens,
+        "budgets": budgets.as_dict() | {"used": ctx.budget_tokens},
         "prompt_tokens": ctx.prompt_tokens,
         "tokenizer": ctx.tokenizer,
         "layers": [

@@ -12,7 +12,7 @@ from lsp_copilot.context.audit import audit, find_root, render_table
 LAYER_KEYS = {"name": str, "source": str, "tokens": int, "truncated": bool, "text": str}
 TOP_KEYS = {"language": str, "mode": str, "budget_tokens": int, "prompt_tokens": int,
             "tokenizer": str, "layers": list, "prompt": str, "template": str,
-            "prompt_token_ids": list}
+            "prompt_token_ids": list, "budgets": dict}
 
 
 def _workspace(tmp_path: Path) -> Path:
@@ -55,3 +55,20 @@ def test_cli_json(tmp_path: Path) -> None:
     report = json.loads(out.stdout)
     _check_schema(report)
     assert report["budget_tokens"] == 300
+
+
+def test_cli_json_budget_follows_the_request(tmp_path: Path) -> None:
+    """Without --budget, the budget is the one contextBudgets' defaults give the request."""
+    main = _workspace(tmp_path)
+    runs = {}
+    for extra in ([], ["--explicit"], ["--device", "cuda"]):
+        out = subprocess.run(
+            [sys.executable, "-m", "lsp_copilot", "context", f"{main}:6:12", "--json",
+             "--device", "cpu", *extra], capture_output=True, text=True, check=True,
+            timeout=60)
+        runs[" ".join(extra)] = json.loads(out.stdout)
+    assert runs[""]["budget_tokens"] == 1536
+    assert runs[""]["budgets"] == {"device": "cpu", "singleLine": 1536, "multiLine": 1536,
+                                   "explicit": 1984, "used": 1536}
+    assert runs["--explicit"]["budget_tokens"] == 1984
+    assert runs["--device cuda"]["budgets"]["device"] == "gpu"

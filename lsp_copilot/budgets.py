@@ -1,0 +1,74 @@
+"""The prompt's token budget for a request: by what the request asks and where it runs.
+
+A line typed at the keyboard wants an answer before the next key, a block (multi-line)
+can use more of the code around it, and an explicit request (the user asked and waits)
+more still. A GPU prefills thousands of tokens in a few milliseconds; two CPU cores take
+about a second per 300-500 tokens that miss the prefix cache (FACTS.md), so CPU budgets
+stay near the one measured for typing. ``contextBudgets`` overrides any of them; every
+budget is kept within ``maxModelLen`` minus the tokens the mode may generate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lsp_copilot.config import BUDGET_KEYS, Settings
+
+GPU_DEFAULTS = {"singleLine": 2048, "multiLine": 6144, "explicit": 8192}
+"""Seed 004's sizes: about 2K tokens for a line, more for a block, most when asked."""
+CPU_EXPLICIT = 2048
+"""On CPU an explicit request may take a longer prefill (the user waits for it anyway);
+automatic ones keep ``maxPromptTokens``, the budget typing was measured with."""
+
+
+def device_class(device: str) -> str:
+    """``gpu`` for CUDA and remote deployments (vLLM servers run on GPUs), else ``cpu``."""
+    return "gpu" if device.startswith(("cuda", "remote")) else "cpu"
+
+
+def local_device(setting: str) -> str:
+    """The device for a setting without starting an engine (the ``context`` command):
+    ``auto`` is ``cuda`` when an NVIDIA driver is loaded."""
+    if setting in ("cuda", "cpu"):
+        return setting
+    return "cuda" if Path("/proc/driver/nvidia/version").exists() else "cpu"
+
+
+@dataclass(frozen=True)
+class Budgets:
+    device: str  # "cpu" or "gpu"
+    single_line: int
+    multi_line: int
+    explicit: int
+
+    def for_request(self, mode: str, explicit: bool = False) -> int:
+        if explicit:
+            return self.explicit
+        return self.multi_line if mode == "multi-line" else self.single_line
+
+    def as_dict(self) -> dict[str, Any]:
+        """What ``context --json`` and ``complete --json`` report under ``budgets``."""
+        return {"device": self.device, "singleLine": self.single_line,
+                "multiLine": self.multi_line, "explicit": self.explicit}
+
+
+def budgets_for(settings: Settings, device: str) -> Budgets:
+    """The budgets per mode for ``settings`` on ``device`` (an engine's device string)."""
+    kind = device_class(device)
+    if kind == "gpu":
+        chosen = dict(GPU_DEFAULTS)
+    else:
+        base = settings.max_prompt_tokens
+        chosen = {"singleLine": base, "multiLine": base, "explicit": max(base, CPU_EXPLICIT)}
+    chosen.update(dict(settings.context_budgets or ()))
+    room = settings.max_model_len
+    single = min(chosen["singleLine"], room - settings.max_tokens_single_line)
+    multi = min(chosen["multiLine"], room - settings.max_tokens_multi_line)
+    explicit = min(chosen["explicit"],
+                   room - max(settings.max_tokens_single_line, settings.max_tokens_multi_line))
+    return Budgets(kind, max(64, single), max(64, multi), max(64, explicit))
+
+
+__all__ = ["BUDGET_KEYS", "Budgets", "budgets_for", "device_class", "local_device"]

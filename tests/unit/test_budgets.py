@@ -1,0 +1,100 @@
+"""contextBudgets: the prompt budget follows the request (single-line, multi-line, explicit)
+and the device; it never leaves too little of maxModelLen for the answer."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from lsp_copilot.budgets import budgets_for, device_class
+from lsp_copilot.completion import Completer
+from lsp_copilot.config import Settings, parse_settings
+from lsp_copilot.context import Context
+from lsp_copilot.context import build_context as real_build_context
+from lsp_copilot.documents.store import DocumentStore
+from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult
+from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.telemetry import Telemetry
+
+
+def test_cpu_defaults_keep_todays_budget_for_typing() -> None:
+    b = budgets_for(Settings(), "cpu")
+    assert (b.single_line, b.multi_line) == (1536, 1536)
+    # Explicit: 2,048 asked, kept within maxModelLen (2,048) minus 64 generated tokens.
+    assert b.explicit == 2048 - 64
+    assert b.for_request("multi-line") == 1536 and b.for_request("single-line", True) == 1984
+
+
+def test_gpu_defaults_grow_with_the_task_within_the_model_length() -> None:
+    settings, problems = parse_settings({"maxModelLen": 16384})
+    assert not problems
+    b = budgets_for(settings, "cuda")
+    assert (b.single_line, b.multi_line, b.explicit) == (2048, 6144, 8192)
+    assert device_class("remote:vllm.example:8000") == "gpu"
+    small = budgets_for(Settings(), "cuda")  # maxModelLen 2048 holds them all back
+    assert small.multi_line == 2048 - 64 and small.single_line == 2048 - 48
+
+
+def test_setting_overrides_some_keys_and_bad_values_are_reported() -> None:
+    settings, problems = parse_settings(
+        {"lspCopilot": {"contextBudgets": {"multiLine": 1800}, "maxModelLen": 4096}})
+    assert not problems
+    assert settings.context_budgets == (("multiLine", 1800),)
+    b = budgets_for(settings, "cpu")
+    assert (b.single_line, b.multi_line, b.explicit) == (1536, 1800, 2048)
+    assert b.as_dict() == {"device": "cpu", "singleLine": 1536, "multiLine": 1800,
+                           "explicit": 2048}
+    for bad in ({"singleline": 1000}, {"explicit": 10}, {"explicit": True}, [1, 2]):
+        settings, problems = parse_settings({"contextBudgets": bad})
+        assert len(problems) == 1 and "contextBudgets" in problems[0]
+        assert settings.context_budgets is None
+
+
+class _Engine:
+    def __init__(self) -> None:
+        self.info = EngineInfo("fake", "fake-model", "cpu", True, None)
+        self.counter = type("C", (), {"name": "chars", "count": staticmethod(len)})()
+
+    async def generate(self, request: EngineRequest) -> EngineResult:
+        return EngineResult(text="a + b\n")
+
+    async def abort(self, request_id: str) -> None:
+        pass
+
+    async def warm_up(self) -> None:
+        pass
+
+    async def check_health(self) -> None:
+        pass
+
+    def stats(self) -> dict[str, int]:
+        return {}
+
+    async def shutdown(self) -> None:
+        pass
+
+
+def test_an_explicit_request_gets_the_explicit_budget() -> None:
+    async def run() -> list[int]:
+        engine = _Engine()
+        manager = EngineManager(factory=lambda s, report: engine)
+        assert (await manager.start(Settings())).ok
+        settings = Settings(debounce_mode="off", deadline_ms=0, cache=False,
+                            context_budgets=(("explicit", 1900), ("singleLine", 900)))
+        completer = Completer(manager, Telemetry(), lambda: settings)
+        seen: list[int] = []
+
+        def spy(*args: Any, **kwargs: Any) -> Context:
+            seen.append(args[4])
+            return real_build_context(*args, **kwargs)
+
+        completer.build_context = spy
+        store = DocumentStore()
+        store.open("file:///w/a.py", "python", 1, "def add(a, b):\n    return ")
+        snap = store.snapshot("file:///w/a.py")
+        await completer.complete(snap, len(snap.data))
+        completer._shown.clear()
+        await completer.complete(snap, len(snap.data), explicit=True)
+        return seen
+
+    assert asyncio.run(run()) == [900, 1900]
