@@ -236,6 +236,8 @@ class Completer:
             shares=dict(zip(("P0", "P1", "P2", "P3", "P4"), settings.context_shares,
                             strict=True)),
         )
+        self.telemetry.context_built((layer.name, layer.tokens, layer.truncated)
+                                     for layer in context.layers)
         max_tokens = (
             settings.max_tokens_single_line if mode == "single-line"
             else settings.max_tokens_multi_line

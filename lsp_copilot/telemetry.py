@@ -10,6 +10,7 @@ import json
 import os
 import time
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +69,9 @@ class Telemetry:
     _latencies: deque[float] = field(default_factory=deque)
     _server_ms: deque[float] = field(default_factory=deque)
     last_timings_ms: dict[str, float] = field(default_factory=dict)
+    # Context layers across requests: name -> [prompts with it, tokens, prompts it was cut in].
+    _layers: dict[str, list[int]] = field(default_factory=dict)
+    _prompts: int = 0
 
     def count(self, name: str, n: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + n
@@ -96,6 +100,22 @@ class Telemetry:
         except OSError:
             pass
 
+    def context_built(self, layers: Iterable[tuple[str, int, bool]]) -> None:
+        """One prompt's layers (name, tokens, cut): where the context tokens go, so that
+        the budget split can be judged on a user's own requests."""
+        self._prompts += 1
+        for name, tokens, cut in layers:
+            entry = self._layers.setdefault(name, [0, 0, 0])
+            entry[0] += 1
+            entry[1] += tokens
+            entry[2] += int(cut)
+
+    def context_summary(self) -> dict[str, Any]:
+        n = self._prompts
+        return {"prompts": n, "layers": {
+            name: {"mean_tokens": round(tokens / n, 1), "present": present, "cut": cut}
+            for name, (present, tokens, cut) in sorted(self._layers.items())}}
+
     def server_time(self, ms: float) -> None:
         """Time spent in our own code for a request (no debounce, no engine)."""
         self._server_ms.append(ms)
@@ -117,4 +137,5 @@ class Telemetry:
 
     def snapshot(self) -> dict[str, Any]:
         return {**self.counters, "latency_ms": self.latency_ms(),
-                "server_ms": self._summary(self._server_ms)}
+                "server_ms": self._summary(self._server_ms),
+                "context": self.context_summary()}

@@ -5,6 +5,9 @@ prompt, and how fast is it? No engine is needed: it measures the prompt itself.
   removed; over the identifiers of the removed text that are defined elsewhere in the
   corpus, the share whose definition (its first signature line) is in the prompt. Ours
   against a prefix-only prompt of the same token count, side by side, same positions.
+- Where the tokens go, across the recall's prompts: mean tokens per layer, how often
+  each was cut, and what summaries saved against the full definitions they stand for.
+- The enclosing function's name line in the prompt, per language (bench_languages.py).
 - Speed: context build per keystroke in a file of about 5,000 lines (p50/p99), incremental
   reparse per keystroke (median), indexing time and peak memory of the corpus.
 """
@@ -22,6 +25,7 @@ from typing import Any
 
 from lsp_copilot.context import bench_languages, build_context
 from lsp_copilot.context.audit import engine_counter
+from lsp_copilot.context.bench_audit import LayerAudit
 from lsp_copilot.context.budget import TokenCounter
 from lsp_copilot.context.index import WorkspaceIndex
 from lsp_copilot.context.workspace import Workspace
@@ -105,6 +109,7 @@ def recall(index: WorkspaceIndex, counter: TokenCounter, count: int, seed: int =
     ours_hits = base_hits = total = used = exceeded = 0
     ours_tokens: list[int] = []
     build_ms: list[float] = []
+    layers = LayerAudit(index, counter)
     for rel, line_no, cut in _sample(index, count, seed):
         path = index.root / rel
         text = path.read_text("utf-8")
@@ -130,6 +135,7 @@ def recall(index: WorkspaceIndex, counter: TokenCounter, count: int, seed: int =
             ctx = build_context(snap, offset, counter, template, budget, "single-line",
                                 workspace=workspace)
             build_ms.append((time.perf_counter() - started) * 1000)
+            layers.add(ctx)
             exact = counter.count(ctx.prompt)
             exceeded += exact > budget
             baseline = _prefix_only(snap.data, offset, counter, exact)
@@ -153,6 +159,7 @@ def recall(index: WorkspaceIndex, counter: TokenCounter, count: int, seed: int =
         "recall_prefix_only_same_tokens": round(base, 3),
         "ratio": round(ours / base, 2) if base else None,
         "build_ms_p50": round(statistics.median(build_ms), 2) if build_ms else None,
+        "layers_across_requests": layers.report(),
     }
 
 

@@ -322,10 +322,13 @@ def render_scopes(q: LanguageQueries, counter: TokenCounter, data: bytes,
             shown_scopes.append(scope)
     if not shown_scopes:
         return None
-    # The innermost scope's lines nearest the window, one by one while they fit.
+    # The innermost function's lines nearest the window, one by one while they fit. (Not
+    # a class's or a module's: above the window they are other definitions' bodies, and
+    # the members' signatures below say more for fewer tokens.)
     inner = chain[-1]
     row = first_line - 1
-    while row > inner.header_end_row and lines.get(row) is not None:
+    while (inner.kind == "function" and row > inner.header_end_row
+           and lines.get(row) is not None):
         if not picked.add({row: lines.lines[row - lines.first]}):
             break
         row -= 1

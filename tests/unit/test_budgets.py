@@ -95,6 +95,8 @@ def test_an_explicit_request_gets_the_explicit_budget() -> None:
         await completer.complete(snap, len(snap.data))
         completer._shown.clear()
         await completer.complete(snap, len(snap.data), explicit=True)
+        context = completer.telemetry.snapshot()["context"]
+        assert context["prompts"] == 2 and context["layers"]["P0 cursor window"]["present"] == 2
         return seen
 
     assert asyncio.run(run()) == [900, 1900]
