@@ -33,6 +33,9 @@ LONG_HEADER_KEEP = (6, 6)
 """A header over ``LONG_HEADER_ROWS`` rows (comments left out) shows its first and last
 rows, elided between: the name is near the top or near the body."""
 MAX_MEMBERS = 40
+MEMBERS_SHARE = 0.5
+"""Members' signatures take at most this share of P1's allowance; the rest flows on to the
+definitions referenced near the cursor (P2), which name what the code there uses."""
 MARKER_TOKENS = 4
 """What a gap's marker line (``    // ...``) is reckoned to cost until the text is counted."""
 MAX_ATTRIBUTES = 8
@@ -240,8 +243,10 @@ class _Rows:
         self.order: list[list[int]] = []  # groups of rows, in the order they were added
         self.used = 0
         self.truncated = False
+        self.quiet: set[int] = set()  # rows whose gaps between each other need no marker
 
-    def add(self, rows: dict[int, str], exact: bool = False) -> bool:
+    def add(self, rows: dict[int, str], exact: bool = False, quiet: bool = False,
+            cap: int | None = None) -> bool:
         """Add a group of rows whole, if it fits. The cost is estimated line by line (a
         little high: counted alone, each indented line pays for its own newline and
         indentation); with ``exact``, a group the estimate turns away is counted in the
@@ -251,8 +256,8 @@ class _Rows:
             return True
         cost = sum(self.counter.count(t + "\n") for t in new.values())
         if self.shown and min(new) - 1 not in self.shown and max(new) + 1 not in self.shown:
-            cost += MARKER_TOKENS  # a gap: the marker that will stand for it
-        if self.used + cost > self.allowance:
+            cost += 0 if quiet else MARKER_TOKENS  # a gap: the marker that will stand for it
+        if self.used + cost > min(self.allowance, cap if cap is not None else self.allowance):
             if not exact:
                 self.truncated = True
                 return False
@@ -266,6 +271,8 @@ class _Rows:
             cost = used - self.used  # the total is now exact
         else:
             self.shown.update(new)
+        if quiet:
+            self.quiet.update(new)
         self.order.append(sorted(new))
         self.used += cost
         return True
@@ -273,6 +280,7 @@ class _Rows:
     def drop_last(self) -> None:
         for row in self.order.pop():
             del self.shown[row]
+            self.quiet.discard(row)
         self.truncated = True
 
     def render(self) -> str:
@@ -283,7 +291,8 @@ class _Rows:
         last: int | None = None
         for row in sorted(self.shown):
             text = self.shown[row]
-            if last is not None and row > last + 1:
+            if last is not None and row > last + 1 and not (
+                    last in self.quiet and row in self.quiet):  # (members: a summary)
                 gap = [self.lines.get(r) for r in range(last + 1, row)]
                 content = next((g for g in gap if g is None or g.strip()), "")
                 if content == "":
@@ -336,10 +345,11 @@ def render_scopes(q: LanguageQueries, counter: TokenCounter, data: bytes,
     # methods the code at the cursor calls on ``self``/``this``.
     if symbols is not None:
         cursor_row = data.count(b"\n", first_byte, offset) + first_line
+        cap = picked.used + int(allowance * MEMBERS_SHARE)
         for scope in reversed(chain):
             if scope.kind == "class":
                 for member in _members(symbols, scope, offset, first_line, cursor_row):
-                    if not picked.add(member):
+                    if not picked.add(member, quiet=True, cap=cap):
                         break
     out = picked.render()
     tokens = counter.count(out)
