@@ -307,8 +307,10 @@ class _Rows:
 
 
 def _header(lines: _Lines, scope: Scope, limit: int) -> dict[int, str]:
-    """The scope's header rows above row ``limit`` (the window shows the others)."""
-    return lines.pick([r for r in scope.header if r < limit])
+    """The scope's header rows above row ``limit`` (the window shows the others), blank
+    ones left out."""
+    return {r: t for r, t in lines.pick([r for r in scope.header if r < limit]).items()
+            if t.strip()}
 
 
 def render_scopes(q: LanguageQueries, counter: TokenCounter, data: bytes,
