@@ -270,9 +270,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
         for row in result:
             print(" | ".join(str(row[k]) for k in keys))
     else:
-        for key, value in result.items():
-            print(f"{key}: {value}")
+        _print_nested(result)
     return 0
+
+
+def _print_nested(result: dict[str, Any], indent: str = "") -> None:
+    """``key: value`` lines, nested objects (per language, per layer) indented below."""
+    for key, value in result.items():
+        if isinstance(value, dict):
+            print(f"{indent}{key}:")
+            _print_nested(value, indent + "  ")
+        else:
+            print(f"{indent}{key}: {value}")
 
 
 def cmd_cache_clear(args: argparse.Namespace) -> int:

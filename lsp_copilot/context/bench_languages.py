@@ -245,15 +245,22 @@ def run(counter: TokenCounter, count: int, folders: dict[str, Path] | None = Non
         ) -> dict[str, Any]:
     """The check for every language whose corpus exists; the others say why not."""
     out: dict[str, Any] = {}
-    for key, corpus in CORPORA.items():
-        root = (folders or {}).get(key) or next(
-            (Path(p) for p in corpus.defaults if Path(p).exists()), None)
-        if root is None or not root.exists():
-            out[key] = {"skipped": f"no corpus (looked in {', '.join(corpus.defaults)}; "
-                                   f"{corpus.hint})"}
-            continue
-        out[key] = check(key, root, counter, count)
+    for key in CORPORA:
+        root = corpus_root(key, folders)
+        out[key] = check(key, root, counter, count) if isinstance(root, Path) else {
+            "skipped": root}
     return out
+
+
+def corpus_root(key: str, folders: dict[str, Path] | None = None) -> Path | str:
+    """The corpus of language ``key`` (given, else the first default that exists), or why
+    there is none."""
+    corpus = CORPORA[key]
+    given = (folders or {}).get(key)
+    if given is not None:
+        return given if given.exists() else f"no corpus at {given}"
+    found = next((Path(p) for p in corpus.defaults if Path(p).exists()), None)
+    return found or f"no corpus (looked in {', '.join(corpus.defaults)}; {corpus.hint})"
 
 
 def parse_folders(values: list[str] | None) -> dict[str, Path]:
@@ -268,5 +275,5 @@ def parse_folders(values: list[str] | None) -> dict[str, Path]:
     return out
 
 
-__all__ = ["CORPORA", "check", "parse_folders", "positions", "run"]
+__all__ = ["CORPORA", "check", "corpus_root", "parse_folders", "positions", "run"]
 
