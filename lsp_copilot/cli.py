@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import json
 import logging
 import os
@@ -97,9 +96,8 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
         text = path.read_bytes().decode("utf-8", "surrogateescape")
     except OSError as exc:
         raise SystemExit(f"error: cannot read {path}: {exc.strerror}") from None
-    # No deadline: the deadline keeps an editor's ghost text in step with typing; here the
-    # user asked for one completion and waits for the whole of it.
-    settings = dataclasses.replace(_settings(args), deadline_ms=0)
+    # An explicit request: the user asked for one completion and waits for the whole of it.
+    settings = _settings(args)
     store = DocumentStore(settings.max_document_bytes)
     uri = path.resolve().as_uri()
     store.open(uri, language_id_for_path(str(path)), 0, text)
@@ -122,9 +120,7 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
     try:
         completer = Completer(engines, telemetry, lambda: settings)
         completer.workspace = workspace
-        outcome = await completer.complete(
-            store.snapshot(uri), offset
-        )
+        outcome = await completer.complete(store.snapshot(uri), offset, explicit=True)
     finally:
         info = engines.info
         await engines.shutdown()
