@@ -73,7 +73,7 @@ def _functions(path: Path) -> list[tuple[int, str]]:
 
 def make_scripts(corpus: Path, keystrokes: int, seed: int = 1) -> list[Script]:
     rng = random.Random(seed)
-    files = sorted(p for p in corpus.rglob("*.py") if "test" not in str(p)
+    files = sorted(p for p in corpus.rglob("*.py") if "test" not in str(p.relative_to(corpus))
                    and 5_000 < p.stat().st_size < 150_000)
     rng.shuffle(files)
     scripts: list[Script] = []

@@ -2,8 +2,10 @@
 
 The rules run twice: while streaming (``stop_at``, so that generation stops as soon as
 the answer is complete, freeing the engine; only cheap text rules) and once on the final
-text (``finalize``), which also re-parses the document with the completion inserted,
-once, to cut a multi-line answer where the block it fills ends.
+text (``finalize``), which also re-parses the document with the completion inserted to
+cut a multi-line answer where the block it fills ends, and to keep only what is whole
+(``whole.py``): an answer that would leave the file worse than before the line was typed
+is cut to its longest whole run of lines, or not shown.
 
 Language knowledge (which tree-sitter nodes are blocks, the bracket pairs, the quote
 characters) comes from ``grammars/<language>/language.json``.
