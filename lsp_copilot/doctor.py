@@ -44,19 +44,19 @@ def engine_report(
     settings: Settings,
     asked: str | None = None,
     *,
-    gpus: Callable[[], list[device.GpuInfo] | None] = device.nvml_gpus,
-    build: Callable[[], tuple[str | None, str | None]] = device.vllm_build,
+    gpus: Callable[[], list[device.GpuInfo] | None] | None = None,
+    build: Callable[[], tuple[str | None, str | None]] | None = None,
 ) -> dict[str, Any]:
     """Device, GPUs, engine arguments with their reasons, environment and memory fit.
 
     ``asked`` (cuda | cpu) previews the other kind of machine: its defaults and arguments,
     with this machine's GPUs (none here means the fit is shown per GiB needed).
     """
-    found = gpus()
+    found = (gpus or device.nvml_gpus)()
     if asked in device.DEVICES:
         choice = device.DeviceChoice(asked, f"--device {asked} (a preview; nothing loaded)")
     else:
-        choice = device.choose_device(settings.device, build()[0],
+        choice = device.choose_device(settings.device, (build or device.vllm_build)()[0],
                                       lambda: len(found) if found is not None else 0)
     model = model_for(settings.model)
     shape = fit.model_shape(model, settings)

@@ -130,6 +130,9 @@ def fit_report(shape: ModelShape | None, settings: Settings, sequences: int,
         "allowance_gib": round((OVERHEAD_BYTES + OVERHEAD_SHARE * shape.weight_bytes) / GIB, 2),
         "gpus": [],
     }
+    split = max(1, settings.tensor_parallel_size)
+    kv_one = shape.kv_bytes_per_token * settings.max_model_len / split
+    fixed = one - kv_one  # weights on this GPU + the allowance
     for gpu in gpus or []:
         budget = utilization * gpu.total_bytes
         verdict: dict[str, Any] = {"index": gpu.index, "budget_gib": round(budget / GIB, 2),
@@ -140,17 +143,15 @@ def fit_report(shape: ModelShape | None, settings: Settings, sequences: int,
                 f"only {gpu.free_bytes / GIB:.1f} GiB is free but gpuMemoryUtilization "
                 f"{utilization} asks for {budget / GIB:.1f} GiB: lower gpuMemoryUtilization "
                 f"to at most {most:.2f}, or close what holds the GPU")
-        elif shape.weight_bytes / max(1, settings.tensor_parallel_size) + (
-                one - shape.kv_bytes_per_token * settings.max_model_len) > budget:
+        elif fixed > budget:
             verdict["change"] = (
                 "the weights alone do not fit: raise gpuMemoryUtilization, use a quantized "
                 "model (AWQ, or `quantization: fp8`), a smaller model, or tensorParallelSize")
         elif one > budget:
-            room = budget - (one - shape.kv_bytes_per_token * settings.max_model_len)
-            tokens = int(room // shape.kv_bytes_per_token) // 256 * 256
+            tokens = int((budget - fixed) * split // shape.kv_bytes_per_token) // 256 * 256
             verdict["change"] = (
                 f"no room for the KV cache of one maxModelLen ({settings.max_model_len}) "
-                f"sequence: lower maxModelLen to about {max(tokens, 0)}, set kvCacheDtype "
+                f"sequence: lower maxModelLen to about {tokens}, set kvCacheDtype "
                 "'fp8', or raise gpuMemoryUtilization")
         report["gpus"].append(verdict)
     return report
