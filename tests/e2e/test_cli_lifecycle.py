@@ -16,7 +16,7 @@ import pytest
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from tests.e2e.conftest import ROOT, plain
+from tests.e2e.conftest import ROOT, expected_device, plain
 
 CLI = [sys.executable, "-m", "lsp_copilot"]
 
@@ -54,7 +54,7 @@ def test_complete_json_with_the_real_default_model() -> None:
     assert result["completion"].strip(), result
     assert set(result["timings_ms"]) >= {"context", "engine", "total"}
     assert result["engine"] == {
-        "backend": "vllm", "model": "SmolLM2-135M (default)", "device": "cpu",
+        "backend": "vllm", "model": "SmolLM2-135M (default)", "device": expected_device(),
         "prefix_caching": True, "speculative": "ngram", "template": "prefix-only",
     }
 
