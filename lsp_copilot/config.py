@@ -135,18 +135,8 @@ def _header_name(value: Any) -> str | None:
     return None if ok else "must be an HTTP header name (letters, digits, -) or empty"
 
 
-def _opt_int_range(low: int, high: int) -> Callable[[Any], str | None]:
-    inner = _int_range(low, high)
-
-    def check(value: Any) -> str | None:
-        problem = None if value is None else inner(value)
-        return f"{problem} (or null)" if problem else None
-
-    return check
-
-
-def _opt_float_range(low: float, high: float) -> Callable[[Any], str | None]:
-    inner = _float_range(low, high)
+def _optional(inner: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+    """``inner``, or null."""
 
     def check(value: Any) -> str | None:
         problem = None if value is None else inner(value)
@@ -213,7 +203,7 @@ class Settings:
     gpu_memory_utilization: float | None = _setting(
         None, "Share of GPU memory vLLM may take; null: computed from the model's weights and "
         "KV cache (at most 0.9, vLLM's default), the rest left to the desktop.",
-        _opt_float_range(0.05, 0.98)
+        _optional(_float_range(0.05, 0.98))
     )
     cpu_kv_cache_gib: int = _setting(
         1, "KV-cache space on CPU in GiB (VLLM_CPU_KVCACHE_SPACE).", _int_range(1, 1024)
@@ -223,9 +213,9 @@ class Settings:
     )
     speculative_method: str = _setting(
         "ngram",
-        "Speculative decoding: ngram (prompt lookup, CPU and GPU), suffix (needs "
-        "arctic-inference), draft_model, eagle, eagle3 (need speculativeModel), mtp (models "
-        "with MTP layers) or none.",
+        "Speculative decoding: ngram (prompt lookup, CPU and GPU), suffix (vLLM 0.12+ and "
+        "arctic-inference==0.1.1), draft_model (vLLM 0.15+), eagle, eagle3 (these three need "
+        "speculativeModel), mtp (models with MTP layers) or none.",
         _one_of(*SPECULATIVE_METHODS),
     )
     speculative_tokens: int = _setting(
@@ -254,18 +244,18 @@ class Settings:
     )
     kv_cache_dtype: str = _setting(
         "auto",
-        "KV-cache dtype: auto (the model's), bfloat16, float16, or fp8/fp8_e4m3/fp8_e5m2 (half "
-        "the memory; on CPU needs AVX-512 or AMX).",
+        "KV-cache dtype: auto (the model's), bfloat16 (vLLM 0.11.1+), float16 (vLLM 0.19+), or "
+        "fp8/fp8_e4m3/fp8_e5m2 (half the memory; on CPU needs AVX-512 or AMX).",
         _one_of("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2"),
     )
     max_num_seqs: int | None = _setting(
         None, "Most sequences vLLM runs in one batch; null: maxQueue + 2 on CUDA (CUDA graphs "
         "for batch sizes the server uses), vLLM's default on CPU.",
-        _opt_int_range(1, 4096)
+        _optional(_int_range(1, 4096))
     )
     max_num_batched_tokens: int | None = _setting(
         None, "Most tokens vLLM computes in one step; null: vLLM's default.",
-        _opt_int_range(16, 1_000_000)
+        _optional(_int_range(16, 1_000_000))
     )
     enable_chunked_prefill: bool | None = _setting(
         None, "Split long prefills across steps so decoding goes on; null: vLLM's default.",
