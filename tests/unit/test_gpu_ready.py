@@ -245,3 +245,19 @@ def test_doctor_previews_a_cuda_machine_without_loading_anything(
     assert main(["doctor", "--json", "--device", "cpu"]) in (0, 1)
     cpu = json.loads(capsys.readouterr().out)["engine_args"]
     assert cpu["enforce_eager"] is True and cpu["block_size"] == 32
+
+
+def test_doctor_imports_neither_vllm_nor_torch() -> None:
+    """'Without loading anything': no vLLM import (it reads its environment once), no torch
+    (no CUDA context can be created)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, io, contextlib\nfrom lsp_copilot.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    main(['doctor', '--json', '--device', 'cuda'])\n    main(['doctor', '--json'])\n"
+            "print(sorted(m for m in ('vllm', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[2], timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
