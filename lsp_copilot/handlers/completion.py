@@ -16,8 +16,10 @@ from lsp_copilot.scheduling import Superseded
 from lsp_copilot.server import CopilotServer
 
 
-async def _complete(ls: CopilotServer, uri: str, position: types.Position) -> Outcome | None:
-    """Convert the position once, snapshot, run the pipeline; None when superseded."""
+async def _complete(ls: CopilotServer, uri: str, position: types.Position,
+                    explicit: bool = False) -> Outcome | None:
+    """Convert the position once, snapshot, run the pipeline; None when superseded.
+    ``explicit``: the user asked for a suggestion (never debounced or cut short)."""
     try:
         snapshot = ls.store.snapshot(uri)
         offset = ls.store.get_offset(uri, position.line, position.character, ls.encoding)
@@ -26,7 +28,8 @@ async def _complete(ls: CopilotServer, uri: str, position: types.Position) -> Ou
         raise JsonRpcInvalidParams(str(exc)) from None
     ls.warmer.cancel()  # a warm-up must never delay a real request
     try:
-        return await ls.scheduler.run(uri, lambda: ls.completer.complete(snapshot, offset))
+        return await ls.scheduler.run(
+            uri, lambda: ls.completer.complete(snapshot, offset, explicit=explicit))
     except Superseded:
         return None
 
@@ -36,7 +39,10 @@ async def inline_completion(
 ) -> types.InlineCompletionList:
     started = time.perf_counter()
     ls.telemetry.count("requests")
-    outcome = await _complete(ls, params.text_document.uri, params.position)
+    explicit = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
+    if explicit:
+        ls.telemetry.count("explicit_requests")
+    outcome = await _complete(ls, params.text_document.uri, params.position, explicit)
     ls.telemetry.answered(started)
     heap.collect_young_soon()  # after the answer is out, not in the next request
     if outcome is None or not outcome.text:
