@@ -28,14 +28,18 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def model_for(setting: str) -> str:
+def model_for(setting: str, device_name: str) -> str:
     """What the engine would load for the `model` setting, without preparing anything:
-    the default folder, an existing folder, or the name as given (a hub id)."""
+    the device's default preset's folder, a preset's folder, an existing folder, or the
+    name as given (a hub id)."""
     from lsp_copilot.engine import models
+    from lsp_copilot.models.presets import is_preset, preset
 
     value = setting.strip()
-    if value.lower() in ("", "default", models.DEFAULT_MODEL_NAME.lower()):
-        return str(models.default_model_dir())
+    if value.lower() in ("", "default"):
+        return str(models.default_model_dir(device_name))
+    if is_preset(value):
+        return str(models.model_dir(preset(value)))
     path = Path(value).expanduser()
     return str(path.resolve()) if path.exists() else value
 
@@ -58,7 +62,7 @@ def engine_report(
     else:
         choice = device.choose_device(settings.device, (build or device.vllm_build)()[0],
                                       lambda: len(found) if found is not None else 0)
-    model = model_for(settings.model)
+    model = model_for(settings.model, choice.device)
     shape = fit.model_shape(model, settings)
     cuda_gpus = found if choice.device == "cuda" else None
     chosen = defaults.resolve(settings, choice.device, shape if choice.device == "cuda" else None,
@@ -120,7 +124,9 @@ def run(asked: str | None = None, settings: Settings | None = None) -> dict[str,
                   f"pip uninstall -y {broken}")
     from lsp_copilot.engine import models
 
-    info = models.model_info(models.default_model_dir())
+    # This machine's default, also in a --device preview (prepare acts on this machine).
+    here = device.detect(settings.device).device if asked else engine["device"]
+    info = models.model_info(models.default_model_dir(here))
     check("default model", bool(info.get("verified")),
           f"{info.get('path')} ({info.get('size_mb', 0)} MB)" if info.get("present")
           else f"{info.get('path')} missing", "lsp-copilot model prepare")

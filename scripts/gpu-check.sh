@@ -65,6 +65,11 @@ LSP=("$PY" -m lsp_copilot)
 step 2 "models: the default (e2e tests) and the preset $MODEL_PRESET"
 if [ "$DRY" = 1 ]; then
     "${LSP[@]}" model prepare --help >/dev/null || fail "lsp-copilot model prepare does not parse"
+    "${LSP[@]}" model list --json | "$PY" -c '
+import json, sys
+names = [p["name"] for p in json.load(sys.stdin)["presets"]]
+sys.exit(0 if sys.argv[1] in names else f"no preset {sys.argv[1]!r}; presets: {names}")
+' "$MODEL_PRESET" || fail "lsp-copilot model list does not know $MODEL_PRESET"
     echo "[dry-run] would run: lsp-copilot model prepare; lsp-copilot model prepare $MODEL_PRESET"
     MODEL="$MODEL_PRESET"
 else

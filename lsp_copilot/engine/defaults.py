@@ -60,7 +60,7 @@ def gpu_memory_utilization(settings: Settings, device: str, shape: ModelShape | 
                       "reads this share of RAM only when VLLM_CPU_KVCACHE_SPACE is unset")
     sequences = max_num_seqs(settings, device).value or 1
     if shape is None or not gpus:
-        why = ("the model's size is unknown (not a local folder)" if shape is None
+        why = ("the model's size is unknown (a hub id, or not prepared yet)" if shape is None
                else "no GPU visible to NVML here")
         return Choice(MAX_UTILIZATION, f"vLLM's default: {why}")
     gpu = min(gpus, key=lambda g: g.total_bytes)
