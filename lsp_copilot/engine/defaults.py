@@ -63,7 +63,7 @@ def gpu_memory_utilization(settings: Settings, device: str, shape: ModelShape | 
         why = ("the model's size is unknown (a hub id, or not prepared yet)" if shape is None
                else "no GPU visible to NVML here")
         return Choice(MAX_UTILIZATION, f"vLLM's default: {why}")
-    gpu = min(gpus, key=lambda g: g.total_bytes)
+    gpu = min(gpus, key=lambda g: g.free_bytes)  # the most constrained card decides
     value = utilization_for(shape, settings, sequences, gpu)
     return Choice(value, f"computed from the fit: weights + KV cache for {sequences} x "
                   f"maxModelLen tokens + an allowance, with a margin, of the "

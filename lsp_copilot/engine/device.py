@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import importlib.util
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -110,9 +111,28 @@ def _pynvml() -> Any | None:
     return None
 
 
+def visible(gpus: list[GpuInfo], uuids: list[str], env: str | None) -> list[GpuInfo]:
+    """The GPUs CUDA will show, in its order: NVML lists every GPU, while CUDA (and so
+    vLLM) sees only those CUDA_VISIBLE_DEVICES names, by index or by UUID prefix."""
+    if env is None:
+        return gpus
+    out = []
+    for entry in (e.strip() for e in env.split(",")):
+        if entry.isdigit() and int(entry) < len(gpus):
+            out.append(gpus[int(entry)])
+        elif entry:
+            match = [g for g, u in zip(gpus, uuids, strict=False) if u.startswith(entry)]
+            if not match:
+                break  # CUDA stops at the first entry it cannot resolve
+            out.append(match[0])
+        else:
+            break
+    return out
+
+
 def nvml_gpus() -> list[GpuInfo] | None:
-    """Every GPU with its total and free memory, or None where NVML is unavailable
-    (no NVIDIA driver, or no bindings). NVML does not initialise CUDA."""
+    """The GPUs CUDA will see, with their total and free memory, or None where NVML is
+    unavailable (no NVIDIA driver, or no bindings). NVML does not initialise CUDA."""
     nvml = _pynvml()
     if nvml is None:
         return None
@@ -121,14 +141,16 @@ def nvml_gpus() -> list[GpuInfo] | None:
     except Exception:
         return None
     try:
-        out = []
+        gpus, uuids = [], []
         for index in range(nvml.nvmlDeviceGetCount()):
             handle = nvml.nvmlDeviceGetHandleByIndex(index)
             name = nvml.nvmlDeviceGetName(handle)
+            uuid = nvml.nvmlDeviceGetUUID(handle)
             memory = nvml.nvmlDeviceGetMemoryInfo(handle)
-            out.append(GpuInfo(index, name.decode() if isinstance(name, bytes) else str(name),
-                               int(memory.total), int(memory.free)))
-        return out
+            gpus.append(GpuInfo(index, name.decode() if isinstance(name, bytes) else str(name),
+                                int(memory.total), int(memory.free)))
+            uuids.append(uuid.decode() if isinstance(uuid, bytes) else str(uuid))
+        return visible(gpus, uuids, os.environ.get("CUDA_VISIBLE_DEVICES"))
     except Exception:
         return None
     finally:

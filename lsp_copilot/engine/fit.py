@@ -106,10 +106,16 @@ def utilization_for(shape: ModelShape, settings: Settings, sequences: int,
                     gpu: GpuInfo) -> float:
     """The share of ``gpu`` to ask for: the estimate with a margin, in steps of 0.05,
     between MIN_UTILIZATION and MAX_UTILIZATION; the rest of the card stays free for the
-    user's other programs (and for other engines: tests run several at once)."""
-    share = needed_bytes(shape, settings, sequences) * MARGIN / gpu.total_bytes
-    stepped = math.ceil(share * 20) / 20
-    return round(min(MAX_UTILIZATION, max(MIN_UTILIZATION, stepped)), 2)
+    user's other programs (and for other engines: tests run several at once). vLLM refuses
+    to start when the share is not free, so a busy card gets what is free, as long as one
+    maxModelLen sequence still fits."""
+    total = gpu.total_bytes
+    want = math.ceil(needed_bytes(shape, settings, sequences) * MARGIN / total * 20) / 20
+    want = min(MAX_UTILIZATION, max(MIN_UTILIZATION, want))
+    free = math.floor(gpu.free_bytes / total * 100) / 100 - 0.01
+    if want > free >= needed_bytes(shape, settings, 1) / total:
+        want = free
+    return round(want, 2)
 
 
 def fit_report(shape: ModelShape | None, settings: Settings, sequences: int,

@@ -261,3 +261,25 @@ def test_doctor_imports_neither_vllm_nor_torch() -> None:
                          cwd=Path(__file__).resolve().parents[2], timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_busy_card_gets_what_is_free_when_the_model_still_fits(tmp_path: Path) -> None:
+    model = _model(tmp_path / "qwen-7b", weights=int(15.2 * GIB))
+    busy = _gpu(free_gib=20.4)  # a desktop holds 3.6 GiB: 0.9 of the card is not free
+    utilization = engine_args(Settings(), model, "cuda", [busy])["gpu_memory_utilization"]
+    assert 0.8 <= utilization < 0.85 and utilization * busy.total_bytes <= busy.free_bytes
+    shape = model_shape(model, Settings())
+    assert shape is not None
+    assert fit_report(shape, Settings(), 10, utilization, [busy])["gpus"][0]["fits"] is True
+    too_busy = _gpu(free_gib=12)  # not even the weights: keep asking, doctor says why
+    assert engine_args(Settings(), model, "cuda", [too_busy])["gpu_memory_utilization"] == 0.9
+
+
+def test_only_the_gpus_cuda_will_show_count() -> None:
+    gpus = [GpuInfo(i, f"gpu{i}", 24 * GIB, 24 * GIB) for i in range(4)]
+    uuids = [f"GPU-{i}aaa" for i in range(4)]
+    assert device.visible(gpus, uuids, None) == gpus
+    assert [g.index for g in device.visible(gpus, uuids, "2,0")] == [2, 0]
+    assert [g.index for g in device.visible(gpus, uuids, "GPU-3")] == [3]
+    assert device.visible(gpus, uuids, "") == []
+    assert [g.index for g in device.visible(gpus, uuids, "1,GPU-x,2")] == [1]
