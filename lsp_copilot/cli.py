@@ -301,7 +301,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         with tempfile.TemporaryDirectory(prefix="lsp-copilot-bench-") as tmp:
             result = bench_typing.run(args.corpus or bench.default_corpus(), args.keystrokes,
-                                      args.out, Path(tmp))
+                                      args.out, Path(tmp), args.model)
         print(f"wrote {args.out / 'bench-typing.json'} and {args.out / 'bench-typing.png'}",
               file=sys.stderr)
     else:

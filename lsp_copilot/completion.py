@@ -315,6 +315,8 @@ class Completer:
                 raw, source = result.text, "engine"
                 truncated = result.finish_reason == "length"
         text = finalize(raw, mode, cursor, snapshot, offset, truncated)
+        if not text and raw.strip() and finalize(raw, mode, cursor, truncated=truncated):
+            self.telemetry.count("not_whole")  # the text rules kept it; the syntax did not
         total_ms = (time.perf_counter() - started) * 1000
         self.telemetry.server_time(max(0.0, total_ms - waited))
         timings = {"context": round(context_ms, 2), "engine": round(waited, 2),
