@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -181,10 +182,28 @@ def cmd_context(args: argparse.Namespace) -> int:
     return 0
 
 
+def _doctor_settings(args: argparse.Namespace) -> Settings:
+    """The editor's settings from --settings (a JSON file), with --model on top."""
+    from lsp_copilot.config import parse_settings
+
+    raw: dict[str, Any] = {}
+    if args.settings is not None:
+        try:
+            raw = json.loads(args.settings.read_text("utf-8"))
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"error: cannot read settings from {args.settings}: {exc}") from None
+    settings, problems = parse_settings(raw)
+    if args.model:
+        settings = dataclasses.replace(settings, model=args.model)
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    return settings
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from lsp_copilot import doctor
 
-    report = doctor.run()
+    report = doctor.run(args.device, _doctor_settings(args))
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -342,6 +361,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = sub.add_parser("doctor", help="what engine, model, grammars and caches are found")
     doctor.add_argument("--json", action="store_true")
+    doctor.add_argument("--device", choices=["cuda", "cpu"],
+                        help="show the engine arguments for this kind of machine instead")
+    doctor.add_argument("--settings", type=Path, metavar="FILE",
+                        help="a JSON file of settings, as the editor sends them")
+    doctor.add_argument("--model", help="model folder or hub id (default: the setting's)")
     doctor.set_defaults(func=cmd_doctor)
 
     bench = sub.add_parser("bench", help="measure through the real engine")

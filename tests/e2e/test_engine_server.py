@@ -1,4 +1,5 @@
-"""Through the real protocol (stdio) and the real engine (vLLM on CPU, SmolLM2-135M)."""
+"""Through the real protocol (stdio) and the real engine (vLLM on this machine's device,
+SmolLM2-135M)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from tests.e2e.conftest import ROOT, send_raw, stats
+from tests.e2e.conftest import ROOT, expected_device, send_raw, stats
 
 pytestmark = pytest.mark.engine
 
@@ -77,7 +78,7 @@ async def test_capabilities_and_engine_info(engine_client: LanguageClient) -> No
     s = await stats(engine_client)
     engine = s["engine"]
     assert engine["backend"] == "vllm"
-    assert engine["device"] == "cpu"
+    assert engine["device"] == expected_device()
     assert engine["prefix_caching"] is True
     assert engine["speculative"] == "ngram"
     # Loading was reported as work-done progress that began and ended.
