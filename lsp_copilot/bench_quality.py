@@ -189,8 +189,10 @@ def _open_buffers(uri: str, text: str) -> Callable[[], list[tuple[str, str]]]:
 
 
 async def run_holes(holes: list[Hole], index: WorkspaceIndex, settings: Settings,
-                    manager: EngineManager, log: Path | None = None) -> list[dict[str, Any]]:
+                    manager: EngineManager, log: Path | None = None, explicit: bool = True,
+                    ) -> list[dict[str, Any]]:
     """Fill every hole with both variants, interleaved (machine load hits both alike).
+    ``explicit``: as the user's explicit request (triggerKind Invoked) would be answered.
 
     With ``log``, each hole's record is appended to it as a JSON line as soon as it is
     done (a long run on a busy machine can be read, or stopped, half way)."""
@@ -216,7 +218,7 @@ async def run_holes(holes: list[Hole], index: WorkspaceIndex, settings: Settings
                                       "expected": hole.expected, "parsed_before": before_ok}
             for name, completer in (("ours", ours), ("prefix_only", base)):
                 started = time.perf_counter()
-                outcome = await completer.complete(snapshot, offset)
+                outcome = await completer.complete(snapshot, offset, explicit=explicit)
                 text = outcome.text
                 record[name] = {
                     "completion": text, "raw": outcome.raw,
@@ -318,8 +320,8 @@ def render(result: dict[str, Any]) -> str:
 
 def run(corpus: Path | None, count: int, model: str | None, seed: int = 0,
         log: Path | None = None) -> dict[str, Any]:
-    # The server's settings, minus what would make holes depend on each other, and with
-    # no deadline: the model's whole answer, however slow the machine.
+    # The shipped settings, minus what would make holes depend on each other; each hole
+    # is an explicit request, answered as the editor's "suggest now" is.
     settings = Settings(model=model or "", cache=False, merge=False, typing_through=False,
-                        debounce_mode="off", prefetch=False, deadline_ms=0)
+                        prefetch=False)
     return asyncio.run(bench_quality(corpus or default_corpus(), count, settings, seed, log))

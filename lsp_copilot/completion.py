@@ -26,7 +26,7 @@ from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.engine.base import Engine, EngineRequest, EngineResult, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager
-from lsp_copilot.postprocess import Cursor, finalize, stop_rule, whole_lines, whole_words
+from lsp_copilot.postprocess import Cursor, finalize, stop_rule
 from lsp_copilot.privacy import Privacy
 from lsp_copilot.prompts import PromptEncoder, Template, template_for
 from lsp_copilot.scheduling import Debouncer, Flight
@@ -166,14 +166,16 @@ class Completer:
         self, snapshot: Snapshot, offset: int, *, prefetch: bool = False,
         explicit: bool = False,
     ) -> Outcome:
-        """``explicit``: the user asked (not a keystroke); such requests get the larger
+        """``explicit``: the user asked (triggerKind Invoked): no debounce, no deadline, no
+        answer shared from a generation that has one, and several lines where the cursor
+        stands on an empty line; the
         ``explicit`` budget of ``contextBudgets``."""
         trace: dict[str, Any] = {"t": round(time.monotonic(), 4), "uri": snapshot.uri,
                                  "version": snapshot.version, "prefetch": prefetch,
-                                 "status": "cancelled"}
+                                 "explicit": explicit, "status": "cancelled"}
         began = time.perf_counter()
         try:
-            outcome = await self._complete(snapshot, offset, prefetch, trace, explicit)
+            outcome = await self._complete(snapshot, offset, prefetch, explicit, trace)
             trace.update(status="answered", mode=outcome.mode, source=outcome.source,
                          chars=len(outcome.text), reason=outcome.reason,
                          **outcome.timings_ms)
@@ -183,13 +185,13 @@ class Completer:
             self.telemetry.trace(trace)
 
     async def _complete(
-        self, snapshot: Snapshot, offset: int, prefetch: bool, trace: dict[str, Any],
-        explicit: bool = False,
+        self, snapshot: Snapshot, offset: int, prefetch: bool, explicit: bool,
+        trace: dict[str, Any],
     ) -> Outcome:
         settings = self._settings()
         started = time.perf_counter()
         waited = 0.0  # debounce and engine time, excluded from server time
-        if not prefetch:
+        if not prefetch and not explicit:
             # Every request is a keystroke for the debounce, also those that typing-through,
             # the cache or a shared generation answer (else the next looks like a pause).
             self.debouncer.note(snapshot.uri)
@@ -208,13 +210,16 @@ class Completer:
             self.telemetry.count("secret_skipped")
             return Outcome("", "none", reason=f"private file: {secret}", source="none")
         mode = completion_mode(snapshot, offset)
+        cursor = cursor_at(snapshot, offset)
+        if explicit and mode == "single-line" and not (cursor.line_before.strip()
+                                                       or cursor.line_after.strip()):
+            mode = "multi-line"  # asked for on an empty line: as much as the block wants
         if mode == "none":
             self.telemetry.count("empty_mode")
             return Outcome("", mode, reason="no completion at this position", source="none")
-        cursor = cursor_at(snapshot, offset)
         trace["mode"] = mode
 
-        if settings.typing_through and not prefetch:
+        if settings.typing_through and not prefetch and not explicit:
             through = self._typed_through(snapshot, offset)
             if through is not None:
                 self.telemetry.server_time((time.perf_counter() - started) * 1000)
@@ -238,8 +243,12 @@ class Completer:
         )
         self.telemetry.context_built((layer.name, layer.tokens, layer.truncated)
                                      for layer in context.layers)
+        # A single line stops at its end; the larger limit lets a block header that
+        # would stand alone get its body (see postprocess.stop_rule).
         max_tokens = (
-            settings.max_tokens_single_line if mode == "single-line"
+            max(settings.max_tokens_single_line, settings.max_tokens_multi_line)
+            if mode == "single-line" and not cursor.line_after.strip()
+            else settings.max_tokens_single_line if mode == "single-line"
             else settings.max_tokens_multi_line
         )
         key = cache_key(engine.info.model, template.name, mode, max_tokens,
@@ -255,7 +264,7 @@ class Completer:
         else:
             t_merge = time.perf_counter()
             got = await self._from_flight(snapshot.uri, context.prompt, settings, trace) if (
-                settings.merge) else None
+                settings.merge and not explicit) else None
             waited += (time.perf_counter() - t_merge) * 1000  # waiting on the engine
             if got is not None:
                 raw, source = got, "merged"
@@ -266,7 +275,7 @@ class Completer:
                     return Outcome("", mode, reason="too many requests in flight; try again",
                                    context=context, source="none")
                 t0 = time.perf_counter()
-                if not prefetch:
+                if not prefetch and not explicit:
                     delay = self.debouncer.delay_ms(
                         snapshot.uri, settings.debounce_mode, settings.debounce_ms,
                         settings.debounce_max_ms, cursor.line_before, cursor.line_after,
@@ -294,8 +303,10 @@ class Completer:
                     prompt_token_ids=ids,
                     stop_token_ids=stop_ids,
                 )
-                result = await self._fly(engine, snapshot.uri, key, mode, request, settings,
-                                         cache, trace, deadline=0 if prefetch else None)
+                result = await self._fly(
+                    engine, snapshot.uri, key, mode, request, settings, cache, trace,
+                    deadline=0 if prefetch or explicit else settings.deadline_ms,
+                    whole_cut=self._whole_cut(mode, cursor, snapshot, offset))
                 waited += (time.perf_counter() - t0) * 1000
                 if result is not None:
                     trace.update(prompt_tokens=result.prompt_tokens,
@@ -309,6 +320,8 @@ class Completer:
                 raw, source = result.text, "engine"
                 truncated = result.finish_reason == "length"
         text = finalize(raw, mode, cursor, snapshot, offset, truncated)
+        if not text and raw.strip() and finalize(raw, mode, cursor, truncated=truncated):
+            self.telemetry.count("not_whole")  # the text rules kept it; the syntax did not
         total_ms = (time.perf_counter() - started) * 1000
         self.telemetry.server_time(max(0.0, total_ms - waited))
         timings = {"context": round(context_ms, 2), "engine": round(waited, 2),
@@ -415,26 +428,43 @@ class Completer:
         else:
             task.cancel()
 
+    @staticmethod
+    def _whole_cut(mode: Mode, cursor: Cursor, snapshot: Snapshot, offset: int
+                   ) -> Callable[[str], int | None]:
+        """Where a generation the deadline stops may end: its last line end after which
+        the answer is whole (checked with the finished answer's own rules), or None."""
+        checked = [0]  # the newline last tried: each line end is tried once
+
+        def cut(text: str) -> int | None:
+            end = text.rfind("\n")
+            if end <= checked[0]:
+                return None
+            checked[0] = end
+            return end if finalize(text[:end], mode, cursor, snapshot, offset) else None
+
+        return cut
+
     async def _fly(
         self, engine: Engine, uri: str, key: str, mode: Mode, request: EngineRequest,
         settings: Settings, cache: CompletionCache | None, trace: dict[str, Any],
-        deadline: int | None = None,
+        deadline: int, whole_cut: Callable[[str], int | None],
     ) -> EngineResult | None:
-        """Start the document's new generation (aborting the old one) and wait for it."""
+        """Start the document's new generation (aborting the old one) and wait for it.
+
+        Past ``deadline`` ms (0: none) the generation stops at the first line end where
+        the answer is whole, as llama.cpp's server does with ``t_max_predict_ms``: never
+        mid-line, never a fragment."""
         old = self._flights.get(uri)
         if old is not None and old.task is not None and not old.done:
             old.task.cancel()  # superseded by a request it cannot serve: abort at once
         flight = Flight(key=key, prompt=request.prompt, mode=mode)
         inner_stop = request.stop_at
-        if deadline is None:  # (a prefetch has none: nobody is waiting, it should be whole)
-            deadline = settings.deadline_ms
-        cut_early = whole_lines if mode == "multi-line" else whole_words
 
         def stop_at(text: str) -> int | None:
             flight.publish(text)
             cut = inner_stop(text) if inner_stop else None
             if cut is None and deadline and flight.elapsed_ms() >= deadline:
-                cut = cut_early(text)  # the user is waiting: show what is there
+                cut = whole_cut(text)  # the user is waiting: show what is whole
                 flight.cut_by_deadline = cut is not None
             return cut
 

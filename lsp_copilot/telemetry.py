@@ -20,6 +20,8 @@ COUNTERS = (
     "engine_aborted",
     "engine_stopped_early",
     "deadline_answers",
+    "explicit_requests",
+    "not_whole",
     "engine_errors",
     "cache_hits",
     "typed_through",

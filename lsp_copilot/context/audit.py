@@ -32,28 +32,23 @@ def find_root(path: Path) -> Path:
 
 
 def engine_counter(model: str | None) -> TokenCounter:
-    """The default engine's tokenizer when its folder is prepared; cl100k otherwise."""
-    if model:
-        return token_counter(model)
-    try:
-        from lsp_copilot.engine.models import default_model_dir
-
-        folder = default_model_dir()
-    except Exception:
-        return fallback_counter()
-    return token_counter(str(folder))
+    """The engine's tokenizer when its folder is prepared; cl100k otherwise."""
+    folder = engine_model(model)
+    return token_counter(folder) if folder else fallback_counter()
 
 
 def engine_model(model: str | None) -> str | None:
-    """The folder (or hub id) the engine would load: ``model``, else the default's folder."""
-    if model:
-        return model
+    """The folder (or hub id) the engine would load: ``model`` (a preset's folder for a
+    preset name), else the default preset's folder."""
     try:
-        from lsp_copilot.engine.models import default_model_dir
+        from lsp_copilot.engine.models import default_model_dir, model_dir
+        from lsp_copilot.models.presets import is_preset, preset
 
+        if model:
+            return str(model_dir(preset(model))) if is_preset(model) else model
         return str(default_model_dir())
     except Exception:
-        return None
+        return model or None
 
 
 def audit(path: Path, line: int, col: int, root: Path | None, budget: int | None,

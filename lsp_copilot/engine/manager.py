@@ -68,15 +68,12 @@ class EngineFactory:
             from lsp_copilot.engine.remote import RemoteEngine
 
             return RemoteEngine.create(settings, report)
-        from lsp_copilot.engine.models import ModelError, resolve_model
-        from lsp_copilot.engine.vllm import VllmEngine
+        from lsp_copilot.engine.models import resolve_model
+        from lsp_copilot.engine.vllm import VllmEngine, detect_device
 
         report("preparing model")
-        try:
-            model, is_default = resolve_model(settings.model or None)
-        except ModelError:
-            raise
-        display = "SmolLM2-135M (default)" if is_default else settings.model
+        model, preset = resolve_model(settings.model or None, detect_device(settings.device))
+        display = preset or settings.model
         report(f"loading {display} into vLLM")
         return VllmEngine.create(settings, model, display)
 

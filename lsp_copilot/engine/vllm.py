@@ -15,37 +15,32 @@ from typing import Any
 
 from lsp_copilot.config import Settings
 from lsp_copilot.context.budget import TokenCounter, token_counter
+from lsp_copilot.engine import defaults
+from lsp_copilot.engine import device as device_mod
 from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult, EngineUnavailable
+from lsp_copilot.engine.defaults import CPU_BLOCK_SIZE as CPU_BLOCK_SIZE
+from lsp_copilot.engine.device import GpuInfo
+from lsp_copilot.engine.fit import model_shape
 from lsp_copilot.engine.validate import check_engine
 from lsp_copilot.process import install_orphan_guard, reap
 from lsp_copilot.prompts import PromptEncoder, detect_family
 
 log = logging.getLogger(__name__)
 
-CPU_BLOCK_SIZE = 32
-"""On CPU vLLM defaults to 128-token blocks; 32 lets far more of a prompt hit the cache."""
-
 
 def detect_device(setting: str) -> str:
-    """``cuda`` when asked for or when torch sees a CUDA GPU, else ``cpu``."""
-    if setting in ("cuda", "cpu"):
-        return setting
-    try:
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    except Exception:
-        return "cpu"
+    """The device the installed vLLM build will use for ``setting`` (see engine/device.py:
+    never ``torch.cuda.is_available()`` here, which would poison vLLM's fork)."""
+    return device_mod.detect(setting).device
 
 
 def prepare_environment(settings: Settings, device: str) -> None:
     """Set vLLM's environment before it is imported; it reads most of it at import time."""
-    os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
-    os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if device == "cpu":
-        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
-        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(settings.cpu_kv_cache_gib)
+    for name, value in defaults.environment(settings, device).items():
+        if name in defaults.FORCED_ENV:
+            os.environ[name] = value
+        else:
+            os.environ.setdefault(name, value)
 
 
 def speculative_config(settings: Settings) -> dict[str, Any] | None:
@@ -68,32 +63,34 @@ def speculative_config(settings: Settings) -> dict[str, Any] | None:
     return config
 
 
-def engine_args(settings: Settings, model: str, device: str) -> dict[str, Any]:
+def engine_args(settings: Settings, model: str, device: str,
+                gpus: list[GpuInfo] | None = None) -> dict[str, Any]:
     """Keyword arguments of ``AsyncEngineArgs``: the one place engine settings map to vLLM.
 
-    Settings left null keep vLLM's own default (which differs between CPU and CUDA), so
-    they are left out rather than passed as None.
+    Settings left null take the value for ``device`` (engine/defaults.py); where that is
+    vLLM's own default the argument is left out rather than passed as None. ``gpus``
+    (NVML's view) lets the GPU memory share be computed from the model's fit.
     """
-    block_size = settings.block_size or (CPU_BLOCK_SIZE if device == "cpu" else None)
+    shape = model_shape(model, settings) if device == "cuda" else None
+    chosen = {k: c.value for k, c in defaults.resolve(settings, device, shape, gpus).items()}
     args: dict[str, Any] = {
         "model": model,
-        "dtype": settings.dtype if device == "cuda" or settings.dtype != "auto" else "bfloat16",
+        "dtype": chosen["dtype"],
         "max_model_len": settings.max_model_len,
         "enable_prefix_caching": True,
-        "enforce_eager": settings.enforce_eager,
+        "enforce_eager": chosen["enforce_eager"],
         "disable_log_stats": False,
         "scheduling_policy": "priority",
         "speculative_config": speculative_config(settings),
-        "gpu_memory_utilization": settings.gpu_memory_utilization,
+        "gpu_memory_utilization": chosen["gpu_memory_utilization"],
         "quantization": settings.quantization,
         "kv_cache_dtype": settings.kv_cache_dtype,
         "tensor_parallel_size": settings.tensor_parallel_size,
         "data_parallel_size": settings.data_parallel_size,
     }
-    if block_size:
-        args["block_size"] = block_size
     optional = {
-        "max_num_seqs": settings.max_num_seqs,
+        "block_size": chosen["block_size"],
+        "max_num_seqs": chosen["max_num_seqs"],
         "max_num_batched_tokens": settings.max_num_batched_tokens,
         "enable_chunked_prefill": settings.enable_chunked_prefill,
     }
@@ -151,14 +148,18 @@ class VllmEngine:
     @classmethod
     def create(cls, settings: Settings, model: str, display_name: str) -> VllmEngine:
         """Blocking: starts the EngineCore process and loads weights (run it in a thread)."""
-        device = detect_device(settings.device)
-        check_engine(settings, model, device)  # a clear message, before vLLM is imported
+        choice = device_mod.detect(settings.device)
+        device = choice.device
+        check_engine(settings, model, device, choice)  # a clear message, before vLLM loads
         prepare_environment(settings, device)
-        install_orphan_guard()  # before vLLM forks its EngineCore
+        install_orphan_guard()  # before vLLM starts its EngineCore
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
-        llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**engine_args(settings, model, device)))
+        gpus = device_mod.nvml_gpus() if device == "cuda" else None
+        args = engine_args(settings, model, device, gpus)
+        log.info("engine on %s (%s): %s", device, choice.reason, args)
+        llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**args))
         info = EngineInfo(
             backend="vllm",
             model=display_name,

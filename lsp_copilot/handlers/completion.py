@@ -19,7 +19,8 @@ from lsp_copilot.server import CopilotServer
 async def _complete(ls: CopilotServer, uri: str, position: types.Position,
                     explicit: bool = False) -> Outcome | None:
     """Convert the position once, snapshot, run the pipeline; None when superseded.
-    ``explicit``: the user asked for a suggestion (it gets the explicit budget)."""
+    ``explicit``: the user asked for a suggestion (never debounced or cut short,
+    and given the explicit budget of contextBudgets)."""
     try:
         snapshot = ls.store.snapshot(uri)
         offset = ls.store.get_offset(uri, position.line, position.character, ls.encoding)
@@ -39,8 +40,10 @@ async def inline_completion(
 ) -> types.InlineCompletionList:
     started = time.perf_counter()
     ls.telemetry.count("requests")
-    invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
-    outcome = await _complete(ls, params.text_document.uri, params.position, invoked)
+    explicit = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
+    if explicit:
+        ls.telemetry.count("explicit_requests")
+    outcome = await _complete(ls, params.text_document.uri, params.position, explicit)
     ls.telemetry.answered(started)
     heap.collect_young_soon()  # after the answer is out, not in the next request
     if outcome is None or not outcome.text:

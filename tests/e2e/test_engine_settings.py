@@ -32,7 +32,8 @@ async def custom_client(lsp_client: LanguageClient, tmp_path):  # type: ignore[n
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
 async def invalid_client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
     await initialize(lsp_client, "neovim",
-                     {"speculativeMethod": "eagle", "tensorParallelSize": 4})
+                     # 64: more GPUs (or NUMA nodes) than any test machine has
+                     {"speculativeMethod": "eagle", "tensorParallelSize": 64})
     yield
     await lsp_client.shutdown_session()
 

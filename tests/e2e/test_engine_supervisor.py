@@ -1,4 +1,4 @@
-"""The engine supervisor through the real protocol and the real engine (vLLM on CPU).
+"""The engine supervisor through the real protocol and the real engine (vLLM on this machine).
 
 A dedicated server: these tests kill and freeze its EngineCore process. They run in
 order on one server (each reload of the engine costs half a minute or more here):

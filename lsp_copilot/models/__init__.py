@@ -1,0 +1,1 @@
+"""Models lsp-copilot can prepare by name: presets pinned to PyPI wheels."""

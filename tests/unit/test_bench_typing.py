@@ -1,0 +1,37 @@
+"""bench typing's own rules: no answer on disk, and what counts as a whole pause."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsp_copilot.bench_typing import _whole, make_scripts, workspace_without_answers
+
+BODY = ("def target(values):\n    total = 0\n    for value in values:\n"
+        "        total += value * 2 if value > 0 else -value\n"
+        "    return total + len(values) - 1 if values else 0\n")
+
+
+def test_typed_function_is_missing_from_the_workspace(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    (corpus / "pkg").mkdir(parents=True)
+    head = "".join(f"x{i} = {i}  # filler line to pass the size floor {'.' * 80}\n"
+                   for i in range(60))
+    (corpus / "pkg" / "mod.py").write_text(head + BODY + "\n\nAFTER = 1\n")
+    (corpus / "pkg" / "notes.txt").write_text("not code")
+    scripts = make_scripts(corpus, 50)
+    assert scripts and scripts[0].rel == "pkg/mod.py"
+    root = tmp_path / "ws"
+    workspace_without_answers(corpus, scripts, root)
+    on_disk = (root / "pkg" / "mod.py").read_text()
+    assert "def target" not in on_disk and "AFTER = 1" in on_disk
+    assert not (root / "pkg" / "notes.txt").exists()
+    assert scripts[0].uri == (root / "pkg" / "mod.py").as_uri()
+
+
+def test_whole_pause_measure() -> None:
+    typed = "def f(values):\n    for v in "
+    assert _whole(typed, "values:")  # a block header
+    assert not _whole(typed, "values")
+    assert _whole("def f(values):\n    total = ", "sum(values)")
+    assert not _whole("def f(values):\n    total = ", "sum(")
+    assert not _whole("def f(values):\n    total = ", None)

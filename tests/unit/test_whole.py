@@ -1,0 +1,100 @@
+"""Whole suggestions: a fragment or a header with no body is never shown (tree-sitter)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lsp_copilot.completion import cursor_at
+from lsp_copilot.context.trigger import completion_mode
+from lsp_copilot.documents.store import DocumentStore, Snapshot
+from lsp_copilot.postprocess import finalize, stop_rule
+from lsp_copilot.postprocess.whole import WholeChecker, first_line_is_whole
+
+
+def _at(text: str, language_id: str = "python") -> tuple[Snapshot, int]:
+    cut = text.index("|")
+    text = text.replace("|", "")
+    store = DocumentStore()
+    store.open("file:///w", language_id, 1, text)
+    return store.snapshot("file:///w"), len(text[:cut].encode())
+
+
+def _final(doc: str, raw: str, language_id: str = "python") -> str:
+    snap, off = _at(doc, language_id)
+    mode = completion_mode(snap, off)
+    return finalize(raw, mode, cursor_at(snap, off), snap, off)
+
+
+FUNC = "def area(r):\n    |\n    return x\n"
+
+
+@pytest.mark.parametrize("raw", ["self.", "if", "for i in range(", 'f"', "x = (1,"])
+def test_fragments_are_not_shown(raw: str) -> None:
+    assert _final("def f(self):\n    x = 1\n    |\n", " " + raw + "\n") == ""
+
+
+def test_a_whole_statement_is_shown() -> None:
+    assert _final("def f(self):\n    x = 1\n    |\n", " y = x + 1\n") == "y = x + 1"
+
+
+def test_a_header_without_body_is_not_offered_alone() -> None:
+    # The next line is not indented under it: `if x:` alone would break the file.
+    assert _final("def f(x):\n    if |\n    return x\n", " x > 1:") == ""
+
+
+def test_a_header_is_completed_as_a_block() -> None:
+    snap, off = _at("def f(xs):\n    total = 0\n    for |\n    return total\n")
+    cursor = cursor_at(snap, off)
+    raw = " x in xs:\n        total += x\n    return total\n"
+    cut = stop_rule("single-line", cursor)(raw)
+    assert cut is not None and raw[:cut] == " x in xs:\n        total += x"
+    assert finalize(raw, "single-line", cursor, snap, off) == "x in xs:\n        total += x"
+
+
+def test_a_header_over_an_existing_body_stays_one_line() -> None:
+    snap, off = _at("def f(xs):\n    for |\n        print(x)\n")
+    raw = " x in xs:\n        print(x)\n"
+    cursor = cursor_at(snap, off)
+    cut = stop_rule("single-line", cursor)(raw)
+    assert cut is not None and raw[:cut] == " x in xs:"
+    assert finalize(raw, "single-line", cursor, snap, off) == "x in xs:"
+
+
+def test_braces_block_keeps_its_closer() -> None:
+    doc = "func f(xs []int) int {\n\tt := 0\n\tfor |\n\treturn t\n}\n"
+    snap, off = _at(doc, "go")
+    raw = " _, x := range xs {\n\t\tt += x\n\t}\n\treturn t\n"
+    cursor = cursor_at(snap, off)
+    cut = stop_rule("single-line", cursor)(raw)
+    assert cut is not None and raw[:cut] == " _, x := range xs {\n\t\tt += x\n\t}"
+    assert finalize(raw, "single-line", cursor, snap, off) == raw[1:cut]
+
+
+def test_a_file_broken_elsewhere_does_not_block_a_whole_line() -> None:
+    doc = "def g(:\n    pass\n\ndef f(x):\n    |\n    return x\n"
+    assert _final(doc, " y = x * 2\n") == "y = x * 2"
+    assert _final(doc, " y = (x *\n") == ""
+
+
+def test_checker_counts_errors_against_the_line_before_it_was_typed() -> None:
+    snap, off = _at("def f(x):\n    y = fo|\n    return y\n")
+    checker = WholeChecker(snap, off)
+    assert checker.is_whole("o(x)")
+    assert not checker.is_whole("o(x")
+    verdict = checker.check("o(x")
+    assert verdict is not None and verdict.errors_after > verdict.errors_before
+
+
+def test_first_line_measure() -> None:
+    snap, off = _at("def f(xs):\n    for |\n    return 1\n")
+    assert first_line_is_whole(snap, off, "x in xs:")  # a block header counts
+    assert not first_line_is_whole(snap, off, "x in")
+    snap, off = _at("def f(xs):\n    y = |\n")
+    assert first_line_is_whole(snap, off, "len(xs)\n    return y")
+    assert not first_line_is_whole(snap, off, "len(")
+    assert not first_line_is_whole(snap, off, "")
+
+
+def test_without_a_grammar_nothing_is_held_back() -> None:
+    snap, off = _at("some text |\n", "plaintext")
+    assert WholeChecker(snap, off).check("more (") is None
