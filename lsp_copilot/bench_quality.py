@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lsp_copilot.budgets import budgets_for
 from lsp_copilot.completion import Completer
 from lsp_copilot.config import Settings
 from lsp_copilot.context import Context, Layer
@@ -294,7 +295,8 @@ async def bench_quality(corpus: Path, count: int, settings: Settings,
         "seed": seed,
         "count": count,
         "engine": info.as_dict() if info else None,
-        "budget_tokens": settings.max_prompt_tokens,
+        # The holes are explicit requests: their budget is contextBudgets' explicit one.
+        "budget_tokens": budgets_for(settings, info.device if info else "cpu").explicit,
         "seconds": round(time.perf_counter() - started, 1),
         "summary": summarize(records),
         "holes": records,

@@ -4,7 +4,7 @@ A line typed at the keyboard wants an answer before the next key, a block (multi
 can use more of the code around it, and an explicit request (the user asked and waits)
 more still. A GPU prefills thousands of tokens in a few milliseconds; two CPU cores take
 about a second per 300-500 tokens that miss the prefix cache (FACTS.md), so CPU budgets
-stay near the one measured for typing. ``contextBudgets`` overrides any of them; every
+stay at the one measured for typing. ``contextBudgets`` overrides any of them; every
 budget is kept within ``maxModelLen`` minus the tokens the mode may generate.
 """
 
@@ -17,9 +17,6 @@ from lsp_copilot.config import BUDGET_KEYS, Settings
 
 GPU_DEFAULTS = {"singleLine": 2048, "multiLine": 6144, "explicit": 8192}
 """Seed 004's sizes: about 2K tokens for a line, more for a block, most when asked."""
-CPU_EXPLICIT = 2048
-"""On CPU an explicit request may take a longer prefill (the user waits for it anyway);
-automatic ones keep ``maxPromptTokens``, the budget typing was measured with."""
 
 
 def device_class(device: str) -> str:
@@ -59,8 +56,10 @@ def budgets_for(settings: Settings, device: str) -> Budgets:
     if kind == "gpu":
         chosen = dict(GPU_DEFAULTS)
     else:
-        base = settings.max_prompt_tokens
-        chosen = {"singleLine": base, "multiLine": base, "explicit": max(base, CPU_EXPLICIT)}
+        # Two cores: every kind keeps maxPromptTokens, the budget typing and the quality
+        # benchmark were measured with (an explicit request is not debounced or cut, and
+        # 450 more tokens would cost it about a second and a half of uncached prefill).
+        chosen = dict.fromkeys(BUDGET_KEYS, settings.max_prompt_tokens)
     chosen.update(dict(settings.context_budgets or ()))
     # A single line at the end of its line may generate as much as a block (a header that
     # would stand alone gets its body), so every kind leaves room for the larger limit.

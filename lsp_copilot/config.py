@@ -299,8 +299,8 @@ class Settings:
     context_budgets: tuple[tuple[str, int], ...] | None = _setting(
         None,
         "Prompt budget per request kind, e.g. {\"singleLine\": 1536, \"multiLine\": 4096, "
-        "\"explicit\": 8192}; null or a missing key: by device (CPU: maxPromptTokens, explicit "
-        "2048; GPU: 2048, 6144, 8192), always within maxModelLen minus the tokens generated.",
+        "\"explicit\": 8192}; null or a missing key: by device (CPU: maxPromptTokens for each; "
+        "GPU: 2048, 6144, 8192), always within maxModelLen minus the tokens generated.",
         _budgets,
     )
     context_shares: tuple[float, ...] = _setting(

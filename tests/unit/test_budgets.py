@@ -19,10 +19,13 @@ from lsp_copilot.telemetry import Telemetry
 
 def test_cpu_defaults_keep_todays_budget_for_typing() -> None:
     b = budgets_for(Settings(), "cpu")
-    assert (b.single_line, b.multi_line) == (1536, 1536)
-    # Explicit: 2,048 asked, kept within maxModelLen (2,048) minus 64 generated tokens.
-    assert b.explicit == 2048 - 64
-    assert b.for_request("multi-line") == 1536 and b.for_request("single-line", True) == 1984
+    assert (b.single_line, b.multi_line, b.explicit) == (1536, 1536, 1536)
+    # A larger maxPromptTokens is kept within maxModelLen (2,048) minus 64 generated tokens.
+    big, problems = parse_settings({"maxPromptTokens": 4000})
+    assert not problems and budgets_for(big, "cpu").explicit == 2048 - 64
+    custom, _ = parse_settings({"contextBudgets": {"explicit": 1900}})
+    b = budgets_for(custom, "cpu")
+    assert b.for_request("multi-line") == 1536 and b.for_request("single-line", True) == 1900
 
 
 def test_gpu_defaults_grow_with_the_task_within_the_model_length() -> None:
@@ -41,9 +44,9 @@ def test_setting_overrides_some_keys_and_bad_values_are_reported() -> None:
     assert not problems
     assert settings.context_budgets == (("multiLine", 1800),)
     b = budgets_for(settings, "cpu")
-    assert (b.single_line, b.multi_line, b.explicit) == (1536, 1800, 2048)
+    assert (b.single_line, b.multi_line, b.explicit) == (1536, 1800, 1536)
     assert b.as_dict() == {"device": "cpu", "singleLine": 1536, "multiLine": 1800,
-                           "explicit": 2048}
+                           "explicit": 1536}
     for bad in ({"singleline": 1000}, {"explicit": 10}, {"explicit": True}, [1, 2]):
         settings, problems = parse_settings({"contextBudgets": bad})
         assert len(problems) == 1 and "contextBudgets" in problems[0]
