@@ -157,10 +157,17 @@ def _scope_nodes(q: LanguageQueries, tree: tree_sitter.Tree, offset: int) -> _Fo
                     continue
                 bodies = caps.get("scope.body")
                 body = bodies[0] if bodies else body_of(node)
-                if body is not None and not body.start_byte <= offset <= body.end_byte:
-                    continue  # in the header itself (a parameter list): not inside yet
                 key = (body.start_byte, body.end_byte) if body is not None else (
                     node.start_byte, node.end_byte)
+                if body is not None and offset < body.start_byte:
+                    # In the header (a parameter list): not inside yet; unless the line
+                    # being typed broke the parse and tree-sitter hung the code above it
+                    # on the definition as an ERROR before what it took for the body.
+                    broken = next((c for c in node.children if c.type == "ERROR"
+                                   and c.start_byte <= offset <= c.end_byte), None)
+                    if broken is None:
+                        continue
+                    body = broken  # the header ends where the error begins
                 known = found.get(key)
                 if known is None or node.start_byte < known[0].start_byte:
                     found[key] = (node, kind, body)
@@ -376,10 +383,14 @@ def _members(symbols: SameFile, scope: Scope, offset: int, first_line: int,
             owner = d
     if owner is None:
         return []
+    members = [d for d in symbols.inside(owner.start_byte, owner.end_byte)
+               if d.container == owner.name and d.start_byte > owner.start_byte]
+    # Members stand at one indentation; deeper ones are statements that a line broken by
+    # typing made tree-sitter read as the class's own.
+    depth = min((_width(d.signature) for d in members), default=0)
     found = []
-    for d in symbols.inside(owner.start_byte, owner.end_byte):
-        if (d.container != owner.name or d.start_byte <= owner.start_byte
-                or d.start_byte <= offset < d.end_byte
+    for d in members:
+        if (_width(d.signature) != depth or d.start_byte <= offset < d.end_byte
                 or first_line <= d.start_line <= cursor_row):
             continue
         sig = d.signature.rstrip("\n").split("\n")
@@ -387,3 +398,7 @@ def _members(symbols: SameFile, scope: Scope, offset: int, first_line: int,
                                                                        == "field" else sig)})
     found.sort(key=lambda m: (abs(min(m) - cursor_row), min(m)))
     return found[:MAX_MEMBERS]
+
+
+def _width(line: str) -> int:
+    return len(line) - len(line.lstrip())

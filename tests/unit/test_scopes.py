@@ -198,3 +198,35 @@ def test_a_long_header_folds_its_lists_and_keeps_the_name() -> None:
     _in_order(p1, ["template<typename _RAIter,", "typename _Result>", "_Op",
                    "__for_each_workstealing(_RAIter __begin,", "_Result __bound)", "{"])
     assert "_T2 __a2," not in p1
+
+
+def test_a_line_cut_mid_expression_keeps_its_function() -> None:
+    """The recall benchmark's situation and every keystroke's: the line being typed ends in
+    ``cmd.``; tree-sitter hangs the lines above it on the method as an ERROR before what it
+    takes for the body. The method still encloses the cursor, its header is its def line,
+    and statements below (read as the class's own) are not listed as members."""
+    text = ("class BuildTest(support.TempdirManager,\n                unittest.TestCase):\n\n"
+            "    def setUp(self):\n        super().setUp()\n\n"
+            "    def test_get_source_files(self):\n        pkg_dir, dist = self.create_dist()\n"
+            "        cmd.libraries = [('name', {})]\n"
+            "        self.assertRaises(Error, cmd.§\n\n"
+            "        cmd.libraries = [('name', {'sources': 1})]\n"
+            "        self.assertEqual(cmd.get_source_files(), ['a', 'b'])\n\n"
+            "    def test_build_libraries(self):\n\n"
+            "        pkg_dir, dist = self.create_dist()\n"
+            "        class FakeCompiler:\n            def compile(*args, **kw):\n"
+            "                pass\n            create_static_lib = compile\n\n"
+            "        cmd.compiler = FakeCompiler()\n")
+    data, offset, tree = _parse("python", text)
+    q = queries_for("python")
+    assert q is not None
+    chain = enclosing_scopes(q, tree, data, offset)
+    assert [s.kind for s in chain] == ["class", "function"]
+    assert chain[1].header == (6,)
+    row = data.count(b"\n", 0, offset)
+    rendered = render_scopes(q, fallback_counter(), data, chain, file_symbols(q, tree, data),
+                             offset, row, data.rfind(b"\n", 0, offset) + 1, 4000)
+    assert rendered is not None
+    _in_order(rendered.text, ["class BuildTest(support.TempdirManager,", "unittest.TestCase):",
+                              "def setUp(self):", "def test_get_source_files(self):"])
+    assert "cmd.compiler = FakeCompiler()" not in rendered.text
