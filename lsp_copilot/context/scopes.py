@@ -140,7 +140,7 @@ def _fold_lists(node: tree_sitter.Node, last: int, rows: set[int]) -> None:
         rows.difference_update(range(part.start_point.row + 1, part.end_point.row))
 
 
-_Found = dict[tuple[int, int], tuple[tree_sitter.Node, str, "tree_sitter.Node | None"]]
+_Found = dict[tuple[int, int], tuple[tree_sitter.Node, str, tree_sitter.Node | None]]
 
 
 def _scope_nodes(q: LanguageQueries, tree: tree_sitter.Tree, offset: int) -> _Found:
