@@ -438,10 +438,11 @@ class Settings:
         "contain your code.", _is_bool
     )
 
-    def engine_key(self) -> tuple[Any, ...]:
+    def engine_key(self, device: str | None = None) -> tuple[Any, ...]:
         """What decides whether a running engine must be restarted after a change
-        (maxQueue too while maxNumSeqs is null: on CUDA it sizes the batch)."""
-        queue = self.max_queue if self.max_num_seqs is None else None
+        (maxQueue too on CUDA while maxNumSeqs is null: there it sizes the batch; on the
+        CPU it does not, and a reload costs the user half a minute)."""
+        queue = self.max_queue if self.max_num_seqs is None and device != "cpu" else None
         return (*(getattr(self, name) for name in sorted(ENGINE_FIELDS)), queue)
 
 

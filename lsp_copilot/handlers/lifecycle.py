@@ -24,7 +24,9 @@ _background: set[asyncio.Task[Any]] = set()
 
 def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
     """Merge settings; report bad values; return whether the engine must restart."""
-    before = ls.settings.engine_key()
+    info = ls.engines.info
+    device = info.device if info is not None else None
+    before = ls.settings.engine_key(device)
     ls.settings, problems = parse_settings(raw, ls.settings)
     if ls.settings.engine_backend != "remote":  # a deployment has its own engine settings
         problems += settings_problems(ls.settings)  # combinations the engine load refuses
@@ -34,7 +36,7 @@ def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
     ls.engines.settings = ls.settings
     for problem in problems:
         ls.show(types.MessageType.Warning, f"lsp-copilot: {problem}")
-    return ls.settings.engine_key() != before
+    return ls.settings.engine_key(device) != before
 
 
 def initialize(ls: CopilotServer, params: types.InitializeParams) -> None:

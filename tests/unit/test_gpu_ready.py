@@ -155,9 +155,11 @@ def test_a_small_model_leaves_the_gpu_to_the_desktop(tmp_path: Path) -> None:
 
 def test_maxqueue_restarts_the_engine_only_while_it_sizes_the_batch() -> None:
     a = Settings()
-    assert parse_settings({"maxQueue": 4}, a)[0].engine_key() != a.engine_key()
+    assert parse_settings({"maxQueue": 4}, a)[0].engine_key("cuda") != a.engine_key("cuda")
+    # On the CPU maxQueue sizes nothing in vLLM: changing it must not reload the model.
+    assert parse_settings({"maxQueue": 4}, a)[0].engine_key("cpu") == a.engine_key("cpu")
     b = Settings(max_num_seqs=6)
-    assert parse_settings({"maxQueue": 4}, b)[0].engine_key() == b.engine_key()
+    assert parse_settings({"maxQueue": 4}, b)[0].engine_key("cuda") == b.engine_key("cuda")
 
 
 # -- the fit -------------------------------------------------------------------------------
