@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -15,7 +16,8 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def run() -> dict[str, Any]:
+def run(log_file: Path | None = None) -> dict[str, Any]:
+    """``log_file``: where this process logs (None: it could not open the default)."""
     checks: list[dict[str, Any]] = []
 
     def check(name: str, ok: bool, detail: str, fix: str | None = None) -> None:
@@ -52,10 +54,18 @@ def run() -> dict[str, Any]:
           "pip install 'tree-sitter-language-pack>=0.13,<1'")
     cache = models.cache_dir()
     check("cache", True, str(cache))
+    from lsp_copilot.logs import LOG_FILE_ENV, default_log_file
+
+    wanted = default_log_file()
+    check("log", log_file is not None,
+          f"{log_file} (the server's, unless its logFile setting says otherwise)"
+          if log_file is not None else f"cannot write {wanted}",
+          f"make {wanted.parent} writable, or set {LOG_FILE_ENV}")
     return {
         "ok": all(c["ok"] for c in checks),
         "version": _version("lsp-copilot"),
         "device": device,
+        "log_file": str(log_file) if log_file is not None else None,
         "checks": checks,
     }
 

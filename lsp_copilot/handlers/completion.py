@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 from lsprotocol import types
@@ -15,6 +16,8 @@ from lsp_copilot.handlers.feedback import ACCEPT_COMMAND
 from lsp_copilot.scheduling import Superseded
 from lsp_copilot.server import CopilotServer
 
+log = logging.getLogger(__name__)
+
 
 async def _complete(ls: CopilotServer, uri: str, position: types.Position) -> Outcome | None:
     """Convert the position once, snapshot, run the pipeline; None when superseded."""
@@ -26,9 +29,15 @@ async def _complete(ls: CopilotServer, uri: str, position: types.Position) -> Ou
         raise JsonRpcInvalidParams(str(exc)) from None
     ls.warmer.cancel()  # a warm-up must never delay a real request
     try:
-        return await ls.scheduler.run(uri, lambda: ls.completer.complete(snapshot, offset))
+        outcome = await ls.scheduler.run(uri, lambda: ls.completer.complete(snapshot, offset))
     except Superseded:
+        log.debug("superseded by a newer request for %s", uri)
         return None
+    # One line per answer (never its text): the request id ties it to the engine's lines.
+    log.debug("%s:%d:%d %s, %d chars from %s%s", uri, position.line, position.character,
+              outcome.mode, len(outcome.text), outcome.source,
+              f" ({outcome.reason})" if outcome.reason else "")
+    return outcome
 
 
 async def inline_completion(
