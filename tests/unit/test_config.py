@@ -63,3 +63,11 @@ def test_configuration_doc_is_current() -> None:
     assert doc == configuration_markdown(), "run: python scripts/gen-docs.py"
     for name, _, text in setting_docs():  # every setting, with its one-line doc
         assert text in doc, name
+
+
+def test_readme_is_a_short_guide() -> None:
+    """The README is the user's guide; references live in docs/."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    assert (root / "README.md").stat().st_size <= 16 * 1024
