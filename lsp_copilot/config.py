@@ -178,6 +178,10 @@ class Settings:
         True, "Answer completion requests at all (when false the engine is not loaded).",
         _is_bool
     )
+    disabled_languages: tuple[str, ...] = _setting(
+        (), "Language ids (as the editor names them: markdown, plaintext, ...) that get no "
+        "completions: answered empty at once, with no engine call.", _str_list
+    )
     model: str = _setting(
         "",
         "Model: empty for the bundled SmolLM2-135M, a local Hugging Face folder, or a hub id.",
@@ -444,6 +448,11 @@ class Settings:
         "", "Log level: debug, info, warning or error; empty: the command line's "
         "--log-level ($LSP_COPILOT_LOG, else info).", _one_of("", *LOG_LEVELS)
     )
+
+    def language_enabled(self, language_id: str) -> bool:
+        """Whether documents of this LSP language id get completions (case ignored)."""
+        lowered = language_id.lower()
+        return not any(lowered == off.lower() for off in self.disabled_languages)
 
     def engine_key(self) -> tuple[Any, ...]:
         """What decides whether a running engine must be restarted after a change."""
