@@ -52,6 +52,15 @@ def run(log_file: Path | None = None) -> dict[str, Any]:
     grammars = available_grammars()
     check("grammars", len(grammars) > 0, f"{len(grammars)} tree-sitter grammars",
           "pip install 'tree-sitter-language-pack>=0.13,<1'")
+    from lsp_copilot.context.grammars import grammars_dir, queries_for, supported
+
+    # The context engine's query files ship as data files (share/lsp-copilot/grammars):
+    # an install that lost them still completes, with a far poorer prompt.
+    folders = supported()
+    loaded = [g for g in folders if queries_for(g) is not None]
+    check("grammar queries", bool(folders) and len(loaded) == len(folders),
+          f"{len(loaded)} of {len(folders)} languages from {grammars_dir()}",
+          "reinstall lsp-copilot (pip install --force-reinstall 'lsp-copilot[cpu]')")
     cache = models.cache_dir()
     check("cache", True, str(cache))
     from lsp_copilot.logs import LOG_FILE_ENV, default_log_file
