@@ -52,9 +52,9 @@ ENVIRONMENT = (
 
 LOGS = """\
 The server logs to stderr (editors show it in their log pane) and to the log file,
-rotated at 5 MB with 3 older files kept; warnings and errors also reach the editor as
-`window/logMessage`. Every line written while a request is handled carries its
-JSON-RPC id (`[req 12]`). `lsp-copilot doctor` prints where the log file is.
+rotated at 5 MB with 3 older files kept; its own warnings and errors also reach the
+editor as `window/logMessage`. Every line written while a request is handled carries
+its JSON-RPC id (`[req 12]`). `lsp-copilot doctor` prints where the log file is.
 """
 
 

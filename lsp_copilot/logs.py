@@ -185,8 +185,10 @@ class QuietOutput:
 
 
 class EditorLog(logging.Handler):
-    """Sends warnings and errors to the editor too (``window/logMessage``), so a user who
-    never opens the log file still sees them in the editor's log pane.
+    """Sends the server's own warnings and errors to the editor too (``window/logMessage``),
+    so a user who never opens the log file still sees them in the editor's log pane.
+    Libraries' warnings stay in the log: pygls warns at every late ``$/cancelRequest``,
+    which some editors send for most requests.
 
     ``send(level, message)`` must run on the event loop's thread; records logged from
     other threads (the engine load) are handed over to it.
@@ -204,7 +206,8 @@ class EditorLog(logging.Handler):
         self._loop = loop
 
     def emit(self, record: logging.LogRecord) -> None:
-        if getattr(self._busy, "on", False) or self._loop is None or self._loop.is_closed():
+        if (getattr(self._busy, "on", False) or self._loop is None or self._loop.is_closed()
+                or not record.name.startswith("lsp_copilot")):
             return
         message = f"lsp-copilot{getattr(record, 'request', '')}: {record.getMessage()}"
         if record.exc_info and record.exc_info[1] is not None:

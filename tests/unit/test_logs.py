@@ -79,8 +79,10 @@ def test_warnings_reach_the_editor_from_any_thread() -> None:
         handler = EditorLog(lambda level, message: sent.append((level, message)),
                             asyncio.get_running_loop())
         log.addHandler(handler)
+        logging.getLogger("pygls.protocol").addHandler(handler)
         try:
             log.info("not sent: only warnings and errors are")
+            logging.getLogger("pygls.protocol").warning("not sent: a library's warning")
             with request_scope(5):
                 log.warning("from the loop")
             done = asyncio.Event()
@@ -94,6 +96,7 @@ def test_warnings_reach_the_editor_from_any_thread() -> None:
             await done.wait()
         finally:
             log.removeHandler(handler)
+            logging.getLogger("pygls.protocol").removeHandler(handler)
 
     asyncio.run(main())
     assert sent == [(logging.WARNING, "lsp-copilot [req 5]: from the loop"),
@@ -133,3 +136,25 @@ def test_quiet_output_keeps_the_terminal_for_the_result(tmp_path: Path) -> None:
     logged = log_file.read_text()
     for noise in ("child stdout", "child stderr", "library noise"):
         assert noise in logged
+
+
+def test_the_servers_log_follows_the_log_settings(tmp_path: Path) -> None:
+    from lsp_copilot.server import create_server
+
+    logs = Logs("info", None)
+    logs.use_file(tmp_path / "first.log")
+    server = create_server(logs=logs)
+    try:
+        server.settings, _ = parse_settings({"logFile": str(tmp_path / "chosen.log"),
+                                             "logLevel": "warning"})
+        server.apply_log_settings()
+        log = logging.getLogger("lsp_copilot.test.settings")
+        log.info("below the level")
+        log.warning("written")
+        assert logs.path == tmp_path / "chosen.log"
+        lines = _lines(tmp_path / "chosen.log")
+        assert any("written" in ln for ln in lines)
+        assert not any("below the level" in ln for ln in lines)
+    finally:
+        logs.close()
+        logging.getLogger().setLevel(logging.WARNING)
