@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 MARKER = "def zebra_quokka_marker_1234(): pass"
@@ -33,11 +35,15 @@ def _stderr_of_session(env_extra: dict[str, str], options: dict[str, Any]) -> st
     ))
     env = {k: v for k, v in os.environ.items() if k != "LSP_COPILOT_LOG_SOURCE_TEXT"}
     env.update(env_extra)
-    proc = subprocess.run(
-        [sys.executable, "-m", "lsp_copilot", "--log-level", "debug", "serve"],
-        input=frames, capture_output=True, timeout=60, env=env)
-    assert b'"id": 3' in proc.stdout or b'"id":3' in proc.stdout, proc.stderr[-2000:]
-    return proc.stderr.decode("utf-8", "replace")
+    with tempfile.TemporaryDirectory() as tmp:  # the log file: not the user's
+        env["LSP_COPILOT_LOG_FILE"] = os.path.join(tmp, "server.log")
+        proc = subprocess.run(
+            [sys.executable, "-m", "lsp_copilot", "--log-level", "debug", "serve"],
+            input=frames, capture_output=True, timeout=60, env=env)
+        assert b'"id": 3' in proc.stdout or b'"id":3' in proc.stdout, proc.stderr[-2000:]
+        logged = proc.stderr.decode("utf-8", "replace")
+        assert logged.splitlines()[-1] in Path(env["LSP_COPILOT_LOG_FILE"]).read_text()
+    return logged
 
 
 # pygls logs each message it sends ("Sending data: <body>": completions, i.e. code) at
