@@ -201,6 +201,10 @@ class Completer:
             self.debouncer.note(snapshot.uri)
         if not settings.enable:
             return Outcome("", "none", reason="disabled by the `enable` setting", source="none")
+        if not settings.language_enabled(snapshot.language_id):
+            self.telemetry.count("disabled_language")
+            return Outcome("", "none", reason=f"completions are off for {snapshot.language_id} "
+                           "(`disabledLanguages`)", source="none")
         if snapshot.binary or snapshot.too_large:
             self.telemetry.count("rejected_input")
             why = "binary document" if snapshot.binary else "larger than maxDocumentBytes"

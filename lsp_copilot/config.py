@@ -149,6 +149,8 @@ def _opt_bool(value: Any) -> str | None:
     return None if value is None or isinstance(value, bool) else "must be null, true or false"
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
 SPECULATIVE_METHODS = ("ngram", "draft_model", "eagle", "eagle3", "mtp", "suffix", "none")
 """vLLM's speculative methods we expose; `none` turns speculation off."""
 
@@ -170,11 +172,15 @@ def _opt_str(value: Any) -> str | None:
 
 @dataclass(frozen=True)
 class Settings:
-    """All user-facing settings (the README's table is generated from these docs)."""
+    """All user-facing settings (docs/configuration.md is generated from these docs)."""
 
     enable: bool = _setting(
         True, "Answer completion requests at all (when false the engine is not loaded).",
         _is_bool
+    )
+    disabled_languages: tuple[str, ...] = _setting(
+        (), "Language ids (as the editor names them: markdown, plaintext, ...) that get no "
+        "completions: answered empty at once, with no engine call.", _str_list
     )
     model: str = _setting(
         "",
@@ -329,7 +335,8 @@ class Settings:
     )
     cache: bool = _setting(True, "Cache completions in memory and on disk.", _is_bool)
     cache_dir: str = _setting(
-        "", "Folder of the completion cache; empty: ~/.cache/lsp-copilot/completions.", _is_str
+        "", "Folder of the completion cache; empty: completions/ in the cache folder "
+        "(~/.cache/lsp-copilot).", _is_str
     )
     cache_ttl_seconds: int = _setting(
         7 * 24 * 3600, "How long a cached completion stays valid.", _int_range(1, 10**9)
@@ -357,7 +364,7 @@ class Settings:
     engine_backend: str = _setting(
         "embedded",
         "embedded (vLLM in this process) or remote (a vLLM deployment at remoteUrl); the "
-        "issue's `engine.backend` spelling works too.",
+        "nested spelling `engine.backend` works too.",
         _one_of("embedded", "remote"),
     )
     remote_url: str = _setting(
@@ -437,6 +444,20 @@ class Settings:
         False, "Let debug logs include message bodies (source text); off, logs never "
         "contain your code.", _is_bool
     )
+    log_file: str = _setting(
+        "", "Server log file, rotated at 5 MB (3 old files kept); empty: "
+        "$LSP_COPILOT_LOG_FILE, else logs/lsp-copilot.log in the cache folder "
+        "(~/.cache/lsp-copilot).", _is_str
+    )
+    log_level: str = _setting(
+        "", "Log level: debug, info, warning or error; empty: the command line's "
+        "--log-level ($LSP_COPILOT_LOG, else info).", _one_of("", *LOG_LEVELS)
+    )
+
+    def language_enabled(self, language_id: str) -> bool:
+        """Whether documents of this LSP language id get completions (case ignored)."""
+        lowered = language_id.lower()
+        return not any(lowered == off.lower() for off in self.disabled_languages)
 
     def engine_key(self, device: str | None = None) -> tuple[Any, ...]:
         """What decides whether a running engine must be restarted after a change
@@ -457,7 +478,7 @@ def camel(name: str) -> str:
 
 
 def settings_table() -> str:
-    """The README's settings table, generated so that the docs cannot drift."""
+    """The settings table of docs/configuration.md, generated so that it cannot drift."""
     import json
 
     rows = ["| setting | default | what it does |", "|---|---|---|"]
@@ -481,7 +502,7 @@ _NAMESPACES = ("lspCopilot", "lsp-copilot", "lsp_copilot")
 
 def _flatten(raw: Mapping[Any, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
     """Nested and dotted keys to flat camelCase: ``{"engine": {"backend": "remote"}}`` and
-    ``"engine.backend"`` both become ``engineBackend`` (the issue's name), and
+    ``"engine.backend"`` both become ``engineBackend``, and
     ``engine.remote.url`` / ``remote.url`` become ``remoteUrl``."""
     out: dict[str, Any] = {}
 

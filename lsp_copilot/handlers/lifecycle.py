@@ -33,6 +33,7 @@ def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
     ls.store.max_parse_bytes = ls.settings.max_document_bytes
     ls.apply_privacy()
     source_text_logging(ls.settings.log_source_text)
+    ls.apply_log_settings()
     ls.engines.settings = ls.settings
     for problem in problems:
         ls.show(types.MessageType.Warning, f"lsp-copilot: {problem}")
@@ -40,6 +41,9 @@ def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
 
 
 def initialize(ls: CopilotServer, params: types.InitializeParams) -> None:
+    if ls.logs is not None:  # from now on warnings reach the editor's log pane too
+        ls.editor_log.bind(asyncio.get_running_loop())
+        logging.getLogger().addHandler(ls.editor_log)
     _apply_settings(ls, params.initialization_options)
     folders = params.workspace_folders or []
     workspace = params.root_uri or (folders[0].uri if folders else None) or "no-workspace"
@@ -132,6 +136,7 @@ def restart_engine(ls: CopilotServer, *args: Any) -> dict[str, Any]:
 
 
 async def shutdown(ls: CopilotServer, params: None) -> None:
+    logging.getLogger().removeHandler(ls.editor_log)  # the client stops listening
     ls.scheduler.cancel_all()
     await ls.engines.shutdown()
     if ls.cache is not None:
