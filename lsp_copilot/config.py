@@ -184,7 +184,8 @@ class Settings:
     )
     model: str = _setting(
         "",
-        "Model: empty for the bundled SmolLM2-135M, a local Hugging Face folder, or a hub id.",
+        "Model: empty for this device's default preset (`lsp-copilot model list`), a preset "
+        "name, a local Hugging Face folder, or a hub id.",
         _is_str,
     )
     device: str = _setting(
@@ -308,9 +309,9 @@ class Settings:
     )
     deadline_ms: int = _setting(
         300,
-        "A generation still running this long after it started answers with what it has: "
-        "its whole lines (multi-line) or whole words (single-line), as llama.vim's "
-        "t_max_predict_ms; such answers are not cached. 0: no deadline.",
+        "A generation still running this long after it started stops at its next line end "
+        "where the answer is whole, never mid-line (as llama.cpp's t_max_predict_ms); such "
+        "answers are not cached. Explicit requests have none. 0: no deadline.",
         _int_range(0, 600_000),
     )
     temperature: float = _setting(0.0, "Sampling temperature (0: greedy).", _float_range(0, 2))
