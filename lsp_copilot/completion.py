@@ -24,7 +24,13 @@ from lsp_copilot.context import Context, build_context
 from lsp_copilot.context.trigger import Mode, completion_mode
 from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.store import Snapshot
-from lsp_copilot.engine.base import Engine, EngineRequest, EngineResult, EngineUnavailable
+from lsp_copilot.engine.base import (
+    Engine,
+    EngineDeadline,
+    EngineRequest,
+    EngineResult,
+    EngineUnavailable,
+)
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.postprocess import Cursor, finalize, stop_rule
 from lsp_copilot.privacy import Privacy
@@ -197,6 +203,10 @@ class Completer:
             self.debouncer.note(snapshot.uri)
         if not settings.enable:
             return Outcome("", "none", reason="disabled by the `enable` setting", source="none")
+        if not settings.language_enabled(snapshot.language_id):
+            self.telemetry.count("disabled_language")
+            return Outcome("", "none", reason=f"completions are off for {snapshot.language_id} "
+                           "(`disabledLanguages`)", source="none")
         if snapshot.binary or snapshot.too_large:
             self.telemetry.count("rejected_input")
             why = "binary document" if snapshot.binary else "larger than maxDocumentBytes"
@@ -482,6 +492,14 @@ class Completer:
                 if current is None or not current.cancelling():
                     return None
             raise
+        except EngineDeadline:
+            # requestTimeoutMs, too, cuts only at a line end: what was whole by then.
+            end = flight.text.rfind("\n")
+            if end <= 0:
+                return None
+            flight.cut_by_deadline = True
+            self.telemetry.count("deadline_answers")
+            return EngineResult(text=flight.text[:end], stopped_early=True)
         except Exception:
             return None
         finally:

@@ -149,6 +149,8 @@ def _opt_bool(value: Any) -> str | None:
     return None if value is None or isinstance(value, bool) else "must be null, true or false"
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
 SPECULATIVE_METHODS = ("ngram", "draft_model", "eagle", "eagle3", "mtp", "suffix", "none")
 """vLLM's speculative methods we expose; `none` turns speculation off."""
 
@@ -184,15 +186,20 @@ def _opt_str(value: Any) -> str | None:
 
 @dataclass(frozen=True)
 class Settings:
-    """All user-facing settings (the README's table is generated from these docs)."""
+    """All user-facing settings (docs/configuration.md is generated from these docs)."""
 
     enable: bool = _setting(
         True, "Answer completion requests at all (when false the engine is not loaded).",
         _is_bool
     )
+    disabled_languages: tuple[str, ...] = _setting(
+        (), "Language ids (as the editor names them: markdown, plaintext, ...) that get no "
+        "completions: answered empty at once, with no engine call.", _str_list
+    )
     model: str = _setting(
         "",
-        "Model: empty for the bundled SmolLM2-135M, a local Hugging Face folder, or a hub id.",
+        "Model: empty for this device's default preset (`lsp-copilot model list`), a preset "
+        "name, a local Hugging Face folder, or a hub id.",
         _is_str,
     )
     device: str = _setting(
@@ -292,8 +299,8 @@ class Settings:
         _one_of("auto", *TEMPLATE_NAMES),
     )
     max_prompt_tokens: int = _setting(
-        1536, "Token budget of the prompt (counted with the model's tokenizer) of automatic "
-        "requests on CPU; contextBudgets sets it per request kind.",
+        1536, "Token budget of the prompt (counted with the model's tokenizer) on CPU; "
+        "contextBudgets sets it per request kind and device.",
         _int_range(64, 1_000_000)
     )
     context_budgets: tuple[tuple[str, int], ...] | None = _setting(
@@ -324,9 +331,9 @@ class Settings:
     )
     deadline_ms: int = _setting(
         300,
-        "A generation still running this long after it started answers with what it has: "
-        "its whole lines (multi-line) or whole words (single-line), as llama.vim's "
-        "t_max_predict_ms; such answers are not cached. 0: no deadline.",
+        "A generation still running this long after it started stops at its next line end "
+        "where the answer is whole, never mid-line (as llama.cpp's t_max_predict_ms); such "
+        "answers are not cached. Explicit requests have none. 0: no deadline.",
         _int_range(0, 600_000),
     )
     temperature: float = _setting(0.0, "Sampling temperature (0: greedy).", _float_range(0, 2))
@@ -351,7 +358,8 @@ class Settings:
     )
     cache: bool = _setting(True, "Cache completions in memory and on disk.", _is_bool)
     cache_dir: str = _setting(
-        "", "Folder of the completion cache; empty: ~/.cache/lsp-copilot/completions.", _is_str
+        "", "Folder of the completion cache; empty: completions/ in the cache folder "
+        "(~/.cache/lsp-copilot).", _is_str
     )
     cache_ttl_seconds: int = _setting(
         7 * 24 * 3600, "How long a cached completion stays valid.", _int_range(1, 10**9)
@@ -379,7 +387,7 @@ class Settings:
     engine_backend: str = _setting(
         "embedded",
         "embedded (vLLM in this process) or remote (a vLLM deployment at remoteUrl); the "
-        "issue's `engine.backend` spelling works too.",
+        "nested spelling `engine.backend` works too.",
         _one_of("embedded", "remote"),
     )
     remote_url: str = _setting(
@@ -459,11 +467,26 @@ class Settings:
         False, "Let debug logs include message bodies (source text); off, logs never "
         "contain your code.", _is_bool
     )
+    log_file: str = _setting(
+        "", "Server log file, rotated at 5 MB (3 old files kept); empty: "
+        "$LSP_COPILOT_LOG_FILE, else logs/lsp-copilot.log in the cache folder "
+        "(~/.cache/lsp-copilot).", _is_str
+    )
+    log_level: str = _setting(
+        "", "Log level: debug, info, warning or error; empty: the command line's "
+        "--log-level ($LSP_COPILOT_LOG, else info).", _one_of("", *LOG_LEVELS)
+    )
 
-    def engine_key(self) -> tuple[Any, ...]:
+    def language_enabled(self, language_id: str) -> bool:
+        """Whether documents of this LSP language id get completions (case ignored)."""
+        lowered = language_id.lower()
+        return not any(lowered == off.lower() for off in self.disabled_languages)
+
+    def engine_key(self, device: str | None = None) -> tuple[Any, ...]:
         """What decides whether a running engine must be restarted after a change
-        (maxQueue too while maxNumSeqs is null: on CUDA it sizes the batch)."""
-        queue = self.max_queue if self.max_num_seqs is None else None
+        (maxQueue too on CUDA while maxNumSeqs is null: there it sizes the batch; on the
+        CPU it does not, and a reload costs the user half a minute)."""
+        queue = self.max_queue if self.max_num_seqs is None and device != "cpu" else None
         return (*(getattr(self, name) for name in sorted(ENGINE_FIELDS)), queue)
 
 
@@ -478,7 +501,7 @@ def camel(name: str) -> str:
 
 
 def settings_table() -> str:
-    """The README's settings table, generated so that the docs cannot drift."""
+    """The settings table of docs/configuration.md, generated so that it cannot drift."""
     import json
 
     rows = ["| setting | default | what it does |", "|---|---|---|"]
@@ -502,7 +525,7 @@ _NAMESPACES = ("lspCopilot", "lsp-copilot", "lsp_copilot")
 
 def _flatten(raw: Mapping[Any, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
     """Nested and dotted keys to flat camelCase: ``{"engine": {"backend": "remote"}}`` and
-    ``"engine.backend"`` both become ``engineBackend`` (the issue's name), and
+    ``"engine.backend"`` both become ``engineBackend``, and
     ``engine.remote.url`` / ``remote.url`` become ``remoteUrl``."""
     out: dict[str, Any] = {}
 

@@ -88,7 +88,9 @@ def engine_report(
     return report
 
 
-def run(asked: str | None = None, settings: Settings | None = None) -> dict[str, Any]:
+def run(asked: str | None = None, settings: Settings | None = None,
+        log_file: Path | None = None) -> dict[str, Any]:
+    """``log_file``: where this process logs (None: it could not open the default)."""
     settings = settings or Settings()
     checks: list[dict[str, Any]] = []
 
@@ -135,11 +137,28 @@ def run(asked: str | None = None, settings: Settings | None = None) -> dict[str,
     grammars = available_grammars()
     check("grammars", len(grammars) > 0, f"{len(grammars)} tree-sitter grammars",
           "pip install 'tree-sitter-language-pack>=0.13,<1'")
+    from lsp_copilot.context.grammars import grammars_dir, queries_for, supported
+
+    # The context engine's query files ship as data files (share/lsp-copilot/grammars):
+    # an install that lost them still completes, with a far poorer prompt.
+    folders = supported()
+    loaded = [g for g in folders if queries_for(g) is not None]
+    check("grammar queries", bool(folders) and len(loaded) == len(folders),
+          f"{len(loaded)} of {len(folders)} languages from {grammars_dir()}",
+          "reinstall lsp-copilot (pip install --force-reinstall 'lsp-copilot[cpu]')")
     cache = models.cache_dir()
     check("cache", True, str(cache))
+    from lsp_copilot.logs import LOG_FILE_ENV, default_log_file
+
+    wanted = default_log_file()
+    check("log", log_file is not None,
+          f"{log_file} (the server's, unless its logFile setting says otherwise)"
+          if log_file is not None else f"cannot write {wanted}",
+          f"make {wanted.parent} writable, or set {LOG_FILE_ENV}")
     return {
         "ok": all(c["ok"] for c in checks),
         "version": _version("lsp-copilot"),
+        "log_file": str(log_file) if log_file is not None else None,
         "checks": checks,
         **engine,
     }

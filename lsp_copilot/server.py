@@ -23,6 +23,7 @@ from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.buffer import Encoding
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.manager import RESTART_COMMAND, EngineManager
+from lsp_copilot.logs import EditorLog, Logs, request_scope
 from lsp_copilot.privacy import Privacy
 from lsp_copilot.scheduling import Scheduler
 from lsp_copilot.telemetry import Telemetry
@@ -50,6 +51,13 @@ class CopilotProtocol(LanguageServerProtocol):
     """
 
     _server: CopilotServer
+
+    def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
+        # The handler's task copies the context here: its log lines, and those of the
+        # tasks it starts, carry the request's id. Reset after, so that the notifications
+        # handled next are not tagged with it.
+        with request_scope(msg_id):
+            super()._handle_request(msg_id, method_name, params)
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         if "jsonrpc" in data and "method" in data and "params" not in data:
@@ -100,7 +108,7 @@ class CopilotProtocol(LanguageServerProtocol):
 class CopilotServer(LanguageServer):
     """Holds the state every handler reads; handlers hold none."""
 
-    def __init__(self, engines: EngineManager | None = None) -> None:
+    def __init__(self, engines: EngineManager | None = None, logs: Logs | None = None) -> None:
         super().__init__(
             "lsp-copilot",
             __version__,
@@ -130,6 +138,26 @@ class CopilotServer(LanguageServer):
                 uri, self.store.version(uri), (buf := self.store.buffer(uri)).data)])
         self.completer.workspace = self.sources
         self.warmer = Warmer(self.completer, self.telemetry, lambda: self.settings)
+        # Where this process logs (None in tests that build a server in-process), and the
+        # handler that also sends warnings to the editor once it is connected.
+        self.logs = logs
+        self.editor_log = EditorLog(self._log_to_editor)
+
+    def _log_to_editor(self, level: int, message: str) -> None:
+        kind = types.MessageType.Error if level >= logging.ERROR else types.MessageType.Warning
+        self.window_log_message(types.LogMessageParams(type=kind, message=message))
+
+    def apply_log_settings(self) -> None:
+        """``logFile`` and ``logLevel``: a file that cannot be opened keeps the old one."""
+        if self.logs is None:
+            return
+        s = self.settings
+        if s.log_level:
+            self.logs.set_level(s.log_level)
+        path = Path(s.log_file).expanduser() if s.log_file else None
+        if self.logs.use_file(path) is None:
+            log.warning("logFile %r cannot be written; logging to %s", s.log_file,
+                        self.logs.path)
 
     def apply_privacy(self) -> None:
         """Compile the secret rules of the current settings for every consumer."""
@@ -195,11 +223,13 @@ class CopilotServer(LanguageServer):
         return out
 
 
-def create_server(engines: EngineManager | None = None) -> CopilotServer:
+def create_server(
+    engines: EngineManager | None = None, logs: Logs | None = None
+) -> CopilotServer:
     """Build the server and register every feature: the only place that does."""
     from lsp_copilot.handlers import completion, documents, feedback, lifecycle, stats, workspace
 
-    server = CopilotServer(engines)
+    server = CopilotServer(engines, logs)
     server.feature(types.INITIALIZE)(lifecycle.initialize)
     server.feature(types.INITIALIZED)(lifecycle.initialized)
     server.feature(types.SHUTDOWN)(lifecycle.shutdown)

@@ -40,6 +40,7 @@ COUNTERS = (
     "debounced",
     "overloaded",
     "secret_skipped",
+    "disabled_language",
     "out_of_sync",
     "prefetched",
     "shown",

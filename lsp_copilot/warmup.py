@@ -88,8 +88,9 @@ class Warmer:
         """A document opened: warm it up in the background when the engine is idle."""
         settings = self._settings()
         if (not (settings.enable and settings.warm_up) or snapshot.binary or snapshot.too_large
-                or snapshot.out_of_sync is not None):
-            return
+                or snapshot.out_of_sync is not None
+                or not settings.language_enabled(snapshot.language_id)):
+            return  # (a language without completions needs no warm cache either)
         if self._completer.is_private(snapshot.uri, snapshot.version, snapshot.data):
             return  # never sent to the model, not even to warm its cache
         self.cancel()  # the document opened last is the one the user looks at

@@ -55,7 +55,7 @@ def audit(path: Path, line: int, col: int, root: Path | None, budget: int | None
           model: str | None = None, template: str | None = None,
           budgets: Budgets | None = None, explicit: bool = False,
           ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The audit JSON (schema in the README: layers, counts, the exact prompt) and timings.
+    """The audit JSON (schema in docs/context.md: layers, counts, the exact prompt) and timings.
 
     The template is the engine's (``template``, else the family detected from the model
     folder), and ``prompt_token_ids`` are the ids the engine gets, so that the audit shows

@@ -288,6 +288,15 @@ class VllmEngine:
     async def shutdown(self) -> None:
         llm, self._llm = self._llm, None
         if llm is not None:
+            # AsyncLLM.shutdown stops the EngineCore first and cancels its output handler
+            # after, from our worker thread: in between, the handler finds the core gone
+            # and logs "AsyncLLM output_handler failed" with an EngineDeadError traceback.
+            # Nothing is listening any more, so stop the handler first, here on its loop.
+            handler = getattr(llm, "output_handler", None)
+            if isinstance(handler, asyncio.Task) and not handler.done():
+                handler.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await handler
             try:
                 await asyncio.to_thread(llm.shutdown)
             finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 from lsprotocol import types
@@ -14,6 +15,8 @@ from lsp_copilot.documents.store import DocumentError
 from lsp_copilot.handlers.feedback import ACCEPT_COMMAND
 from lsp_copilot.scheduling import Superseded
 from lsp_copilot.server import CopilotServer
+
+log = logging.getLogger(__name__)
 
 
 async def _complete(ls: CopilotServer, uri: str, position: types.Position,
@@ -29,10 +32,16 @@ async def _complete(ls: CopilotServer, uri: str, position: types.Position,
         raise JsonRpcInvalidParams(str(exc)) from None
     ls.warmer.cancel()  # a warm-up must never delay a real request
     try:
-        return await ls.scheduler.run(
+        outcome = await ls.scheduler.run(
             uri, lambda: ls.completer.complete(snapshot, offset, explicit=explicit))
     except Superseded:
+        log.debug("superseded by a newer request for %s", uri)
         return None
+    # One line per answer (never its text): the request id ties it to the engine's lines.
+    log.debug("%s:%d:%d %s, %d chars from %s%s", uri, position.line, position.character,
+              outcome.mode, len(outcome.text), outcome.source,
+              f" ({outcome.reason})" if outcome.reason else "")
+    return outcome
 
 
 async def inline_completion(

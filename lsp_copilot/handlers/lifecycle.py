@@ -24,20 +24,26 @@ _background: set[asyncio.Task[Any]] = set()
 
 def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
     """Merge settings; report bad values; return whether the engine must restart."""
-    before = ls.settings.engine_key()
+    info = ls.engines.info
+    device = info.device if info is not None else None
+    before = ls.settings.engine_key(device)
     ls.settings, problems = parse_settings(raw, ls.settings)
     if ls.settings.engine_backend != "remote":  # a deployment has its own engine settings
         problems += settings_problems(ls.settings)  # combinations the engine load refuses
     ls.store.max_parse_bytes = ls.settings.max_document_bytes
     ls.apply_privacy()
     source_text_logging(ls.settings.log_source_text)
+    ls.apply_log_settings()
     ls.engines.settings = ls.settings
     for problem in problems:
         ls.show(types.MessageType.Warning, f"lsp-copilot: {problem}")
-    return ls.settings.engine_key() != before
+    return ls.settings.engine_key(device) != before
 
 
 def initialize(ls: CopilotServer, params: types.InitializeParams) -> None:
+    if ls.logs is not None:  # from now on warnings reach the editor's log pane too
+        ls.editor_log.bind(asyncio.get_running_loop())
+        logging.getLogger().addHandler(ls.editor_log)
     _apply_settings(ls, params.initialization_options)
     folders = params.workspace_folders or []
     workspace = params.root_uri or (folders[0].uri if folders else None) or "no-workspace"
@@ -130,6 +136,7 @@ def restart_engine(ls: CopilotServer, *args: Any) -> dict[str, Any]:
 
 
 async def shutdown(ls: CopilotServer, params: None) -> None:
+    logging.getLogger().removeHandler(ls.editor_log)  # the client stops listening
     ls.scheduler.cancel_all()
     await ls.engines.shutdown()
     if ls.cache is not None:

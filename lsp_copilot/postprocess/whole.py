@@ -31,19 +31,19 @@ class Verdict:
     errors_after: int
 
 
-def _errors(tree: tree_sitter.Tree) -> int:
+def _errors(tree: tree_sitter.Tree) -> list[tree_sitter.Node]:
     """ERROR and MISSING nodes, found by walking only the subtrees that hold one."""
     if not tree.root_node.has_error:
-        return 0
-    count = 0
+        return []
+    found = []
     stack = [tree.root_node]
     while stack:
         node = stack.pop()
         if node.is_error or node.is_missing:
-            count += 1
+            found.append(node)
             continue  # one broken region counts once
         stack.extend(child for child in node.children if child.has_error)
-    return count
+    return found
 
 
 def _empty_blocks(tree: tree_sitter.Tree, start: int, end: int, blocks: frozenset[str]) -> int:
@@ -95,6 +95,7 @@ class WholeChecker:
         self.snapshot = snapshot
         self.offset = offset
         self._baseline: int | None = None
+        self._baseline_error_starts: set[int] = set()
         self._blocks = rules_for(snapshot.grammar).blocks if snapshot.grammar else frozenset()
         self._line_start = snapshot.data.rfind(b"\n", 0, offset) + 1
 
@@ -108,8 +109,10 @@ class WholeChecker:
             # Before this line was typed: its indentation only (the editor puts that there).
             typed = start + len(line) - len(line.lstrip(b" \t"))
             tree = edited_tree(self.snapshot, typed, end, b"")
+            errors = [] if tree is None else _errors(tree)
+            self._baseline_error_starts = {e.start_byte for e in errors if e.is_error}
             self._baseline = 0 if tree is None else (
-                _errors(tree) + _empty_blocks(tree, start, typed, self._blocks))
+                len(errors) + _empty_blocks(tree, start, typed, self._blocks))
         return self._baseline
 
     def check(self, text: str) -> Verdict | None:
@@ -118,10 +121,20 @@ class WholeChecker:
         tree = edited_tree(self.snapshot, self.offset, self.offset, inserted)
         if tree is None:
             return None
-        after = _errors(tree) + _empty_blocks(
-            tree, self._line_start, self.offset + len(inserted), self._blocks)
-        before = self.baseline_errors() if after else 0
-        return Verdict(after <= before, before, after)
+        end = self.offset + len(inserted)
+        errors = _errors(tree)
+        after = len(errors) + _empty_blocks(tree, self._line_start, end, self._blocks)
+        if not after:
+            return Verdict(True, 0, 0)
+        before = self.baseline_errors()
+        # A broken region that takes the answer in is the answer's doing, unless the same
+        # region (same start, before this line) was broken without it.
+        new_region = any(
+            e.is_error and e.start_byte <= end and e.end_byte >= self.offset
+            and (e.start_byte >= self._line_start
+                 or e.start_byte not in self._baseline_error_starts)
+            for e in errors)
+        return Verdict(after <= before and not new_region, before, after)
 
     def is_whole(self, text: str) -> bool:
         """True when ``text`` may be shown: whole, or no grammar says otherwise."""

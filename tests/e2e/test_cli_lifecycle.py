@@ -27,14 +27,35 @@ def test_version() -> None:
     assert out.stdout.startswith("lsp-copilot ")
 
 
-def test_doctor_finds_engine_model_and_grammars() -> None:
-    out = subprocess.run([*CLI, "doctor", "--json"], capture_output=True, text=True)
+def _env(log_file: object) -> dict[str, str]:
+    return {**os.environ, "LSP_COPILOT_LOG_FILE": str(log_file)}
+
+
+def test_doctor_finds_engine_model_and_grammars(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    log_file = tmp_path / "cli.log"
+    out = subprocess.run([*CLI, "doctor", "--json"], capture_output=True, text=True,
+                         env=_env(log_file))
     report = json.loads(out.stdout)
     checks = {c["name"]: c for c in report["checks"]}
     assert checks["engine (vLLM)"]["ok"], checks
     assert checks["default model"]["ok"], checks
     assert checks["grammars"]["ok"] and "grammars" in checks["grammars"]["detail"]
+    assert checks["grammar queries"]["ok"], checks
+    assert report["log_file"] == str(log_file) and str(log_file) in checks["log"]["detail"]
     assert out.returncode == (0 if report["ok"] else 1)
+    assert out.stderr == ""  # libraries' warnings (torch's) went to the log file
+
+
+def test_context_prints_its_result_alone_unless_verbose(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    where = "tests/fixtures/demo/geometry.py:13:12"
+    quiet = subprocess.run([*CLI, "context", where], capture_output=True, text=True,
+                           cwd=ROOT, env=_env(tmp_path / "cli.log"))
+    assert quiet.returncode == 0 and "P0 cursor window" in quiet.stdout
+    assert quiet.stderr == ""
+    assert "indexed" in (tmp_path / "cli.log").read_text()  # the log line went to the file
+    verbose = subprocess.run([*CLI, "context", where, "--verbose"], capture_output=True,
+                             text=True, cwd=ROOT, env=_env(tmp_path / "cli.log"))
+    assert "P0 cursor window" in verbose.stdout and "indexed" in verbose.stderr
 
 
 def test_complete_bad_location_is_a_clear_error() -> None:
@@ -50,7 +71,8 @@ def test_complete_json_with_the_real_default_model() -> None:
         capture_output=True, text=True, cwd=ROOT, timeout=600,
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    result = json.loads(out.stdout)  # stdout holds the JSON alone: vLLM logs go to stderr
+    result = json.loads(out.stdout)  # stdout holds the JSON alone: vLLM logs go to the file
+    assert out.stderr == ""  # no log, and no traceback at exit
     assert result["mode"] == "single-line"
     # The CPU default is a code model: it knows the area of a circle (greedy: the same
     # answer every time), and the answer is a whole expression.

@@ -52,10 +52,22 @@ def test_cache_clear_command(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert CompletionCache(tmp_path / "ws1").get("k") is None
 
 
-def test_readme_settings_table_is_current() -> None:
+def test_configuration_doc_is_current() -> None:
+    """docs/configuration.md is generated: regenerate it with scripts/gen-docs.py."""
     from pathlib import Path
 
-    from lsp_copilot.config import settings_table
+    from lsp_copilot.config import setting_docs
+    from lsp_copilot.config_doc import DOC_PATH, configuration_markdown
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert settings_table() in readme, "regenerate README's settings table"
+    doc = (Path(__file__).resolve().parents[2] / DOC_PATH).read_text()
+    assert doc == configuration_markdown(), "run: python scripts/gen-docs.py"
+    for name, _, text in setting_docs():  # every setting, with its one-line doc
+        assert text in doc, name
+
+
+def test_readme_is_a_short_guide() -> None:
+    """The README is the user's guide; references live in docs/."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    assert (root / "README.md").stat().st_size <= 16 * 1024

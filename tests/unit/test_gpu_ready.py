@@ -155,9 +155,11 @@ def test_a_small_model_leaves_the_gpu_to_the_desktop(tmp_path: Path) -> None:
 
 def test_maxqueue_restarts_the_engine_only_while_it_sizes_the_batch() -> None:
     a = Settings()
-    assert parse_settings({"maxQueue": 4}, a)[0].engine_key() != a.engine_key()
+    assert parse_settings({"maxQueue": 4}, a)[0].engine_key("cuda") != a.engine_key("cuda")
+    # On the CPU maxQueue sizes nothing in vLLM: changing it must not reload the model.
+    assert parse_settings({"maxQueue": 4}, a)[0].engine_key("cpu") == a.engine_key("cpu")
     b = Settings(max_num_seqs=6)
-    assert parse_settings({"maxQueue": 4}, b)[0].engine_key() == b.engine_key()
+    assert parse_settings({"maxQueue": 4}, b)[0].engine_key("cuda") == b.engine_key("cuda")
 
 
 # -- the fit -------------------------------------------------------------------------------
@@ -228,39 +230,38 @@ def test_suffix_decoding_names_the_pinned_arctic_inference(
 # -- doctor --------------------------------------------------------------------------------
 
 def test_doctor_previews_a_cuda_machine_without_loading_anything(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    from lsp_copilot.cli import main
+    from lsp_copilot import doctor
 
     monkeypatch.setattr(torch.cuda, "is_available", _never)
     monkeypatch.setattr(device, "nvml_gpus", lambda: None)
-    assert main(["doctor", "--json", "--device", "cuda"]) in (0, 1)
-    report = json.loads(capsys.readouterr().out)
+    report = doctor.run("cuda", Settings())
     args = report["engine_args"]
     assert report["device"] == "cuda" and args["enforce_eager"] is False
     assert args["gpu_memory_utilization"] >= 0.8 and args["max_num_seqs"] == 10
     assert report["engine_env"]["VLLM_WORKER_MULTIPROC_METHOD"] == "spawn"
     assert report["engine_defaults"]["enforce_eager"]["why"]
-    assert main(["doctor", "--json", "--device", "cpu"]) in (0, 1)
-    cpu = json.loads(capsys.readouterr().out)["engine_args"]
+    cpu = doctor.run("cpu", Settings())["engine_args"]
     assert cpu["enforce_eager"] is True and cpu["block_size"] == 32
 
 
-def test_doctor_imports_neither_vllm_nor_torch() -> None:
+def test_doctor_imports_neither_vllm_nor_torch(tmp_path: Path) -> None:
     """'Without loading anything': no vLLM import (it reads its environment once), no torch
     (no CUDA context can be created)."""
     import subprocess
     import sys
 
-    code = ("import sys, io, contextlib\nfrom lsp_copilot.cli import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()):\n"
-            "    main(['doctor', '--json', '--device', 'cuda'])\n    main(['doctor', '--json'])\n"
-            "print(sorted(m for m in ('vllm', 'torch') if m in sys.modules))")
+    found = tmp_path / "imported.json"
+    code = ("import sys, json\nfrom lsp_copilot.cli import main\n"
+            "main(['doctor', '--json', '--device', 'cuda'])\nmain(['doctor', '--json'])\n"
+            f"open({str(found)!r}, 'w').write(json.dumps(sorted(m for m in ('vllm', 'torch')"
+            " if m in sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[2], timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert json.loads(found.read_text()) == []
 
 
 def test_a_busy_card_gets_what_is_free_when_the_model_still_fits(tmp_path: Path) -> None:

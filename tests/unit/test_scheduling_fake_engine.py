@@ -321,3 +321,35 @@ async def test_fake_engine_prefetch_has_no_deadline() -> None:
     outcome = await completer.complete(_snap(SOURCE), len(SOURCE), prefetch=True)
     assert outcome.text == "alpha + beta_gamma(delta)"
     assert completer.telemetry.counters["deadline_answers"] == 0
+
+
+async def test_fake_engine_request_timeout_answers_the_whole_lines_it_has() -> None:
+    """requestTimeoutMs is a time limit too: it cuts at a line end, never mid-line, and an
+    explicit request that ran into it gets what was whole by then (not cached)."""
+    source = "def f(xs):\n    total = 0\n\n    "
+    reply = " a = 1\n    b = [" + "1, " * 200  # the second line never ends in time
+    engine = FakeEngine(reply, step_s=0.02)
+    settings = Settings(debounce_mode="off", request_timeout_ms=300)
+    manager = EngineManager(factory=lambda s, report: engine)
+    assert (await manager.start(settings)).ok
+    completer = Completer(manager, Telemetry(), lambda: settings)
+    outcome = await completer.complete(_snap(source), len(source), explicit=True)
+    assert outcome.text == "a = 1", outcome.raw
+    assert completer.telemetry.counters["deadline_answers"] == 1
+
+
+async def test_fake_engine_disabled_language_is_answered_at_once_without_a_call() -> None:
+    engine = FakeEngine()
+    completer = await _completer(engine, disabled_languages=("Markdown", "python"),
+                                 debounce_mode="fixed", debounce_ms=5000)
+    outcome = await asyncio.wait_for(completer.complete(_snap(SOURCE), len(SOURCE)), 1)
+    assert outcome.text == "" and "disabledLanguages" in (outcome.reason or "")
+    assert engine.prompts == []
+    assert completer.telemetry.counters["disabled_language"] == 1
+    store = DocumentStore()  # another language still gets its completion
+    store.open("file:///w/calc.js", "javascript", 1, "function add(a, b) {\n  return ")
+    snap = store.snapshot("file:///w/calc.js")
+    completer._settings = lambda: Settings(disabled_languages=("python",),  # type: ignore[method-assign]
+                                           debounce_mode="off", deadline_ms=0)
+    other = await completer.complete(snap, len(snap.data))
+    assert other.source == "engine" and len(engine.prompts) == 1

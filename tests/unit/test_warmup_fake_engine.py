@@ -165,3 +165,10 @@ async def test_fake_engine_with_token_ids_warms_exact_id_prefixes() -> None:
     shared = next((i for i, (x, y) in enumerate(zip(real, last, strict=False)) if x != y),
                   min(len(real), len(last)))
     assert shared >= len(last) - 2 and len(last) > 0.9 * len(real)
+
+
+async def test_fake_engine_no_warm_up_for_a_disabled_language() -> None:
+    engine = RecordingEngine()
+    _, warmer, _ = await _setup(engine, disabled_languages=("python",))
+    warmer.opened(_snap(_store(_source())))
+    assert not warmer.running and engine.requests == []

@@ -98,3 +98,13 @@ def test_first_line_measure() -> None:
 def test_without_a_grammar_nothing_is_held_back() -> None:
     snap, off = _at("some text |\n", "plaintext")
     assert WholeChecker(snap, off).check("more (") is None
+
+
+def test_a_broken_region_the_answer_creates_is_not_hidden_by_one_it_removes() -> None:
+    # Seen on held-out code: in an emptied import list (itself an error), an answer with
+    # a stray quote trades the missing name for an unterminated string: same count.
+    doc = "from a import (\n    |\n)\nx = 1\n"
+    snap, off = _at(doc)
+    checker = WholeChecker(snap, off)
+    assert not checker.is_whole('Entry",')
+    assert checker.is_whole("Entry,")
