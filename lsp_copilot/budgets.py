@@ -63,8 +63,8 @@ def budgets_for(settings: Settings, device: str) -> Budgets:
     chosen.update(dict(settings.context_budgets or ()))
     # A single line at the end of its line may generate as much as a block (a header that
     # would stand alone gets its body), so every kind leaves room for the larger limit.
-    room = settings.max_model_len - max(settings.max_tokens_single_line,
-                                        settings.max_tokens_multi_line)
+    longest = max(settings.max_tokens_single_line, settings.max_tokens_multi_line)
+    room = settings.model_len("cpu" if kind == "cpu" else "cuda") - longest
     return Budgets(kind, *(max(64, min(chosen[key], room)) for key in BUDGET_KEYS))
 
 

@@ -15,6 +15,11 @@ from typing import Any
 
 from lsp_copilot.prompts import TEMPLATE_NAMES
 
+CPU_MODEL_LEN = 2048
+"""Two cores prefill a few hundred tokens a second: prompts stay near 1,536 tokens."""
+GPU_MODEL_LEN = 10240
+"""The largest default budget (an explicit request's 8,192 tokens) plus generation."""
+
 ENGINE_FIELDS = frozenset(
     {
         "model",
@@ -213,8 +218,10 @@ class Settings:
         "(float16 on GPUs older than Ampere).",
         _one_of("auto", "bfloat16", "float16", "float32"),
     )
-    max_model_len: int = _setting(
-        2048, "Longest prompt plus completion, in tokens.", _int_range(256, 1_000_000)
+    max_model_len: int | None = _setting(
+        None, "Longest prompt plus completion, in tokens; null: 2048 on CPU, 10240 on CUDA "
+        "(room for the 8,192-token budget of an explicit request).",
+        _optional(_int_range(256, 1_000_000))
     )
     block_size: int | None = _setting(
         None,
@@ -481,6 +488,12 @@ class Settings:
         """Whether documents of this LSP language id get completions (case ignored)."""
         lowered = language_id.lower()
         return not any(lowered == off.lower() for off in self.disabled_languages)
+
+    def model_len(self, device: str) -> int:
+        """maxModelLen for ``device`` (cpu, cuda, remote...): the setting, else the device's."""
+        if self.max_model_len is not None:
+            return self.max_model_len
+        return CPU_MODEL_LEN if device == "cpu" else GPU_MODEL_LEN
 
     def engine_key(self, device: str | None = None) -> tuple[Any, ...]:
         """What decides whether a running engine must be restarted after a change

@@ -42,6 +42,15 @@ def max_num_seqs(settings: Settings, device: str) -> Choice:
     return Choice(None, "vLLM's CPU default (batch size costs nothing to prepare on CPU)")
 
 
+def max_model_len(settings: Settings, device: str) -> Choice:
+    if settings.max_model_len is not None:
+        return Choice(settings.max_model_len, "set")
+    if device == "cuda":
+        return Choice(settings.model_len(device), "room for an explicit request's 8,192-token "
+                      "prompt (contextBudgets) plus its answer")
+    return Choice(settings.model_len(device), "CPU: prompts stay near maxPromptTokens (1,536)")
+
+
 def enforce_eager(settings: Settings, device: str) -> Choice:
     if settings.enforce_eager is not None:
         return Choice(settings.enforce_eager, "set")
@@ -92,6 +101,7 @@ def resolve(settings: Settings, device: str, shape: ModelShape | None = None,
             gpus: list[GpuInfo] | None = None) -> dict[str, Choice]:
     """Every per-device engine value, keyed by vLLM's argument name."""
     return {
+        "max_model_len": max_model_len(settings, device),
         "dtype": dtype(settings, device),
         "block_size": block_size(settings, device),
         "enforce_eager": enforce_eager(settings, device),

@@ -97,7 +97,7 @@ def needed_bytes(shape: ModelShape, settings: Settings, sequences: int) -> int:
     """Per GPU: weights + KV cache for ``sequences`` x maxModelLen tokens + the allowance.
     Tensor parallelism splits weights and KV cache across GPUs."""
     split = max(1, settings.tensor_parallel_size)
-    kv = shape.kv_bytes_per_token * settings.max_model_len * max(1, sequences)
+    kv = shape.kv_bytes_per_token * settings.model_len("cuda") * max(1, sequences)
     overhead = OVERHEAD_BYTES + OVERHEAD_SHARE * shape.weight_bytes
     return int((shape.weight_bytes + kv) / split + overhead)
 
@@ -137,7 +137,7 @@ def fit_report(shape: ModelShape | None, settings: Settings, sequences: int,
         "gpus": [],
     }
     split = max(1, settings.tensor_parallel_size)
-    kv_one = shape.kv_bytes_per_token * settings.max_model_len / split
+    kv_one = shape.kv_bytes_per_token * settings.model_len("cuda") / split
     fixed = one - kv_one  # weights on this GPU + the allowance
     for gpu in gpus or []:
         budget = utilization * gpu.total_bytes
@@ -156,7 +156,7 @@ def fit_report(shape: ModelShape | None, settings: Settings, sequences: int,
         elif one > budget:
             tokens = int((budget - fixed) * split // shape.kv_bytes_per_token) // 256 * 256
             verdict["change"] = (
-                f"no room for the KV cache of one maxModelLen ({settings.max_model_len}) "
+                f"no room for the KV cache of one maxModelLen ({settings.model_len('cuda')}) "
                 f"sequence: lower maxModelLen to about {tokens}, set kvCacheDtype "
                 "'fp8', or raise gpuMemoryUtilization")
         report["gpus"].append(verdict)

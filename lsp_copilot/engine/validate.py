@@ -69,10 +69,10 @@ def settings_problems(settings: Settings) -> list[str]:
             "is not installed; or use 'ngram'"
         )
     if (settings.enable_chunked_prefill is False and settings.max_num_batched_tokens is not None
-            and settings.max_num_batched_tokens < settings.max_model_len):
+            and settings.max_num_batched_tokens < settings.model_len("cpu")):
         out.append(
             f"{_name('max_num_batched_tokens')} ({settings.max_num_batched_tokens}) must be at "
-            f"least {_name('max_model_len')} ({settings.max_model_len}) when "
+            f"least {_name('max_model_len')} ({settings.model_len('cpu')}) when "
             f"{_name('enable_chunked_prefill')} is false: a whole prompt must fit in one step"
         )
     return out

@@ -76,7 +76,7 @@ def engine_args(settings: Settings, model: str, device: str,
     args: dict[str, Any] = {
         "model": model,
         "dtype": chosen["dtype"],
-        "max_model_len": settings.max_model_len,
+        "max_model_len": settings.model_len(device),
         "enable_prefix_caching": True,
         "enforce_eager": chosen["enforce_eager"],
         "disable_log_stats": False,

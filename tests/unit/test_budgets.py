@@ -34,7 +34,10 @@ def test_gpu_defaults_grow_with_the_task_within_the_model_length() -> None:
     b = budgets_for(settings, "cuda")
     assert (b.single_line, b.multi_line, b.explicit) == (2048, 6144, 8192)
     assert device_class("remote:vllm.example:8000") == "gpu"
-    small = budgets_for(Settings(), "cuda")  # maxModelLen 2048 holds them all back
+    default = budgets_for(Settings(), "cuda")  # maxModelLen's CUDA default has the room
+    assert (default.single_line, default.multi_line, default.explicit) == (2048, 6144, 8192)
+    assert Settings().model_len("cuda") >= 8192 + 64 and Settings().model_len("cpu") == 2048
+    small = budgets_for(Settings(max_model_len=2048), "cuda")  # a set length holds them back
     assert small.multi_line == small.single_line == 2048 - 64
 
 

@@ -146,7 +146,7 @@ def test_a_small_model_leaves_the_gpu_to_the_desktop(tmp_path: Path) -> None:
     model = _model(tmp_path / "qwen-0.5b", weights=int(0.99 * GIB), layers=24, hidden=896,
                    heads=14, kv_heads=2)
     utilization = engine_args(Settings(), model, "cuda", [_gpu()])["gpu_memory_utilization"]
-    assert 0.1 <= utilization <= 0.2
+    assert 0.1 <= utilization <= 0.3  # (KV cache for 10 x 10,240 tokens included)
     shape = model_shape(model, Settings())
     assert shape is not None
     report = fit_report(shape, Settings(), 10, utilization, [_gpu()])
