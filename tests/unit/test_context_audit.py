@@ -72,5 +72,5 @@ def test_cli_json_budget_follows_the_request(tmp_path: Path) -> None:
     assert runs[""]["budget_tokens"] == 1536
     assert runs[""]["budgets"] == {"device": "cpu", "singleLine": 1536, "multiLine": 1536,
                                    "explicit": 1536, "used": 1536}
-    gpu = runs["--device cuda --explicit"]["budgets"]  # maxModelLen 2048 holds the GPU sizes back
-    assert gpu["device"] == "gpu" and gpu["explicit"] == gpu["used"] == 2048 - 64
+    gpu = runs["--device cuda --explicit"]["budgets"]  # CUDA's maxModelLen has the room
+    assert gpu["device"] == "gpu" and gpu["explicit"] == gpu["used"] == 8192
