@@ -19,7 +19,7 @@ install:
 	rm -f $(STAMP)
 	PY=$(PY) VENV=$(VENV) MODE=user ./scripts/install.sh
 
-# A real completion from the real default model (SmolLM2-135M, prepared on first run).
+# A real completion from the real default model (this device's preset, prepared on first run).
 demo: install-dev
 	$(BIN)/lsp-copilot model prepare
 	$(BIN)/lsp-copilot complete tests/fixtures/demo/geometry.py:13:12 --json
