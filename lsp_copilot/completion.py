@@ -173,9 +173,8 @@ class Completer:
         explicit: bool = False,
     ) -> Outcome:
         """``explicit``: the user asked (triggerKind Invoked): no debounce, no deadline, no
-        answer shared from a generation that has one, and several lines where the cursor
-        stands on an empty line; the
-        ``explicit`` budget of ``contextBudgets``."""
+        answer shared from a generation that has one, several lines where the cursor
+        stands on an empty line, and the ``explicit`` budget of ``contextBudgets``."""
         trace: dict[str, Any] = {"t": round(time.monotonic(), 4), "uri": snapshot.uri,
                                  "version": snapshot.version, "prefetch": prefetch,
                                  "explicit": explicit, "status": "cancelled"}
