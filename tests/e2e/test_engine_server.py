@@ -52,14 +52,14 @@ def _edit(client: LanguageClient, uri: str, version: int, line: int, char: int, 
     )
 
 
-async def _inline(client: LanguageClient, uri: str, line: int, char: int) -> Any:
+async def _inline(client: LanguageClient, uri: str, line: int, char: int,
+                  kind: types.InlineCompletionTriggerKind = (
+                      types.InlineCompletionTriggerKind.Automatic)) -> Any:
     return await client.text_document_inline_completion_async(
         types.InlineCompletionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
             position=types.Position(line, char),
-            context=types.InlineCompletionContext(
-                trigger_kind=types.InlineCompletionTriggerKind.Automatic
-            ),
+            context=types.InlineCompletionContext(trigger_kind=kind),
         )
     )
 
@@ -389,17 +389,6 @@ async def test_accept_prefetches_the_next_suggestion(engine_client: LanguageClie
     assert final["cache_hits"] + final["merged"] > before["cache_hits"] + before["merged"]
 
 
-async def _invoked(client: LanguageClient, uri: str, line: int, char: int) -> Any:
-    return await client.text_document_inline_completion_async(
-        types.InlineCompletionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            position=types.Position(line, char),
-            context=types.InlineCompletionContext(
-                trigger_kind=types.InlineCompletionTriggerKind.Invoked),
-        )
-    )
-
-
 def _parses_with(text: str, line: int, char: int, insert: str) -> bool:
     from lsp_copilot.documents.languages import parser_for
 
@@ -420,7 +409,7 @@ async def test_explicit_request_answers_whole_and_uncut(engine_client: LanguageC
     engine_client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"lspCopilot": {"deadlineMs": 1}}))
     before = await stats(engine_client)
-    result = await _invoked(engine_client, uri, 5, 11)
+    result = await _inline(engine_client, uri, 5, 11, types.InlineCompletionTriggerKind.Invoked)
     after = await stats(engine_client)
     assert after["explicit_requests"] == before.get("explicit_requests", 0) + 1
     assert result.items, "an explicit request at `return ` gets an answer"
