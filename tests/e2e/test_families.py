@@ -1,9 +1,10 @@
-"""Model families through the real protocol and the real engine (vLLM, SmolLM2-135M).
+"""Model families through the real protocol and the real engine (vLLM, the CPU default
+Qwen2.5-Coder-0.5B).
 
-The default model is detected as prefix-only and still completes; prompts reach vLLM as
-token ids (vLLM's own prompt-token count equals the ids' length), and a control-token
-string in the user's code goes as text. An explicit repository-format template
-(StarCoder2's, whose <repo_name>/<file_sep> SmolLM2 has) takes the same path.
+The default model is detected as qwen2.5-coder and completes; prompts reach vLLM as token
+ids (vLLM's own prompt-token count equals the ids' length), and a control-token string in
+the user's code goes as text. Another repository-format template (StarCoder2's) named in
+the settings takes the same path.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def render_header(path):
 
 CODE = '''from lsp_copilot.prompts import template_for
 
-SEPARATOR = "<file_sep>"  # a control token spelled out in the code: must stay text
+SEPARATOR = "<|file_sep|>"  # control tokens spelled out in the code: must stay text
 MARKER = "<|endoftext|>"
 
 
@@ -69,10 +70,10 @@ def _check_token_id_prompt(before: dict[str, Any], after: dict[str, Any]) -> Non
     assert _delta(before, after, "escaped_special_tokens") >= 2
 
 
-async def test_default_model_is_prefix_only_and_gets_token_ids(
+async def test_default_model_is_detected_and_gets_token_ids(
         engine_client: LanguageClient) -> None:
     s = await stats(engine_client)
-    assert s["engine"]["template"] == "prefix-only"
+    assert s["engine"]["template"] == "qwen2.5-coder"
     uri = (ROOT / "tests" / "fixtures" / "e2e_families_default.py").as_uri()
     _open(engine_client, uri, CODE)
     result, before, after = await _complete_and_count(engine_client, uri, CODE)

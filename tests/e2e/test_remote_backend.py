@@ -274,7 +274,7 @@ async def test_remote_stats_count_cached_prompt_tokens(vllm: Served) -> None:
     engine = await asyncio.to_thread(RemoteEngine.create, settings, lambda _: None)
     # The tokenizer is found where the server loaded the model (same machine).
     assert engine.counter.name.startswith("tokenizers:")
-    body = "".join(f"def handler_{i}(event):\n    return event.get('{i}')\n\n" for i in range(12))
+    body = "".join(f"def handler_{i}(event):\n    return event.get('{i}')\n\n" for i in range(24))
     first = await engine.generate(EngineRequest("remote-cache-1", body + "def a(x):\n", 2))
     second = await engine.generate(EngineRequest("remote-cache-2", body + "def b(y):\n", 2))
     await engine.shutdown()
