@@ -22,13 +22,11 @@ import tree_sitter
 from lsp_copilot.context.trigger import BLOCK_OPENERS, Mode
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.postprocess.rules import LanguageRules, rules_for
-from lsp_copilot.postprocess.whole import WholeChecker, edited_tree
+from lsp_copilot.postprocess.whole import WholeChecker, edited_tree, opens_block
 
 MAX_LINES = 16
 MIN_REPEATED_LINE = 4
 """A line repeating the suffix or the line above counts only with this many characters."""
-BLOCK_HEADERS = (":", "{", " do", " then", "->")
-"""Line endings that open a block whose body must follow (``(``/``[`` only continue)."""
 NGRAM_REPEATS = 4
 """A run of the same token group this many times over is degenerate repetition."""
 
@@ -91,10 +89,6 @@ def _body_follows(cursor: Cursor) -> bool:
     return bool(following) and _indent(following) > _indent(cursor.line_before)
 
 
-def _opens_block(line: str) -> bool:
-    return line.rstrip().endswith(BLOCK_HEADERS)
-
-
 def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
     """Where to cut the text generated so far, or None to keep streaming."""
 
@@ -153,7 +147,7 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
         if newline < 0:
             return None
         if (not cursor.line_after.strip() and not _body_follows(cursor)
-                and _opens_block(cursor.line_before + body[:newline])):
+                and opens_block(cursor.line_before + body[:newline])):
             # A header with nothing under it would break the file: give it its body.
             return multi_line(text, header=True)
         return len(text) - len(body) + newline

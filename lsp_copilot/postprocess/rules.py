@@ -8,6 +8,9 @@ from functools import cache
 
 from lsp_copilot.context.grammars import folder_for, grammars_dir
 
+BLOCK_HEADERS = (":", "{", " do", " then", "->")
+"""Line endings that open a block whose body must follow (``(``/``[`` only continue)."""
+
 
 @dataclass(frozen=True)
 class LanguageRules:

@@ -19,7 +19,7 @@ import tree_sitter
 
 from lsp_copilot.documents.languages import parser_for
 from lsp_copilot.documents.store import Snapshot
-from lsp_copilot.postprocess.rules import rules_for
+from lsp_copilot.postprocess.rules import BLOCK_HEADERS, rules_for
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ def is_whole(snapshot: Snapshot, offset: int, text: str) -> bool:
 
 def opens_block(line: str) -> bool:
     """The line ends with a block opener (``:`` in Python, ``{`` in braces languages)."""
-    return line.rstrip().endswith((":", "{", " do", " then"))
+    return line.rstrip().endswith(BLOCK_HEADERS)
 
 
 def first_line_is_whole(snapshot: Snapshot, offset: int, text: str) -> bool:
