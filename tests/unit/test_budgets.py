@@ -12,9 +12,9 @@ from lsp_copilot.config import Settings, parse_settings
 from lsp_copilot.context import Context
 from lsp_copilot.context import build_context as real_build_context
 from lsp_copilot.documents.store import DocumentStore
-from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.telemetry import Telemetry
+from tests.support.fakes import FakeEngine
 
 
 def test_cpu_defaults_keep_todays_budget_for_typing() -> None:
@@ -56,33 +56,9 @@ def test_setting_overrides_some_keys_and_bad_values_are_reported() -> None:
         assert settings.context_budgets is None
 
 
-class _Engine:
-    def __init__(self) -> None:
-        self.info = EngineInfo("fake", "fake-model", "cpu", True, None)
-        self.counter = type("C", (), {"name": "chars", "count": staticmethod(len)})()
-
-    async def generate(self, request: EngineRequest) -> EngineResult:
-        return EngineResult(text="a + b\n")
-
-    async def abort(self, request_id: str) -> None:
-        pass
-
-    async def warm_up(self) -> None:
-        pass
-
-    async def check_health(self) -> None:
-        pass
-
-    def stats(self) -> dict[str, int]:
-        return {}
-
-    async def shutdown(self) -> None:
-        pass
-
-
 def test_an_explicit_request_gets_the_explicit_budget() -> None:
     async def run() -> list[int]:
-        engine = _Engine()
+        engine = FakeEngine(" a + b\n", step_s=0)
         manager = EngineManager(factory=lambda s, report: engine)
         assert (await manager.start(Settings())).ok
         settings = Settings(debounce_mode="off", deadline_ms=0, cache=False,

@@ -1,0 +1,57 @@
+"""Fake engines for unit tests of scheduling logic (never reachable by a user)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult
+
+
+class CharCounter:
+    name = "chars/3 (test)"
+
+    def count(self, text: str) -> int:
+        return (len(text) + 2) // 3
+
+
+class FakeEngine:
+    """Streams ``reply`` a few characters at a time; records every prompt it gets."""
+
+    def __init__(self, reply: str = " a + b\n", step_s: float = 0.01) -> None:
+        self.info = EngineInfo("fake", "fake-model", "cpu", True, None)
+        self.counter = CharCounter()
+        self.reply = reply
+        self.step_s = step_s
+        self.prompts: list[str] = []
+        self.aborted = 0
+
+    async def generate(self, request: EngineRequest) -> EngineResult:
+        self.prompts.append(request.prompt)
+        text = ""
+        try:
+            for i in range(0, len(self.reply), 2):
+                await asyncio.sleep(self.step_s)
+                text = self.reply[: i + 2]
+                if request.stop_at is not None:
+                    cut = request.stop_at(text)
+                    if cut is not None:
+                        return EngineResult(text=text[:cut], stopped_early=True)
+        except asyncio.CancelledError:
+            self.aborted += 1
+            raise
+        return EngineResult(text=text)
+
+    async def abort(self, request_id: str) -> None:
+        pass
+
+    async def warm_up(self) -> None:
+        pass
+
+    async def check_health(self) -> None:
+        pass
+
+    def stats(self) -> dict[str, int]:
+        return {}
+
+    async def shutdown(self) -> None:
+        pass
