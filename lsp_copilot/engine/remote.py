@@ -546,9 +546,12 @@ class RemoteEngine:
             if asyncio.iscoroutine(awaitable):
                 awaitable.close()
             raise asyncio.TimeoutError(what)
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancel (an abort)
+        # that arrives while the awaited line is completing, and the stream then runs on.
         try:
-            return await asyncio.wait_for(awaitable, remaining)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(remaining):
+                return await awaitable
+        except TimeoutError:
             raise asyncio.TimeoutError(what) from None
 
     def _before_token(self, exc: BaseException) -> RemoteRetryable:

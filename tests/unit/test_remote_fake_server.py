@@ -338,6 +338,7 @@ async def test_fake_server_total_timeout_bounds_a_slow_stream(
 async def test_fake_server_cancel_closes_the_connection(
         fake: FakeVllmServer, key_env: None) -> None:
     closed = asyncio.Event()
+    streaming = asyncio.Event()
 
     async def endless(writer: asyncio.StreamWriter, seen: Seen) -> None:
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n")
@@ -345,14 +346,17 @@ async def test_fake_server_cancel_closes_the_connection(
             while True:
                 writer.write(_chunk("t", {"prompt_tokens": 1, "completion_tokens": 1}))
                 await writer.drain()
-                await asyncio.sleep(0.01)
+                streaming.set()
+                await asyncio.sleep(0.001)
         except ConnectionError:
             closed.set()  # the client went away: what vLLM turns into an abort
 
     fake.script = [endless]
     engine, _ = await make_engine(settings(fake.url))
     task = asyncio.ensure_future(engine.generate(request()))
-    await asyncio.sleep(0.2)
+    await asyncio.wait_for(streaming.wait(), 10)
+    for _ in range(20):  # tokens keep arriving: an abort must not be lost between two reads
+        await asyncio.sleep(0)
     await engine.abort("r1")
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -510,3 +514,19 @@ def test_a_key_pasted_into_the_env_name_setting_is_refused_and_not_echoed() -> N
     assert errors and "not the key itself" in errors[0] and pasted not in errors[0]
     _, errors = parse_settings({"remoteUrl": "ftp://x"})
     assert errors and "https://" in errors[0]
+
+
+async def test_an_abort_is_not_lost_when_the_awaited_line_completes_at_the_same_time(
+        fake: FakeVllmServer, key_env: None) -> None:
+    """Python 3.11's wait_for returns the result and drops such a cancel: the stream ran on."""
+    engine, _ = await make_engine(settings(fake.url))
+    line: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    reading = asyncio.ensure_future(engine._within(line, float("inf"), "the next token"))
+    for _ in range(3):  # let it start and block on the line
+        await asyncio.sleep(0)
+    assert not reading.done()
+    line.set_result("data: {}")
+    reading.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reading
+    await engine.shutdown()
