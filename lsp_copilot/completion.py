@@ -272,7 +272,7 @@ class Completer:
             self.telemetry.count("cache_hits")
         else:
             t_merge = time.perf_counter()
-            got = await self._from_flight(snapshot.uri, context.prompt, settings, trace) if (
+            got = await self._from_flight(snapshot.uri, context, settings, trace) if (
                 settings.merge and not explicit) else None
             waited += (time.perf_counter() - t_merge) * 1000  # waiting on the engine
             if got is not None:
@@ -313,7 +313,8 @@ class Completer:
                     stop_token_ids=stop_ids,
                 )
                 result = await self._fly(
-                    engine, snapshot.uri, key, mode, request, settings, cache, trace,
+                    engine, snapshot.uri, key, mode, request, context.at_cursor(), settings,
+                    cache, trace,
                     deadline=0 if prefetch or explicit else settings.deadline_ms,
                     whole_cut=self._whole_cut(mode, cursor, snapshot, offset))
                 waited += (time.perf_counter() - t0) * 1000
@@ -380,13 +381,14 @@ class Completer:
 
     # -- shared generations -----------------------------------------------------------
 
-    async def _from_flight(self, uri: str, prompt: str, settings: Settings,
+    async def _from_flight(self, uri: str, context: Context, settings: Settings,
                            trace: dict[str, Any]) -> str | None:
-        """Text for ``prompt`` from the document's in-flight generation, if it has it."""
+        """Text for the context's prompt from the document's in-flight generation, if it
+        has it."""
         flight = self._flights.get(uri)
         if flight is None or flight.task is None:
             return None
-        relation = flight.relation(prompt)
+        relation = flight.relation(*context.at_cursor())
         if relation is None:
             return None
         kind, delta = relation
@@ -455,7 +457,8 @@ class Completer:
 
     async def _fly(
         self, engine: Engine, uri: str, key: str, mode: Mode, request: EngineRequest,
-        settings: Settings, cache: CompletionCache | None, trace: dict[str, Any],
+        at_cursor: tuple[str, str], settings: Settings, cache: CompletionCache | None,
+        trace: dict[str, Any],
         deadline: int, whole_cut: Callable[[str], int | None],
     ) -> EngineResult | None:
         """Start the document's new generation (aborting the old one) and wait for it.
@@ -466,7 +469,7 @@ class Completer:
         old = self._flights.get(uri)
         if old is not None and old.task is not None and not old.done:
             old.task.cancel()  # superseded by a request it cannot serve: abort at once
-        flight = Flight(key=key, prompt=request.prompt, mode=mode)
+        flight = Flight(key=key, prompt=at_cursor[0], mode=mode, tail=at_cursor[1])
         inner_stop = request.stop_at
 
         def stop_at(text: str) -> int | None:

@@ -73,6 +73,22 @@ async def test_fake_engine_request_extending_inflight_prompt_reuses_it() -> None
     assert completer.telemetry.counters["merged"] == 1
 
 
+@pytest.mark.parametrize("template", ["qwen2.5-coder", "codellama", "prefix-only"])
+async def test_fake_engine_fill_in_the_middle_prompts_merge_too(template: str) -> None:
+    """A keystroke changes a FIM prompt inside (before the suffix), not at its end."""
+    engine = FakeEngine(reply=" a + b + c\n", step_s=0.02)
+    completer = await _completer(engine, typing_through=False, template=template)
+    after = "\n\nprint(add(1, 2))\n"
+    first = asyncio.ensure_future(completer.complete(_snap(SOURCE + after), len(SOURCE)))
+    while not engine.prompts:  # in flight
+        await asyncio.sleep(0.005)
+    typed = SOURCE + "a "
+    second = await completer.complete(_snap(typed + after), len(typed))
+    assert second.source == "merged" and second.text == "+ b + c"
+    assert (await first).text == "a + b + c"
+    assert len(engine.prompts) == 1
+
+
 async def test_fake_engine_backspace_reuses_inflight_generation() -> None:
     engine = FakeEngine(reply=" b\n", step_s=0.02)  # the space the prompt ends before
     completer = await _completer(engine, typing_through=False)
