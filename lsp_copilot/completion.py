@@ -65,6 +65,9 @@ class _Shown:
     mode: Mode
 
 
+JOIN_AHEAD_CHARS = 1
+"""A request joins a generation only if it typed at most this much past its text."""
+
 SUFFIX_LINES = 4
 """Lines after the cursor line that post-processing compares the answer with."""
 
@@ -392,6 +395,11 @@ class Completer:
         if relation is None:
             return None
         kind, delta = relation
+        if kind == "forward" and len(delta) > len(flight.text) + JOIN_AHEAD_CHARS:
+            # The user is ahead of the generation (seen: one that had produced nothing for
+            # seconds held every later keystroke): a fresh one reuses its cached prefix.
+            trace["behind_flight"] = len(delta) - len(flight.text)
+            return None
         trace["joined_flight"] = kind
         self._attach(flight)
         try:

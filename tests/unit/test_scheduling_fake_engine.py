@@ -80,13 +80,25 @@ async def test_fake_engine_fill_in_the_middle_prompts_merge_too(template: str) -
     completer = await _completer(engine, typing_through=False, template=template)
     after = "\n\nprint(add(1, 2))\n"
     first = asyncio.ensure_future(completer.complete(_snap(SOURCE + after), len(SOURCE)))
-    while not engine.prompts:  # in flight
-        await asyncio.sleep(0.005)
+    await engine.streamed(2)  # in flight, " a" generated
     typed = SOURCE + "a "
     second = await completer.complete(_snap(typed + after), len(typed))
     assert second.source == "merged" and second.text == "+ b + c"
     assert (await first).text == "a + b + c"
     assert len(engine.prompts) == 1
+
+
+async def test_fake_engine_a_generation_behind_the_user_is_not_joined() -> None:
+    """Typed further than a (stalled) generation got: start afresh, do not wait on it."""
+    engine = FakeEngine(reply=" a + b\n", step_s=0.3)
+    completer = await _completer(engine, typing_through=False)
+    first = asyncio.ensure_future(completer.complete(_snap(SOURCE), len(SOURCE)))
+    while not engine.prompts:  # started, nothing generated yet
+        await asyncio.sleep(0)
+    typed = SOURCE + "a + "
+    second = await completer.complete(_snap(typed), len(typed))
+    assert second.source == "engine" and len(engine.prompts) == 2
+    assert engine.aborted == 1 and first.done()
 
 
 async def test_fake_engine_backspace_reuses_inflight_generation() -> None:
