@@ -137,6 +137,7 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
         "engine": info.as_dict() if info else None,
         "load_seconds": round(result.seconds, 2),
         "reason": outcome.reason,
+        "route": outcome.route,
         "budgets": budgets_for(settings, info.device if info else "cpu").as_dict()
         | {"used": outcome.context.budget_tokens if outcome.context else None},
     }
@@ -232,18 +233,24 @@ def _machine_device() -> str:
 
 def cmd_model_prepare(args: argparse.Namespace) -> int:
     from lsp_copilot.engine.models import ModelError, prepare_model
-    from lsp_copilot.models.presets import UnknownPreset, default_preset, preset
+    from lsp_copilot.models.presets import UnknownPreset, default_preset, preset, typing_preset
 
     try:
-        chosen = preset(args.name) if args.name else default_preset(_machine_device())
-        path = prepare_model(
-            chosen, target=args.target, source=args.source, force=args.force,
-            log=lambda m: print(m, file=sys.stderr),
-        )
+        if args.name:
+            chosen = [preset(args.name)]
+        else:  # this machine's default and, where typing has its own route, that preset
+            device = _machine_device()
+            typing = typing_preset(device)
+            chosen = [*([typing] if typing and not args.source else []), default_preset(device)]
+        for one in chosen:
+            path = prepare_model(
+                one, target=args.target, source=args.source, force=args.force,
+                log=lambda m: print(m, file=sys.stderr),
+            )
+            print(path)  # the default's folder comes last
     except (ModelError, UnknownPreset) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(path)
     return 0
 
 
@@ -266,14 +273,16 @@ def cmd_model_list(args: argparse.Namespace) -> int:
                        for w in p.wheels],
             "gguf_sha256": p.gguf_sha256, "download_mb": round(p.download_bytes / 1e6),
             "folder": str(folder), "prepared": prepared, "default_for": list(p.default_for),
+            "typing_for": list(p.typing_for),
         })
     if args.json:
         print(json.dumps({"presets": rows}, indent=2))
         return 0
     print(f"{'name':<20} {'params':>6} {'download':>9} {'prepared':>8}  default for")
     for r in rows:
+        uses = [*r["default_for"], *(f"typing on {d}" for d in r["typing_for"])]
         print(f"{r['name']:<20} {r['parameters']:>6} {r['download_mb']:>6} MB "
-              f"{'yes' if r['prepared'] else 'no':>8}  {', '.join(r['default_for']) or '-'}")
+              f"{'yes' if r['prepared'] else 'no':>8}  {', '.join(uses) or '-'}")
     return 0
 
 

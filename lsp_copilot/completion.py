@@ -32,6 +32,7 @@ from lsp_copilot.engine.base import (
     EngineUnavailable,
 )
 from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.engine.routes import MAIN, Routes, route_kind
 from lsp_copilot.postprocess import Cursor, finalize, stop_rule
 from lsp_copilot.privacy import Privacy
 from lsp_copilot.prompts import PromptEncoder, Template, template_for
@@ -53,6 +54,7 @@ class Outcome:
     context: Context | None = None
     source: str = "engine"  # engine | cache | typed_through | merged | none
     raw: str = ""  # the model's text before post-processing (for `bench quality`)
+    route: str | None = None  # "main" or the model of the route that answered
 
 
 @dataclass(frozen=True)
@@ -124,8 +126,10 @@ class Completer:
         settings: Callable[[], Settings],
         cache: Callable[[], CompletionCache | None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
+        routes: Routes | None = None,
     ) -> None:
         self.engines = engines
+        self.routes = routes or Routes(engines)
         self.telemetry = telemetry
         self._settings = settings
         self._cache = cache
@@ -238,14 +242,15 @@ class Completer:
                 return self._typed(through, mode, started)
 
         try:
-            engine = self.engines.engine()
+            engine, route = self.routes.engine_for(route_kind(mode, explicit, prefetch))
         except EngineUnavailable as exc:
             self.telemetry.count("not_ready")
             return Outcome("", mode, reason=f"engine not ready: {exc}", source="none")
 
         prompt_offset = offset - len(cursor.prompt_dropped_indent.encode())
+        # `template` names the main model's family; another route's model keeps its own.
         template = template_for(settings.template if settings.template != "auto"
-                                else engine.info.template)
+                                and route == MAIN else engine.info.template)
         context = self.build_context(
             snapshot, prompt_offset, engine.counter, template,
             budgets_for(settings, engine.info.device).for_request(mode, explicit), mode,
@@ -342,8 +347,9 @@ class Completer:
         self.telemetry.last_timings_ms = timings
         if text and not prefetch:
             self._remember_shown(snapshot, offset, text, mode)
+        trace["route"] = route
         return Outcome(text, mode, timings, None if text else "the model gave nothing usable",
-                       context, source, raw)
+                       context, source, raw, route)
 
     def _token_ids(self, engine: Engine, template: Template, context: Context
                    ) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
@@ -392,22 +398,28 @@ class Completer:
         if flight is None or flight.task is None:
             return None
         relation = flight.relation(*context.at_cursor())
-        if relation is None:
-            return None
-        kind, delta = relation
-        if kind == "forward" and len(delta) > len(flight.text) + JOIN_AHEAD_CHARS:
+        if relation is not None and relation[0] == "forward" and (
+                len(relation[1]) > len(flight.text) + JOIN_AHEAD_CHARS):
             # The user is ahead of the generation (seen: one that had produced nothing for
             # seconds held every later keystroke): a fresh one reuses its cached prefix.
-            trace["behind_flight"] = len(delta) - len(flight.text)
+            trace["behind_flight"] = len(relation[1]) - len(flight.text)
+            relation = None
+        if relation is None:
+            if flight.consumers == 0 and not flight.done:
+                # Nobody can use it any more: free the engine now, not after the debounce.
+                flight.task.cancel()
             return None
+        kind, delta = relation
         trace["joined_flight"] = kind
         self._attach(flight)
+        diverged = False
         try:
             while True:
                 flight.changed.clear()
                 text = flight.text
                 if kind == "forward" and not (text.startswith(delta) or delta.startswith(text)):
-                    return None  # the generation went elsewhere
+                    diverged = True  # the generation went elsewhere
+                    return None
                 if flight.done:
                     break
                 await flight.wait_change()
@@ -418,7 +430,7 @@ class Completer:
             return None
         finally:
             trace.update(flight.progress())
-            self._detach(flight, settings)
+            self._detach(flight, settings, now=diverged)
         if result is None:
             return None
         if kind == "forward":
@@ -435,12 +447,13 @@ class Completer:
             flight.abort_timer.cancel()
             flight.abort_timer = None
 
-    def _detach(self, flight: Flight, settings: Settings) -> None:
+    def _detach(self, flight: Flight, settings: Settings, now: bool = False) -> None:
+        """``now``: the generation went where the user did not: abort it at once."""
         flight.consumers -= 1
         if flight.consumers > 0 or flight.done or flight.task is None:
             return
         task = flight.task
-        if settings.merge and settings.merge_window_ms > 0:
+        if settings.merge and settings.merge_window_ms > 0 and not now:
             # The next keystroke's request may still reuse it: abort after the window.
             flight.abort_timer = asyncio.get_running_loop().call_later(
                 settings.merge_window_ms / 1000, task.cancel)

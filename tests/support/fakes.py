@@ -24,6 +24,7 @@ class FakeEngine:
         self.step_s = step_s
         self.prompts: list[str] = []
         self.aborted = 0
+        self.aborts = asyncio.Event()  # set at each abort
         self.sent = ""  # the text streamed so far by the latest generation
         self.progress = asyncio.Event()  # set whenever ``sent`` grows
 
@@ -47,6 +48,7 @@ class FakeEngine:
                         return EngineResult(text=text[:cut], stopped_early=True)
         except asyncio.CancelledError:
             self.aborted += 1
+            self.aborts.set()
             raise
         return EngineResult(text=text)
 

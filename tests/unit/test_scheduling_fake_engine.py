@@ -101,6 +101,20 @@ async def test_fake_engine_a_generation_behind_the_user_is_not_joined() -> None:
     assert engine.aborted == 1 and first.done()
 
 
+async def test_fake_engine_a_generation_nobody_can_use_stops_before_the_debounce() -> None:
+    engine = FakeEngine(reply=" a + b + c + d\n", step_s=0.05)
+    completer = await _completer(engine, typing_through=False, debounce_mode="fixed",
+                                 debounce_ms=2000, merge_window_ms=5000)
+    first = asyncio.ensure_future(completer.complete(_snap(SOURCE), len(SOURCE), prefetch=True))
+    await engine.streamed(2)
+    first.cancel()  # the client moved on; the generation waits for a reuse
+    other = SOURCE + "x"  # diverges: it cannot use that generation
+    second = asyncio.ensure_future(completer.complete(_snap(other), len(other)))
+    await asyncio.wait_for(engine.aborts.wait(), 5)
+    assert len(engine.prompts) == 1  # aborted while the new request still debounces
+    second.cancel()
+
+
 async def test_fake_engine_backspace_reuses_inflight_generation() -> None:
     engine = FakeEngine(reply=" b\n", step_s=0.02)  # the space the prompt ends before
     completer = await _completer(engine, typing_through=False)
