@@ -6,7 +6,10 @@ here) that has a finding counts as flagged; the rate is flagged lines over non-b
 lines, per language and per rule. Real code does use ``eval`` and ``pickle`` on purpose,
 so not every flagged line is wrong, but each is one a suggestion would be blocked or
 warned about for. Recall: the marked lines of ``tests/fixtures/safety/snippets.*``
-(``unsafe: RULE`` and ``missed: RULE``) found with the right rule.
+(``unsafe: RULE`` and ``missed: RULE``) found with the right rule, and of
+``tests/fixtures/safety/heldout/variants.*``, written after the rules and not tuned
+against (the snippets were: their recall says what the rules cover, the held-out one how
+they do on code they were not written for).
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "safe
 SNIPPETS = {"python": "snippets.py", "javascript": "snippets.js", "typescript": "snippets.ts",
             "go": "snippets.go", "java": "Snippets.java", "c": "snippets.c",
             "cpp": "snippets.cpp", "rust": "snippets.rs"}
+HELDOUT = {"python": "variants.py", "javascript": "variants.js", "go": "variants.go",
+           "java": "Variants.java", "c": "variants.c", "cpp": "variants.cpp",
+           "rust": "variants.rs"}
+"""``heldout/``: snippets written after the rules and never tuned against."""
 
 
 def _wanted(name: str, extensions: tuple[str, ...]) -> bool:
@@ -142,12 +149,14 @@ def run(folders: dict[str, Path] | None = None, max_files: int = 0,
         entry = false_positives(grammar, files)
         entry.update(corpus=", ".join(map(str, roots)), files_in_corpus=total)
         result["false_positives"][name] = entry
-    for grammar, file in SNIPPETS.items():
-        result["recall"][grammar] = recall(grammar, FIXTURES / file)
-    dangerous = sum(r["dangerous"] for r in result["recall"].values())
-    found = sum(r["found"] for r in result["recall"].values())
-    result["recall_total"] = {"dangerous": dangerous, "found": found,
-                              "recall": round(found / dangerous, 3) if dangerous else 0.0}
+    for key, folder, snippets in (("recall", FIXTURES, SNIPPETS),
+                                  ("recall_heldout", FIXTURES / "heldout", HELDOUT)):
+        per = {grammar: recall(grammar, folder / name) for grammar, name in snippets.items()}
+        dangerous = sum(r["dangerous"] for r in per.values())
+        found = sum(r["found"] for r in per.values())
+        result[key] = per
+        result[key + "_total"] = {"dangerous": dangerous, "found": found,
+                                  "recall": round(found / dangerous, 3) if dangerous else 0.0}
     return result
 
 
@@ -174,11 +183,14 @@ def render(result: dict[str, Any]) -> str:
                  else f"{r['files']} of {r['files_in_corpus']}")
         rows.append(f"| {name} | {files} | {r['code_lines']} | {r['flagged_lines']} | "
                     f"{r['rate'] * 100:.4f}% | {rules} |")
-    rows += ["", "| snippets | dangerous | found | recall | safe variants flagged |",
-             "|---|---|---|---|---|"]
-    for name, r in result["recall"].items():
-        rows.append(f"| {name} | {r['dangerous']} | {r['found']} | {r['recall']:.0%} | "
-                    f"{r['safe_flagged']} of {r['safe_variants']} |")
-    total = result["recall_total"]
-    rows.append(f"| all | {total['dangerous']} | {total['found']} | {total['recall']:.0%} | |")
+    for key, title in (("recall", "snippets"), ("recall_heldout", "held-out snippets")):
+        rows += ["", f"| {title} | dangerous | found | recall | safe variants flagged | missed |",
+                 "|---|---|---|---|---|---|"]
+        for name, r in result[key].items():
+            rows.append(f"| {name} | {r['dangerous']} | {r['found']} | {r['recall']:.0%} | "
+                        f"{r['safe_flagged']} of {r['safe_variants']} | "
+                        f"{', '.join(r['missed']) or '-'} |")
+        total = result[key + "_total"]
+        rows.append(f"| all | {total['dangerous']} | {total['found']} | "
+                    f"{total['recall']:.0%} | | |")
     return "\n".join(rows)

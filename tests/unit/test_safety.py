@@ -228,3 +228,14 @@ async def test_the_pipeline_leaves_safe_suggestions_alone() -> None:
     completer, outcome = await _complete(" return cmd.strip()\n", FUNC)
     assert outcome.text == "return cmd.strip()"
     assert completer.telemetry.snapshot()["safety_blocked"] == 0
+
+
+def test_bench_run_and_render(tmp_path: Path) -> None:
+    (tmp_path / "a.go").write_text('package a\n\nvar apiKey = "sk-4f9a8b7c6d5e4f3a2b1c"\n')
+    result = bench_safety.run({name: tmp_path for name in bench_safety.CORPORA})
+    assert result["false_positives"]["go"]["flagged_lines"] == 1
+    assert result["false_positives"]["python"]["files"] == 0
+    assert 0 < result["recall_heldout_total"]["found"] <= result["recall_heldout_total"][
+        "dangerous"]
+    table = bench_safety.render(result)
+    assert "| go | 1 | 2 | 1 |" in table and "held-out snippets" in table
