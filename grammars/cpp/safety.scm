@@ -9,7 +9,7 @@
    arguments: (argument_list . [(identifier) (field_expression) (subscript_expression)
                                 (call_expression) (pointer_expression) (binary_expression)
                                 (conditional_expression) (parenthesized_expression)]))
- @finding.shell-command
+ @finding.shell_command
  (#match? @fn "^(::|std::)?(system|popen|_popen|_wsystem)$"))
 
 ; execl("/bin/sh", "sh", "-c", built, ...)
@@ -19,7 +19,7 @@
                              . [(identifier) (field_expression) (subscript_expression)
                                 (call_expression) (pointer_expression)
                                 (conditional_expression) (parenthesized_expression)]))
- @finding.shell-command
+ @finding.shell_command
  (#match? @fn "^exec(l|lp|le|v|vp|ve)$")
  (#eq? @flag "\"-c\""))
 
@@ -28,7 +28,7 @@
    function: (identifier) @fn
    arguments: (argument_list . (_) . [(identifier) (field_expression) (subscript_expression)
                                       (call_expression) (pointer_expression)]))
- @finding.sql-injection
+ @finding.sql_injection
  (#any-of? @fn "sqlite3_exec" "mysql_query" "mysql_real_query" "PQexec")
  (#set! level "warn"))
 
@@ -36,7 +36,7 @@
 ((call_expression
    function: (identifier) @fn
    arguments: (argument_list . (_) . (identifier) @opt . (_) @value))
- @finding.tls-verify-off
+ @finding.tls_verify_off
  (#eq? @fn "curl_easy_setopt")
  (#any-of? @opt "CURLOPT_SSL_VERIFYPEER" "CURLOPT_SSL_VERIFYHOST")
  (#match? @value "^(0L?|FALSE|false)$"))
@@ -44,7 +44,7 @@
 ((call_expression
    function: (identifier) @fn
    arguments: (argument_list . (_) . (identifier) @mode))
- @finding.tls-verify-off
+ @finding.tls_verify_off
  (#any-of? @fn "SSL_CTX_set_verify" "SSL_set_verify")
  (#eq? @mode "SSL_VERIFY_NONE"))
 
@@ -53,7 +53,7 @@
 ((init_declarator
    declarator: [(identifier) (pointer_declarator) (array_declarator)] @name
    value: (string_literal) @value)
- @finding.hardcoded-credential
+ @finding.hardcoded_credential
  (#match? @name "(?i)(password|passwd|pwd|secret|token|api_?key|access_?key|private_?key|credentials?)(\\[[0-9]*\\])?$")
  (#match? @value "^\"[^\"\\s{}%<>$]{8,}\"$")
  (#match? @value "[0-9]")
@@ -61,5 +61,5 @@
  (#not-match? @value "(?i)(xxx|your|example|changeme|placeholder|dummy|sample|redacted|\\.\\.\\.)"))
 
 ; A private key in a string
-([(string_literal) (raw_string_literal)] @finding.private-key
- (#match? @finding.private-key "-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"))
+([(string_literal) (raw_string_literal)] @finding.private_key
+ (#match? @finding.private_key "-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"))

@@ -10,7 +10,7 @@
                              . [(identifier) (selector_expression) (call_expression)
                                 (binary_expression) (index_expression)
                                 (parenthesized_expression)]))
- @finding.shell-command
+ @finding.shell_command
  (#eq? @pkg "exec")
  (#any-of? @fn "Command" "CommandContext")
  (#match? @shell "^\"(/usr)?(/bin/)?(ba|z|da)?sh\"$")
@@ -20,7 +20,7 @@
 ((call_expression
    function: (selector_expression field: (field_identifier) @fn)
    arguments: (argument_list [(binary_expression) (call_expression)] @sql))
- @finding.sql-injection
+ @finding.sql_injection
  (#match? @fn "^(Query|QueryRow|Exec|Prepare)(Context)?$")
  (#match? @sql "^(fmt\\.Sprintf\\(|\"|`)")
  (#match? @sql "(?i)\\b(select|insert|update|delete|drop|create|alter|replace)\\s"))
@@ -28,13 +28,13 @@
 ; TLS verification turned off
 ((keyed_element
    key: (literal_element (identifier) @key) value: (literal_element (true)))
- @finding.tls-verify-off
+ @finding.tls_verify_off
  (#eq? @key "InsecureSkipVerify"))
 
 ((assignment_statement
    left: (expression_list (selector_expression field: (field_identifier) @key))
    right: (expression_list (true)))
- @finding.tls-verify-off
+ @finding.tls_verify_off
  (#eq? @key "InsecureSkipVerify"))
 
 ; A credential-looking literal (8+ characters, letters and digits, no spaces, no
@@ -49,7 +49,7 @@
                         right: (expression_list . [(interpreted_string_literal) (raw_string_literal)] @value))
   (keyed_element key: (literal_element [(identifier) (interpreted_string_literal)] @name)
                  value: (literal_element [(interpreted_string_literal) (raw_string_literal)] @value))]
- @finding.hardcoded-credential
+ @finding.hardcoded_credential
  (#match? @name "(?i)(password|passwd|pwd|secret|token|api_?key|access_?key|private_?key|credentials?)\"?$")
  (#match? @value "^[\"`][^\"`\\s{}%<>$]{8,}[\"`]$")
  (#match? @value "[0-9]")
@@ -57,5 +57,5 @@
  (#not-match? @value "(?i)(xxx|your|example|changeme|placeholder|dummy|sample|redacted|\\.\\.\\.)"))
 
 ; A private key in a string
-([(interpreted_string_literal) (raw_string_literal)] @finding.private-key
- (#match? @finding.private-key "-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"))
+([(interpreted_string_literal) (raw_string_literal)] @finding.private_key
+ (#match? @finding.private_key "-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"))

@@ -20,7 +20,7 @@
    arguments: (argument_list . [(identifier) (field_access) (method_invocation)
                                 (binary_expression) (parenthesized_expression)
                                 (ternary_expression) (array_access)]))
- @finding.shell-command
+ @finding.shell_command
  (#eq? @rt "getRuntime")
  (#eq? @fn "exec"))
 
@@ -31,14 +31,14 @@
                              . [(identifier) (field_access) (method_invocation)
                                 (binary_expression) (parenthesized_expression)
                                 (ternary_expression) (array_access)]))
- @finding.shell-command
+ @finding.shell_command
  (#eq? @type "ProcessBuilder")
  (#match? @shell "^\"(/usr)?(/bin/)?(ba|z|da)?sh\"$")
  (#eq? @flag "\"-c\""))
 
 ; Java deserialization runs code chosen by the data (fine on data you wrote yourself)
 ((object_creation_expression type: (type_identifier) @type)
- @finding.unsafe-deserialization
+ @finding.unsafe_deserialization
  (#eq? @type "ObjectInputStream")
  (#set! level "warn"))
 
@@ -46,7 +46,7 @@
 ((method_invocation
    name: (identifier) @fn
    arguments: (argument_list . [(binary_expression) (method_invocation)] @sql))
- @finding.sql-injection
+ @finding.sql_injection
  (#match? @fn "^(execute|executeQuery|executeUpdate|executeLargeUpdate|addBatch|prepareStatement|createQuery|createNativeQuery)$")
  (#match? @sql "^(String\\.format\\(|\")")
  (#match? @sql "(?i)\\b(select|insert|update|delete|drop|create|alter|replace)\\s"))
@@ -55,17 +55,17 @@
 ((method_invocation
    name: (identifier) @fn
    arguments: (argument_list (lambda_expression body: (true))))
- @finding.tls-verify-off
+ @finding.tls_verify_off
  (#match? @fn "^set(Default)?HostnameVerifier$"))
 
-([(identifier) (field_access) (type_identifier)] @finding.tls-verify-off
- (#match? @finding.tls-verify-off "^(NoopHostnameVerifier|ALLOW_ALL_HOSTNAME_VERIFIER|SSLConnectionSocketFactory\\.ALLOW_ALL_HOSTNAME_VERIFIER|InsecureTrustManagerFactory)$"))
+([(identifier) (field_access) (type_identifier)] @finding.tls_verify_off
+ (#match? @finding.tls_verify_off "^(NoopHostnameVerifier|ALLOW_ALL_HOSTNAME_VERIFIER|SSLConnectionSocketFactory\\.ALLOW_ALL_HOSTNAME_VERIFIER|InsecureTrustManagerFactory)$"))
 
 ; A credential-looking literal (8+ characters, letters and digits, no spaces, no
 ; placeholder) given to a name like password, secret, token or apiKey
 ([(variable_declarator name: (identifier) @name value: (string_literal) @value)
   (assignment_expression left: [(identifier) (field_access)] @name right: (string_literal) @value)]
- @finding.hardcoded-credential
+ @finding.hardcoded_credential
  (#match? @name "(?i)(password|passwd|pwd|secret|token|api_?key|access_?key|private_?key|credentials?)$")
  (#match? @value "^\"[^\"\\s{}%<>$]{8,}\"$")
  (#match? @value "[0-9]")
@@ -73,5 +73,5 @@
  (#not-match? @value "(?i)(xxx|your|example|changeme|placeholder|dummy|sample|redacted|\\.\\.\\.)"))
 
 ; A private key in a string
-((string_literal) @finding.private-key
- (#match? @finding.private-key "-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"))
+((string_literal) @finding.private_key
+ (#match? @finding.private_key "-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"))

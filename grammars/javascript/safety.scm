@@ -26,7 +26,7 @@
    arguments: (arguments . [(identifier) (member_expression) (subscript_expression)
                             (call_expression) (binary_expression) (parenthesized_expression)
                             (ternary_expression) (template_string (template_substitution))]))
- @finding.shell-command
+ @finding.shell_command
  (#any-of? @fn "exec" "execSync"))
 
 ((call_expression
@@ -34,7 +34,7 @@
    arguments: (arguments . [(identifier) (member_expression) (subscript_expression)
                             (call_expression) (binary_expression) (parenthesized_expression)
                             (ternary_expression) (template_string (template_substitution))]))
- @finding.shell-command
+ @finding.shell_command
  (#match? @mod "^(child_?[pP]rocess|cp|childProcess|proc)$")
  (#any-of? @fn "exec" "execSync"))
 
@@ -45,14 +45,14 @@
                             (call_expression) (binary_expression) (parenthesized_expression)
                             (ternary_expression) (template_string (template_substitution))]
               (object (pair key: (property_identifier) @kw value: (true)))))
- @finding.shell-command
+ @finding.shell_command
  (#any-of? @fn "spawn" "spawnSync" "execFile" "execFileSync")
  (#eq? @kw "shell"))
 
 ; node-serialize's unserialize runs functions found in the data
 ((call_expression
    function: [(identifier) @fn (member_expression property: (property_identifier) @fn)])
- @finding.unsafe-deserialization
+ @finding.unsafe_deserialization
  (#eq? @fn "unserialize")
  (#set! level "warn"))
 
@@ -60,27 +60,27 @@
 ((call_expression
    function: (member_expression property: (property_identifier) @fn)
    arguments: (arguments . [(binary_expression) (template_string (template_substitution))] @sql))
- @finding.sql-injection
+ @finding.sql_injection
  (#any-of? @fn "query" "execute" "exec" "raw" "run" "all" "get" "prepare" "$queryRawUnsafe" "$executeRawUnsafe")
  (#match? @sql "(?i)\\b(select|insert|update|delete|drop|create|alter|replace)\\s"))
 
 ; TLS verification turned off
 ((pair key: [(property_identifier) (string)] @kw value: (false))
- @finding.tls-verify-off
+ @finding.tls_verify_off
  (#match? @kw "^[\"']?(rejectUnauthorized|strictSSL)[\"']?$"))
 
 ((assignment_expression
    left: [(member_expression property: (property_identifier) @var)
           (subscript_expression index: (string) @var)]
    right: (_) @value)
- @finding.tls-verify-off
+ @finding.tls_verify_off
  (#match? @var "^[\"']?NODE_TLS_REJECT_UNAUTHORIZED[\"']?$")
  (#match? @value "^[\"'`]?0[\"'`]?$"))
 
 ; A credential-looking literal (8+ characters, letters and digits, no spaces, no
 ; placeholder) given to a name like password, secret, token or apiKey
 ((variable_declarator name: (identifier) @name value: [(string) (template_string)] @value)
- @finding.hardcoded-credential
+ @finding.hardcoded_credential
  (#match? @name "(?i)(password|passwd|pwd|secret|token|api_?key|access_?key|private_?key|credentials?)$")
  (#match? @value "^[\"'`][^\"'`\\s{}%<>$]{8,}[\"'`]$")
  (#match? @value "[0-9]")
@@ -89,7 +89,7 @@
 
 ((assignment_expression
    left: [(identifier) (member_expression)] @name right: [(string) (template_string)] @value)
- @finding.hardcoded-credential
+ @finding.hardcoded_credential
  (#match? @name "(?i)(password|passwd|pwd|secret|token|api_?key|access_?key|private_?key|credentials?)$")
  (#match? @value "^[\"'`][^\"'`\\s{}%<>$]{8,}[\"'`]$")
  (#match? @value "[0-9]")
@@ -97,7 +97,7 @@
  (#not-match? @value "(?i)(xxx|your|example|changeme|placeholder|dummy|sample|redacted|\\.\\.\\.)"))
 
 ((pair key: [(property_identifier) (string)] @name value: [(string) (template_string)] @value)
- @finding.hardcoded-credential
+ @finding.hardcoded_credential
  (#match? @name "(?i)(password|passwd|pwd|secret|token|api_?key|access_?key|private_?key|credentials?)[\"']?$")
  (#match? @value "^[\"'`][^\"'`\\s{}%<>$]{8,}[\"'`]$")
  (#match? @value "[0-9]")
@@ -105,5 +105,5 @@
  (#not-match? @value "(?i)(xxx|your|example|changeme|placeholder|dummy|sample|redacted|\\.\\.\\.)"))
 
 ; A private key in a string
-([(string) (template_string)] @finding.private-key
- (#match? @finding.private-key "-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"))
+([(string) (template_string)] @finding.private_key
+ (#match? @finding.private_key "-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"))

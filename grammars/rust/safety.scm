@@ -15,7 +15,7 @@
      field: (field_identifier) @arg2)
    arguments: (arguments . [(identifier) (field_expression) (call_expression) (macro_invocation)
                             (reference_expression) (binary_expression) (index_expression)]))
- @finding.shell-command
+ @finding.shell_command
  (#match? @new "Command::new$")
  (#match? @shell "^\"(/usr)?(/bin/)?(ba|z|da)?sh\"$")
  (#eq? @arg1 "arg")
@@ -39,7 +39,7 @@
                                                           (reference_expression)
                                                           (binary_expression)
                                                           (index_expression)]))]))
- @finding.shell-command
+ @finding.shell_command
  (#match? @new "Command::new$")
  (#match? @shell "^\"(/usr)?(/bin/)?(ba|z|da)?sh\"$")
  (#eq? @args "args")
@@ -50,7 +50,7 @@
    function: [(field_expression field: (field_identifier) @fn) (scoped_identifier name: (identifier) @fn)
               (identifier) @fn]
    arguments: (arguments . [(macro_invocation) (reference_expression) (binary_expression)] @sql))
- @finding.sql-injection
+ @finding.sql_injection
  (#match? @fn "^(execute|execute_batch|query|query_row|query_map|query_as|query_scalar|prepare|prepare_cached|batch_execute|simple_query|sql_query)$")
  (#match? @sql "^&?(format!|\"|String)")
  (#match? @sql "(?i)\\b(select|insert|update|delete|drop|create|alter|replace)\\s"))
@@ -59,14 +59,14 @@
 ((call_expression
    function: (field_expression field: (field_identifier) @fn)
    arguments: (arguments . (boolean_literal) @value))
- @finding.tls-verify-off
+ @finding.tls_verify_off
  (#any-of? @fn "danger_accept_invalid_certs" "danger_accept_invalid_hostnames")
  (#eq? @value "true"))
 
 ((call_expression
    function: (field_expression field: (field_identifier) @fn)
    arguments: (arguments . (scoped_identifier) @mode))
- @finding.tls-verify-off
+ @finding.tls_verify_off
  (#eq? @fn "set_verify")
  (#match? @mode "SslVerifyMode::NONE$"))
 
@@ -76,7 +76,7 @@
   (const_item name: (identifier) @name value: [(string_literal) (raw_string_literal)] @value)
   (static_item name: (identifier) @name value: [(string_literal) (raw_string_literal)] @value)
   (field_initializer field: (field_identifier) @name value: [(string_literal) (raw_string_literal)] @value)]
- @finding.hardcoded-credential
+ @finding.hardcoded_credential
  (#match? @name "(?i)(password|passwd|pwd|secret|token|api_?key|access_?key|private_?key|credentials?)$")
  (#match? @value "^r?#*\"[^\"\\s{}%<>$]{8,}\"#*$")
  (#match? @value "[0-9]")
@@ -84,5 +84,5 @@
  (#not-match? @value "(?i)(xxx|your|example|changeme|placeholder|dummy|sample|redacted|\\.\\.\\.)"))
 
 ; A private key in a string
-([(string_literal) (raw_string_literal)] @finding.private-key
- (#match? @finding.private-key "-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"))
+([(string_literal) (raw_string_literal)] @finding.private_key
+ (#match? @finding.private_key "-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"))

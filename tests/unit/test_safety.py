@@ -14,8 +14,8 @@ from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.postprocess.safety import SafetyChecker, safety_query, scan_file, scan_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "safety"
-RULES = {"eval", "shell-command", "unsafe-deserialization", "yaml-load", "sql-injection",
-         "tls-verify-off", "hardcoded-credential", "private-key"}
+RULES = {"eval", "shell_command", "unsafe_deserialization", "yaml_load", "sql_injection",
+         "tls_verify_off", "hardcoded_credential", "private_key"}
 GRAMMARS = {  # grammar: its snippet file (tsx reads the TypeScript one)
     "python": "snippets.py", "javascript": "snippets.js", "typescript": "snippets.ts",
     "tsx": "snippets.ts", "go": "snippets.go", "java": "Snippets.java", "c": "snippets.c",
@@ -63,7 +63,7 @@ FUNC = "import os\n\n\ndef clean(cmd):\n    |\n"
 def test_a_dangerous_call_in_the_suggestion_is_found_in_context() -> None:
     snap, off = _at(FUNC)
     found = SafetyChecker().findings(snap, off, "os.system(cmd)")
-    assert [(f.rule, f.line) for f in found] == [("shell-command", 4)]
+    assert [(f.rule, f.line) for f in found] == [("shell_command", 4)]
 
 
 def test_a_call_the_file_already_has_is_not_news() -> None:
@@ -83,7 +83,7 @@ def test_block_cuts_before_the_line_of_the_finding() -> None:
     review = SafetyChecker().review(snap, off, "path = cmd.strip()\n    os.system(path)",
                                     "block")
     assert review.text == "path = cmd.strip()"
-    assert [f.rule for f in review.blocked] == ["shell-command"]
+    assert [f.rule for f in review.blocked] == ["shell_command"]
 
 
 def test_block_drops_a_suggestion_whose_first_line_is_the_finding() -> None:
@@ -101,14 +101,14 @@ def test_block_drops_what_the_cut_would_leave_unwhole() -> None:
 def test_a_call_the_user_began_is_blocked_when_the_suggestion_completes_it() -> None:
     snap, off = _at("import os\n\n\ndef clean(cmd):\n    os.system(|\n")
     review = SafetyChecker().review(snap, off, "cmd)", "block")
-    assert review.text == "" and [f.rule for f in review.blocked] == ["shell-command"]
+    assert review.text == "" and [f.rule for f in review.blocked] == ["shell_command"]
 
 
 def test_warn_and_off_show_the_suggestion() -> None:
     snap, off = _at(FUNC)
     warned = SafetyChecker().review(snap, off, "os.system(cmd)", "warn")
     assert warned.text == "os.system(cmd)" and not warned.blocked
-    assert [f.rule for f in warned.warned] == ["shell-command"]
+    assert [f.rule for f in warned.warned] == ["shell_command"]
     off_review = SafetyChecker().review(snap, off, "os.system(cmd)", "off")
     assert off_review.text == "os.system(cmd)" and not off_review.warned
 
@@ -117,14 +117,14 @@ def test_a_warn_level_rule_is_only_warned_about_under_block() -> None:
     snap, off = _at("import pickle\n\n\ndef load(data):\n    |\n")
     review = SafetyChecker().review(snap, off, "return pickle.loads(data)", "block")
     assert review.text == "return pickle.loads(data)"
-    assert [f.rule for f in review.warned] == ["unsafe-deserialization"]
+    assert [f.rule for f in review.warned] == ["unsafe_deserialization"]
 
 
 def test_in_context_in_another_language() -> None:
     snap, off = _at("package main\n\nfunc run(cmd string) {\n\t|\n}\n", "go")
     review = SafetyChecker().review(
         snap, off, 'out, _ := exec.Command("sh", "-c", cmd).Output()', "block")
-    assert review.text == "" and [f.rule for f in review.blocked] == ["shell-command"]
+    assert review.text == "" and [f.rule for f in review.blocked] == ["shell_command"]
 
 
 def test_a_language_without_rules_is_not_scanned() -> None:
@@ -154,7 +154,7 @@ def test_safety_check_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     path.write_text("import os\n\nos.system(cmd)\nx = 1\n")
     assert main(["safety", "check", str(path), "--json"]) == 1
     assert json.loads(capsys.readouterr().out) == {
-        "findings": [{"line": 3, "rule": "shell-command", "text": "os.system(cmd)"}]}
+        "findings": [{"line": 3, "rule": "shell_command", "text": "os.system(cmd)"}]}
     path.write_text("x = 1\n")
     assert main(["safety", "check", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"findings": []}
@@ -172,7 +172,7 @@ def test_scan_file_picks_the_grammar_from_the_name(tmp_path: Path) -> None:
     path.write_text('class M { void f(String c) throws Exception {\n'
                     '  Runtime.getRuntime().exec(c);\n} }\n')
     grammar, findings = scan_file(path)
-    assert grammar == "java" and [(f.line, f.rule) for f in findings] == [(1, "shell-command")]
+    assert grammar == "java" and [(f.line, f.rule) for f in findings] == [(1, "shell_command")]
 
 
 def test_bench_measures_false_positives_and_recall(tmp_path: Path) -> None:
@@ -180,7 +180,7 @@ def test_bench_measures_false_positives_and_recall(tmp_path: Path) -> None:
     files = list(bench_safety.corpus_files(tmp_path, (".py",)))
     result = bench_safety.false_positives("python", files)
     assert (result["code_lines"], result["flagged_lines"]) == (3, 1)
-    assert result["by_rule"] == {"shell-command": 1}
+    assert result["by_rule"] == {"shell_command": 1}
     recall = bench_safety.recall("python", FIXTURES / "snippets.py")
     assert recall["safe_flagged"] == 0
     assert recall["found"] == recall["dangerous"] - len(recall["missed"]) > 0
@@ -204,10 +204,10 @@ async def _complete(reply: str, source: str, **settings: object):  # type: ignor
 
 async def test_the_pipeline_blocks_and_counts_by_rule() -> None:
     completer, outcome = await _complete(" os.system(cmd)\n", FUNC)
-    assert outcome.text == "" and outcome.reason == "blocked by `safety`: shell-command"
+    assert outcome.text == "" and outcome.reason == "blocked by `safety`: shell_command"
     stats = completer.telemetry.snapshot()
     assert stats["safety_blocked"] == 1 and stats["safety_warned"] == 0
-    assert stats["safety_rules"] == {"shell-command": {"blocked": 1, "warned": 0}}
+    assert stats["safety_rules"] == {"shell_command": {"blocked": 1, "warned": 0}}
 
 
 async def test_the_pipeline_warns_once_and_shows_the_suggestion() -> None:
@@ -215,10 +215,10 @@ async def test_the_pipeline_warns_once_and_shows_the_suggestion() -> None:
                                          typing_through=False)
     assert outcome.text == "os.system(cmd)"
     assert outcome.warnings == (
-        "lsp-copilot: the suggestion at line 5 adds shell-command: os.system(cmd)",)
-    assert [f.rule for f in outcome.safety] == ["shell-command"]
+        "lsp-copilot: the suggestion at line 5 adds shell_command: os.system(cmd)",)
+    assert [f.rule for f in outcome.safety] == ["shell_command"]
     assert completer.telemetry.snapshot()["safety_rules"] == {
-        "shell-command": {"blocked": 0, "warned": 1}}
+        "shell_command": {"blocked": 0, "warned": 1}}
     snap, off = _at(FUNC)
     again = await completer.complete(snap, off)  # the same answer: no second message
     assert again.text == "os.system(cmd)" and again.warnings == () and again.safety
