@@ -450,7 +450,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="context: code of one language for the enclosing-function check "
                        "(go, rust, cpp, java, typescript, python; a folder, .zip or .tgz; "
                        "default: where Debian's packages put it); repeatable; safety: the "
-                       "same for python, go, java, cpp, rust")
+                       "same for python, site-packages, go, java, cpp, rust, javascript, "
+                       "typescript")
     bench.add_argument("--max-files", type=int, default=0,
                        help="safety: sample this many files per corpus (default: all)")
     bench.add_argument("--per-language", type=int, default=50,
