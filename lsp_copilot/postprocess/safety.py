@@ -70,6 +70,15 @@ def safety_query(grammar: str | None) -> tree_sitter.Query | None:
         return None
 
 
+def safety_languages() -> list[str]:
+    """Grammars (pack names) with a ``safety.scm``."""
+    from lsp_copilot.context.grammars import supported
+
+    root = grammars_dir()
+    return [g for g in supported()
+            if root is not None and (root / folder_for(g) / "safety.scm").is_file()]
+
+
 def scan(grammar: str | None, tree: tree_sitter.Tree, data: bytes,
          start: int = 0, end: int | None = None) -> list[Finding]:
     """Findings of ``grammar``'s rules in ``tree`` (of ``data``) that touch

@@ -11,7 +11,13 @@ from lsp_copilot import bench_safety
 from lsp_copilot.cli import main
 from lsp_copilot.config import Settings, parse_settings
 from lsp_copilot.documents.store import DocumentStore, Snapshot
-from lsp_copilot.postprocess.safety import SafetyChecker, safety_query, scan_file, scan_text
+from lsp_copilot.postprocess.safety import (
+    SafetyChecker,
+    safety_languages,
+    safety_query,
+    scan_file,
+    scan_text,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "safety"
 RULES = {"eval", "shell_command", "unsafe_deserialization", "yaml_load", "sql_injection",
@@ -42,6 +48,10 @@ def test_query_files_compile_and_name_known_rules(grammar: str) -> None:
     names = {query.capture_name(i) for i in range(query.capture_count)}
     rules = {n.removeprefix("finding.") for n in names if n.startswith("finding.")}
     assert rules and rules <= RULES, rules - RULES
+
+
+def test_the_languages_with_rules() -> None:
+    assert set(safety_languages()) == set(GRAMMARS)
 
 
 def test_every_rule_has_a_snippet_in_python() -> None:
