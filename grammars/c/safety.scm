@@ -48,14 +48,14 @@
  (#any-of? @fn "SSL_CTX_set_verify" "SSL_set_verify")
  (#eq? @mode "SSL_VERIFY_NONE"))
 
-; A credential-looking literal (8+ characters, letters and digits, no spaces, no
+; A credential-looking literal (8+ characters, letters and digits, no spaces, not a path, no
 ; placeholder) given to a name like password, secret, token or api_key
 ((init_declarator
    declarator: [(identifier) (pointer_declarator) (array_declarator)] @name
    value: (string_literal) @value)
  @finding.hardcoded_credential
  (#match? @name "(?i)(password|passwd|pwd|secret|token|api_?key|access_?key|private_?key|credentials?)(\\[[0-9]*\\])?$")
- (#match? @value "^\"[^\"\\s{}%<>$]{8,}\"$")
+ (#match? @value "^\"[^/\"\\s{}%<>$][^\"\\s{}%<>$]{7,}\"$")
  (#match? @value "[0-9]")
  (#match? @value "[A-Za-z]")
  (#not-match? @value "(?i)(xxx|your|example|changeme|placeholder|dummy|sample|redacted|\\.\\.\\.)"))

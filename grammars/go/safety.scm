@@ -37,7 +37,7 @@
  @finding.tls_verify_off
  (#eq? @key "InsecureSkipVerify"))
 
-; A credential-looking literal (8+ characters, letters and digits, no spaces, no
+; A credential-looking literal (8+ characters, letters and digits, no spaces, not a path, no
 ; placeholder) given to a name like password, secret, token or apiKey
 ([(const_spec name: (identifier) @name
               value: (expression_list . [(interpreted_string_literal) (raw_string_literal)] @value))
@@ -51,7 +51,7 @@
                  value: (literal_element [(interpreted_string_literal) (raw_string_literal)] @value))]
  @finding.hardcoded_credential
  (#match? @name "(?i)(password|passwd|pwd|secret|token|api_?key|access_?key|private_?key|credentials?)\"?$")
- (#match? @value "^[\"`][^\"`\\s{}%<>$]{8,}[\"`]$")
+ (#match? @value "^[\"`][^/\"`\\s{}%<>$][^\"`\\s{}%<>$]{7,}[\"`]$")
  (#match? @value "[0-9]")
  (#match? @value "[A-Za-z]")
  (#not-match? @value "(?i)(xxx|your|example|changeme|placeholder|dummy|sample|redacted|\\.\\.\\.)"))

@@ -61,13 +61,13 @@
 ([(identifier) (field_access) (type_identifier)] @finding.tls_verify_off
  (#match? @finding.tls_verify_off "^(NoopHostnameVerifier|ALLOW_ALL_HOSTNAME_VERIFIER|SSLConnectionSocketFactory\\.ALLOW_ALL_HOSTNAME_VERIFIER|InsecureTrustManagerFactory)$"))
 
-; A credential-looking literal (8+ characters, letters and digits, no spaces, no
+; A credential-looking literal (8+ characters, letters and digits, no spaces, not a path, no
 ; placeholder) given to a name like password, secret, token or apiKey
 ([(variable_declarator name: (identifier) @name value: (string_literal) @value)
   (assignment_expression left: [(identifier) (field_access)] @name right: (string_literal) @value)]
  @finding.hardcoded_credential
  (#match? @name "(?i)(password|passwd|pwd|secret|token|api_?key|access_?key|private_?key|credentials?)$")
- (#match? @value "^\"[^\"\\s{}%<>$]{8,}\"$")
+ (#match? @value "^\"[^/\"\\s{}%<>$][^\"\\s{}%<>$]{7,}\"$")
  (#match? @value "[0-9]")
  (#match? @value "[A-Za-z]")
  (#not-match? @value "(?i)(xxx|your|example|changeme|placeholder|dummy|sample|redacted|\\.\\.\\.)"))

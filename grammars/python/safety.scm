@@ -100,12 +100,12 @@
  (#eq? @attr "verify_mode")
  (#eq? @v "CERT_NONE"))
 
-; A credential-looking literal (8+ characters, letters and digits, no spaces, no
+; A credential-looking literal (8+ characters, letters and digits, no spaces, not a path, no
 ; placeholder) given to a name like password, secret, token or api_key
 ((assignment left: [(identifier) (attribute)] @name right: (string) @value)
  @finding.hardcoded_credential
  (#match? @name "(?i)(password|passwd|pwd|secret|token|api_?key|access_?key|private_?key|credentials?)$")
- (#match? @value "^[rbuRBU]?[\"'][^\"'\\s{}%<>$]{8,}[\"']$")
+ (#match? @value "^[rbuRBU]?[\"'][^/\"'\\s{}%<>$][^\"'\\s{}%<>$]{7,}[\"']$")
  (#match? @value "[0-9]")
  (#match? @value "[A-Za-z]")
  (#not-match? @value "(?i)(xxx|your|example|changeme|placeholder|dummy|sample|redacted|\\.\\.\\.)"))
@@ -113,7 +113,7 @@
 ((keyword_argument name: (identifier) @name value: (string) @value)
  @finding.hardcoded_credential
  (#match? @name "(?i)(password|passwd|pwd|secret|token|api_?key|access_?key|private_?key|credentials?)$")
- (#match? @value "^[rbuRBU]?[\"'][^\"'\\s{}%<>$]{8,}[\"']$")
+ (#match? @value "^[rbuRBU]?[\"'][^/\"'\\s{}%<>$][^\"'\\s{}%<>$]{7,}[\"']$")
  (#match? @value "[0-9]")
  (#match? @value "[A-Za-z]")
  (#not-match? @value "(?i)(xxx|your|example|changeme|placeholder|dummy|sample|redacted|\\.\\.\\.)"))
@@ -121,7 +121,7 @@
 ((pair key: (string) @name value: (string) @value)
  @finding.hardcoded_credential
  (#match? @name "(?i)(password|passwd|pwd|secret|token|api_?key|access_?key|private_?key|credentials?)[\"']$")
- (#match? @value "^[rbuRBU]?[\"'][^\"'\\s{}%<>$]{8,}[\"']$")
+ (#match? @value "^[rbuRBU]?[\"'][^/\"'\\s{}%<>$][^\"'\\s{}%<>$]{7,}[\"']$")
  (#match? @value "[0-9]")
  (#match? @value "[A-Za-z]")
  (#not-match? @value "(?i)(xxx|your|example|changeme|placeholder|dummy|sample|redacted|\\.\\.\\.)"))

@@ -70,7 +70,7 @@
  (#eq? @fn "set_verify")
  (#match? @mode "SslVerifyMode::NONE$"))
 
-; A credential-looking literal (8+ characters, letters and digits, no spaces, no
+; A credential-looking literal (8+ characters, letters and digits, no spaces, not a path, no
 ; placeholder) given to a name like password, secret, token or api_key
 ([(let_declaration pattern: (identifier) @name value: [(string_literal) (raw_string_literal)] @value)
   (const_item name: (identifier) @name value: [(string_literal) (raw_string_literal)] @value)
@@ -78,7 +78,7 @@
   (field_initializer field: (field_identifier) @name value: [(string_literal) (raw_string_literal)] @value)]
  @finding.hardcoded_credential
  (#match? @name "(?i)(password|passwd|pwd|secret|token|api_?key|access_?key|private_?key|credentials?)$")
- (#match? @value "^r?#*\"[^\"\\s{}%<>$]{8,}\"#*$")
+ (#match? @value "^r?#*\"[^/\"\\s{}%<>$][^\"\\s{}%<>$]{7,}\"#*$")
  (#match? @value "[0-9]")
  (#match? @value "[A-Za-z]")
  (#not-match? @value "(?i)(xxx|your|example|changeme|placeholder|dummy|sample|redacted|\\.\\.\\.)"))

@@ -77,12 +77,12 @@
  (#match? @var "^[\"']?NODE_TLS_REJECT_UNAUTHORIZED[\"']?$")
  (#match? @value "^[\"'`]?0[\"'`]?$"))
 
-; A credential-looking literal (8+ characters, letters and digits, no spaces, no
+; A credential-looking literal (8+ characters, letters and digits, no spaces, not a path, no
 ; placeholder) given to a name like password, secret, token or apiKey
 ((variable_declarator name: (identifier) @name value: [(string) (template_string)] @value)
  @finding.hardcoded_credential
  (#match? @name "(?i)(password|passwd|pwd|secret|token|api_?key|access_?key|private_?key|credentials?)$")
- (#match? @value "^[\"'`][^\"'`\\s{}%<>$]{8,}[\"'`]$")
+ (#match? @value "^[\"'`][^/\"'`\\s{}%<>$][^\"'`\\s{}%<>$]{7,}[\"'`]$")
  (#match? @value "[0-9]")
  (#match? @value "[A-Za-z]")
  (#not-match? @value "(?i)(xxx|your|example|changeme|placeholder|dummy|sample|redacted|\\.\\.\\.)"))
@@ -91,7 +91,7 @@
    left: [(identifier) (member_expression)] @name right: [(string) (template_string)] @value)
  @finding.hardcoded_credential
  (#match? @name "(?i)(password|passwd|pwd|secret|token|api_?key|access_?key|private_?key|credentials?)$")
- (#match? @value "^[\"'`][^\"'`\\s{}%<>$]{8,}[\"'`]$")
+ (#match? @value "^[\"'`][^/\"'`\\s{}%<>$][^\"'`\\s{}%<>$]{7,}[\"'`]$")
  (#match? @value "[0-9]")
  (#match? @value "[A-Za-z]")
  (#not-match? @value "(?i)(xxx|your|example|changeme|placeholder|dummy|sample|redacted|\\.\\.\\.)"))
@@ -99,7 +99,7 @@
 ((pair key: [(property_identifier) (string)] @name value: [(string) (template_string)] @value)
  @finding.hardcoded_credential
  (#match? @name "(?i)(password|passwd|pwd|secret|token|api_?key|access_?key|private_?key|credentials?)[\"']?$")
- (#match? @value "^[\"'`][^\"'`\\s{}%<>$]{8,}[\"'`]$")
+ (#match? @value "^[\"'`][^/\"'`\\s{}%<>$][^\"'`\\s{}%<>$]{7,}[\"'`]$")
  (#match? @value "[0-9]")
  (#match? @value "[A-Za-z]")
  (#not-match? @value "(?i)(xxx|your|example|changeme|placeholder|dummy|sample|redacted|\\.\\.\\.)"))
