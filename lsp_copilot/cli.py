@@ -304,6 +304,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
         else:
             print(bench_quality.render(result))
         return 0
+    if args.what == "safety":  # no engine: the rules on real code and on the snippets
+        from lsp_copilot import bench_safety
+
+        try:
+            folders = bench_safety.parse_folders(args.language_corpus)
+        except ValueError as exc:
+            raise SystemExit(f"error: {exc}") from None
+        result = bench_safety.run(folders, args.max_files)
+        print(json.dumps(result, indent=2) if args.json else bench_safety.render(result))
+        return 0
     if args.what == "robustness":  # through the real protocol: one line per trial
         from lsp_copilot import bench_robustness
 
@@ -351,6 +361,26 @@ def _print_nested(result: dict[str, Any], indent: str = "") -> None:
             _print_nested(value, indent + "  ")
         else:
             print(f"{indent}{key}: {value}")
+
+
+def cmd_safety_check(args: argparse.Namespace) -> int:
+    """A whole file's findings with the rules suggestions are checked with; exit 1 when
+    there is one (for scripts and hooks), 2 when the file cannot be read."""
+    from lsp_copilot.postprocess.safety import scan_file
+
+    try:
+        grammar, findings = scan_file(args.file)
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"findings": [f.as_json() for f in findings]}))
+    else:
+        if grammar is None:
+            print(f"{args.file}: no grammar for this file: nothing checked", file=sys.stderr)
+        for f in findings:
+            print(f"{args.file}:{f.line + 1}: {f.rule}: {f.text}")
+    return 1 if findings else 0
 
 
 def cmd_cache_clear(args: argparse.Namespace) -> int:
@@ -417,7 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="measure through the real engine")
     bench.add_argument("what", choices=["engine", "prompt", "context", "typing", "robustness",
-                                          "quality"])
+                                          "quality", "safety"])
     bench.add_argument("--keystrokes", type=int, default=300, help="typing, engine: keys to replay")
     bench.add_argument("--out", type=Path, default=Path("bench-results"),
                        help="typing: folder for the JSON summary and the PNG plot; "
@@ -428,7 +458,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--language-corpus", action="append", metavar="LANG=PATH",
                        help="context: code of one language for the enclosing-function check "
                        "(go, rust, cpp, java, typescript, python; a folder, .zip or .tgz; "
-                       "default: where Debian's packages put it); repeatable")
+                       "default: where Debian's packages put it); repeatable; safety: the "
+                       "same for python, site-packages, go, java, cpp, rust, javascript, "
+                       "typescript")
+    bench.add_argument("--max-files", type=int, default=0,
+                       help="safety: sample this many files per corpus (default: all)")
     bench.add_argument("--per-language", type=int, default=50,
                        help="context: positions per language for that check (0: skip it)")
     bench.add_argument("--json", nargs="?", const=True, default=False, metavar="OUT",
@@ -442,6 +476,14 @@ def build_parser() -> argparse.ArgumentParser:
                        choices=["fuzz", "edits", "burst", "engine-kill", "secrets", "soak"],
                        help="robustness: run only this trial (repeatable)")
     bench.set_defaults(func=cmd_bench)
+
+    safety = sub.add_parser("safety", help="the rules suggestions are checked with")
+    safety_sub = safety.add_subparsers(dest="safety_command", required=True)
+    check = safety_sub.add_parser("check", help="report a file's findings (exit 1 if any)")
+    check.add_argument("file", type=Path, metavar="FILE")
+    check.add_argument("--json", action="store_true",
+                       help='print {"findings": [{"line", "rule", "text"}]} (lines 1-based)')
+    check.set_defaults(func=cmd_safety_check)
 
     cache = sub.add_parser("cache", help="manage the completion cache")
     cache_sub = cache.add_subparsers(dest="cache_command", required=True)

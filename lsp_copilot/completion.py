@@ -34,6 +34,7 @@ from lsp_copilot.engine.base import (
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.routes import MAIN, Routes, route_kind
 from lsp_copilot.postprocess import Cursor, finalize, stop_rule
+from lsp_copilot.postprocess.safety import Finding, SafetyChecker
 from lsp_copilot.privacy import Privacy
 from lsp_copilot.prompts import PromptEncoder, Template, template_for
 from lsp_copilot.scheduling import Debouncer, Flight
@@ -54,6 +55,8 @@ class Outcome:
     context: Context | None = None
     source: str = "engine"  # engine | cache | typed_through | merged | none
     raw: str = ""  # the model's text before post-processing (for `bench quality`)
+    safety: tuple[Finding, ...] = ()  # findings shown with a warning (`safety`)
+    warnings: tuple[str, ...] = ()  # messages the editor has not shown for them yet
     route: str | None = None  # "main" or the model of the route that answered
 
 
@@ -140,6 +143,7 @@ class Completer:
         self._last_ids: tuple[int, ...] = ()  # the last engine prompt (for the trace)
         self._generating = 0  # engine generations under way (for the trace)
         self.privacy = Privacy()  # the server installs the user's rules
+        self.safety = SafetyChecker()
         self.workspace: Workspace | None = None  # index, open buffers, edits (context engine)
         # Swappable so that `bench quality` runs a prefix-only baseline through this path.
         self.build_context: Callable[..., Context] = build_context
@@ -340,6 +344,7 @@ class Completer:
         text = finalize(raw, mode, cursor, snapshot, offset, truncated)
         if not text and raw.strip() and finalize(raw, mode, cursor, truncated=truncated):
             self.telemetry.count("not_whole")  # the text rules kept it; the syntax did not
+        text, warned, unsafe = self._review(snapshot, offset, text, settings.safety, prefetch)
         total_ms = (time.perf_counter() - started) * 1000
         self.telemetry.server_time(max(0.0, total_ms - waited))
         timings = {"context": round(context_ms, 2), "engine": round(waited, 2),
@@ -348,8 +353,28 @@ class Completer:
         if text and not prefetch:
             self._remember_shown(snapshot, offset, text, mode)
         trace["route"] = route
-        return Outcome(text, mode, timings, None if text else "the model gave nothing usable",
-                       context, source, raw, route)
+        return Outcome(text, mode, timings, None if text else unsafe or "the model gave nothing "
+                       "usable", context, source, raw, warned, tuple(
+                           f.message() for f in warned
+                           if not prefetch and self.safety.first_warning(snapshot.uri, f)),
+                       route)
+
+    def _review(self, snapshot: Snapshot, offset: int, text: str, level: str, prefetch: bool
+                ) -> tuple[str, tuple[Finding, ...], str | None]:
+        """The suggestion as the ``safety`` setting lets it be shown, the findings to warn
+        about, and why it was dropped (when it was)."""
+        review = self.safety.review(snapshot, offset, text, level)
+        if not prefetch:  # (a prefetched answer is reviewed again when it is shown)
+            for finding in review.blocked:
+                self.telemetry.safety_finding(finding.rule, "blocked")
+            for finding in review.warned:
+                self.telemetry.safety_finding(finding.rule, "warned")
+            self.telemetry.count("safety_blocked", int(bool(review.blocked)))
+            self.telemetry.count("safety_warned", int(bool(review.warned)))
+        why = None
+        if review.blocked and not review.text:
+            why = "blocked by `safety`: " + ", ".join(sorted({f.rule for f in review.blocked}))
+        return review.text, review.warned, why
 
     def _token_ids(self, engine: Engine, template: Template, context: Context
                    ) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:

@@ -480,6 +480,12 @@ class Settings:
         "lspCopilot.restartEngine command.", _int_range(0, 1000)
     )
 
+    safety: str = _setting(
+        "block", "Scan suggestions for dangerous calls and secrets they would add "
+        "(grammars/<language>/safety.scm): off; warn (shown, with a warning); block (cut "
+        "before the finding or dropped, for the clear cases; the rest warned about).",
+        _one_of("off", "warn", "block"),
+    )
     secret_file_patterns: tuple[str, ...] = _setting(
         (), "Extra file-name globs of private files (never sent, cached or indexed); a glob "
         "with a / matches the whole path.", _str_list

@@ -177,6 +177,15 @@ def run(asked: str | None = None, settings: Settings | None = None,
     check("grammar queries", bool(folders) and len(loaded) == len(folders),
           f"{len(loaded)} of {len(folders)} languages from {grammars_dir()}",
           "reinstall lsp-copilot (pip install --force-reinstall 'lsp-copilot[cpu]')")
+    from lsp_copilot.postprocess.safety import safety_languages, safety_query
+
+    # The safety rules ship the same way; without them suggestions go unchecked.
+    rules = safety_languages()
+    loaded_rules = [g for g in rules if safety_query(g) is not None]
+    check("safety rules", bool(rules) and len(loaded_rules) == len(rules),
+          f"`safety` is {settings.safety}; rules for {len(loaded_rules)} of {len(rules)} "
+          f"languages ({', '.join(loaded_rules)})",
+          "reinstall lsp-copilot (pip install --force-reinstall 'lsp-copilot[cpu]')")
     cache = models.cache_dir()
     check("cache", True, str(cache))
     from lsp_copilot.logs import LOG_FILE_ENV, default_log_file
