@@ -140,8 +140,10 @@ class Routes:
             info = manager.info
             out[kind] = {"route": model, "model": info.model if info else None,
                          "state": manager.state,
-                         "answered": {route: n for (k, route), n in self._answered.items()
-                                      if k == kind}}
+                         # a list: route names are no identifiers (clients map objects)
+                         "answered": [{"route": route, "requests": n}
+                                      for (k, route), n in sorted(self._answered.items())
+                                      if k == kind]}
         return out
 
     async def shutdown(self) -> None:

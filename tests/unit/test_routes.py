@@ -79,9 +79,10 @@ async def test_each_kind_gets_its_engine_and_falls_back_to_main_until_it_is_read
     assert routes.engine_for("explicit")[1] == MAIN
     assert loaded == ["smollm2-135m"]  # one extra engine, shared by three kinds
     stats = routes.stats()
-    assert stats["singleLine"]["answered"] == {MAIN: 1, "smollm2-135m": 1}
+    assert stats["singleLine"]["answered"] == [{"route": MAIN, "requests": 1},
+                                               {"route": "smollm2-135m", "requests": 1}]
     assert stats["explicit"] == {"route": MAIN, "model": "main-model", "state": "ready",
-                                 "answered": {MAIN: 1}}
+                                 "answered": [{"route": MAIN, "requests": 1}]}
     assert routes.main.telemetry.counters["route_fallbacks"] == 1
     # the routes change: the extra engine stops, nothing new loads
     await routes.start(Settings(model="some-folder"), "cpu", lambda _: None)
