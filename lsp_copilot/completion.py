@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lsp_copilot.acceptance.experiment import Experiment
 from lsp_copilot.budgets import budgets_for
 from lsp_copilot.cache import CompletionCache, cache_key
 from lsp_copilot.config import Settings
@@ -53,6 +54,9 @@ class Outcome:
     context: Context | None = None
     source: str = "engine"  # engine | cache | typed_through | merged | none
     raw: str = ""  # the model's text before post-processing (for `bench quality`)
+    template: str = ""  # the prompt family used (acceptance is broken down by it)
+    arm: str = ""  # the `experiment` arm whose settings answered ("" without one)
+    id: str = ""  # the suggestion's id in feedback (set when it is offered to the editor)
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,7 @@ class Completer:
         self._generating = 0  # engine generations under way (for the trace)
         self.privacy = Privacy()  # the server installs the user's rules
         self.workspace: Workspace | None = None  # index, open buffers, edits (context engine)
+        self.experiment: Experiment | None = None  # the server builds it from the settings
         # Swappable so that `bench quality` runs a prefix-only baseline through this path.
         self.build_context: Callable[..., Context] = build_context
 
@@ -193,7 +198,10 @@ class Completer:
         self, snapshot: Snapshot, offset: int, prefetch: bool, explicit: bool,
         trace: dict[str, Any],
     ) -> Outcome:
-        settings = self._settings()
+        settings, arm = self._settings(), ""
+        if self.experiment is not None:  # each line of a document keeps its arm
+            arm, settings = self.experiment.choose(
+                snapshot.uri, snapshot.data.count(b"\n", 0, offset))
         started = time.perf_counter()
         waited = 0.0  # debounce and engine time, excluded from server time
         if not prefetch and not explicit:
@@ -339,7 +347,7 @@ class Completer:
         if text and not prefetch:
             self._remember_shown(snapshot, offset, text, mode)
         return Outcome(text, mode, timings, None if text else "the model gave nothing usable",
-                       context, source, raw)
+                       context, source, raw, template.name, arm)
 
     def _token_ids(self, engine: Engine, template: Template, context: Context
                    ) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
