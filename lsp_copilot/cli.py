@@ -359,7 +359,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         since = report.parse_since(args.since) if args.since else None
     except ValueError as exc:
         raise SystemExit(f"error: {exc}") from None
-    path = store.default_path()
+    path = args.file or store.default_path()
     result = report.build(store.read(path, since), since)
     if args.json:
         print(json.dumps({"file": str(path), **result}, indent=2))
@@ -461,6 +461,8 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--since", metavar="D", help="only outcomes since D: a date "
                        "(2026-11-24), a time (2026-11-24T09:00) or an age (7d, 12h, 30m)")
     stats.add_argument("--json", action="store_true", help="print a JSON object")
+    stats.add_argument("--file", type=Path, help="the outcomes file (default: "
+                       "acceptance.sqlite3 in the cache folder; see acceptanceFile)")
     stats.set_defaults(func=cmd_stats)
 
     model = sub.add_parser("model", help="list and prepare the model presets")

@@ -493,6 +493,10 @@ class Settings:
         "", "Log level: debug, info, warning or error; empty: the command line's "
         "--log-level ($LSP_COPILOT_LOG, else info).", _one_of("", *LOG_LEVELS)
     )
+    acceptance_file: str = _setting(
+        "", "File of the suggestion outcomes that `lsp-copilot stats` reports; empty: "
+        "acceptance.sqlite3 in the cache folder (~/.cache/lsp-copilot).", _is_str
+    )
     acceptance_max_rows: int = _setting(
         100_000, "Suggestion outcomes kept for `lsp-copilot stats` in acceptance.sqlite3 in "
         "the cache folder (kinds, lengths and timings, never code); the oldest go first; "

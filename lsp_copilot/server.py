@@ -175,7 +175,10 @@ class CopilotServer(LanguageServer):
 
     def apply_experiment(self) -> list[str]:
         """Build the `experiment` arms from the current settings; one message per problem."""
-        self.acceptance.store.max_rows = self.settings.acceptance_max_rows
+        s = self.settings
+        self.acceptance.store.use(
+            Path(s.acceptance_file).expanduser() if s.acceptance_file else None,
+            s.acceptance_max_rows)
         self.completer.experiment, problems = experiment.build(self.settings)
         return problems
 

@@ -65,7 +65,8 @@ class OutcomeStore:
     """Opened on first write; a store that cannot be opened logs once and drops rows."""
 
     def __init__(self, path: Path | None = None, max_rows: int = 100_000) -> None:
-        self.path = path
+        self.wanted = path  # None: the cache folder's file
+        self.path = path  # the file opened (or to open)
         self.max_rows = max_rows
         self.written = 0
         self.failed = 0
@@ -75,7 +76,7 @@ class OutcomeStore:
     def _connect(self) -> sqlite3.Connection | None:
         if self._db is not None or self._broken:
             return self._db
-        path = self.path or default_path()
+        path = self.path = self.wanted or default_path()
         old = os.umask(0o077)  # owner only, like the completion cache
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,8 +90,15 @@ class OutcomeStore:
             return None
         finally:
             os.umask(old)
-        self.path, self._db = path, db
+        self._db = db
         return db
+
+    def use(self, path: Path | None, max_rows: int) -> None:
+        """Settings changed: a new file is opened at the next write."""
+        self.max_rows = max_rows
+        if path != self.wanted:
+            self.close()
+            self.wanted, self._broken = path, False
 
     def add(self, record: Record) -> bool:
         """Insert one row, then drop the oldest beyond ``max_rows`` (0: keep none)."""
