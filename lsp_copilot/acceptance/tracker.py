@@ -70,6 +70,7 @@ class Tracker:
         self._open: OrderedDict[str, Suggestion] = OrderedDict()
         self._by_position: dict[Position, str] = {}
         self._latest: dict[str, str] = {}  # uri -> id of the last suggestion answered
+        self._keys: dict[str, dict[str, str]] = {}  # uri -> that suggestion's keys
         self._prefix = secrets.token_hex(4)  # ids stay unique across restarts
         self._ids = itertools.count(1)
 
@@ -86,6 +87,10 @@ class Tracker:
                 offset - latest.start == len(latest.text) - len(encoded)):
             s = latest
         else:
+            # The rest of one that is settled (after a partial accept) is a new showing of
+            # the same answer: its keys are that answer's (the pipeline has no others).
+            keys = self._keys.get(uri, keys) if continued else keys
+            self._keys[uri] = keys
             s = Suggestion(f"{self._prefix}-{next(self._ids)}", uri, keys, encoded, offset,
                            len(data) - offset, _edges(data, offset, offset), len(text))
             self._open[s.id] = s
@@ -148,6 +153,7 @@ class Tracker:
         for s in [o for o in self._open.values() if o.uri == uri]:
             self._settle(s)
         self._latest.pop(uri, None)
+        self._keys.pop(uri, None)
 
     def flush(self) -> None:
         """Shutdown: everything shown gets its outcome now."""

@@ -183,3 +183,15 @@ async def test_completer_answers_each_line_with_its_arms_settings() -> None:
             assert out.text == "" and "disabledLanguages" in (out.reason or "")
         seen.add(arm)
     assert seen == {"on", "off"}
+
+
+def test_the_rest_after_a_partial_accept_keeps_the_answers_keys(tracker: Tracker) -> None:
+    s = tracker.find(_suggest(tracker, text="a + b"), None, None, None, None)
+    assert s is not None
+    tracker.shown(s)
+    tracker.accepted(s, 2, 5)  # "a " taken; the rest comes back by typing-through
+    plain = keys_for("", "", "", "single-line", "python", 0.0, "", "")
+    rest = tracker.suggested(URI, 1, 13, "+ b", BEFORE + b"a " + AFTER, len(BEFORE) + 2,
+                             plain, continued=True)
+    again = tracker.find(rest, None, None, None, None)
+    assert again is not None and again.id != s.id and again.keys == KEYS
