@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from lsp_copilot.acceptance.store import KEYS, OUTCOMES, Record
+from lsp_copilot.acceptance.tracker import LATENCY_BUCKETS, SLOWEST
 
 Z95 = 1.959963984540054
 BAR = 30
@@ -71,7 +72,9 @@ def build(records: list[Record], since: float | None = None) -> dict[str, Any]:
         values = sorted({getattr(r, key) for r in records})
         rows = [{"value": v, **group(r for r in records if getattr(r, key) == v)}
                 for v in values]
-        by[key] = sorted(rows, key=lambda row: -row["shown"])
+        order = [name for _, name in LATENCY_BUCKETS] + [SLOWEST]
+        by[key] = sorted(rows, key=lambda row: order.index(row["value"])
+                         if key == "latency" and row["value"] in order else -row["shown"])
     experiments = []
     for label in sorted({r.experiment for r in records if r.experiment}):
         mine = [r for r in records if r.experiment == label]

@@ -25,6 +25,7 @@ MAX_OPEN = 256
 """Suggestions remembered for feedback; older ones are settled (or dropped if unseen)."""
 SETTLE_S = 30.0
 LATENCY_BUCKETS = ((100, "<100ms"), (300, "100-300ms"), (1000, "300ms-1s"), (3000, "1-3s"))
+SLOWEST = ">=3s"
 _EDGE = 32  # bytes either side of a suggestion checked (as a CRC) to know it is still there
 
 Position = tuple[str, int, int, str]  # uri, line, character, text: an old client's key
@@ -34,7 +35,7 @@ def latency_bucket(ms: float) -> str:
     for limit, name in LATENCY_BUCKETS:
         if ms < limit:
             return name
-    return ">=3s"
+    return SLOWEST
 
 
 def model_name(model: str) -> str:
