@@ -11,7 +11,6 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -56,10 +55,9 @@ def parse_since(text: str, now: float | None = None) -> float:
                          "(2026-11-24T09:00) or an age (7d, 12h, 30m)") from None
 
 
-def group(records: Iterable[Record]) -> dict[str, Any]:
+def _rates(counts: Counter[str]) -> dict[str, Any]:
     """Counts of each outcome, the acceptance rate and its interval."""
-    counts = Counter(r.outcome for r in records)
-    n = sum(counts.values())
+    n = sum(counts[o] for o in OUTCOMES)
     k = counts["accepted"] + counts["partly_accepted"]
     lo, hi = wilson(k, n)
     return {"shown": n, **{o: counts[o] for o in OUTCOMES},
@@ -67,22 +65,30 @@ def group(records: Iterable[Record]) -> dict[str, Any]:
 
 
 def build(records: list[Record], since: float | None = None) -> dict[str, Any]:
+    """One pass over the rows: outcome counts per value of each key, and per arm."""
+    total: Counter[str] = Counter()
+    counts: dict[str, dict[str, Counter[str]]] = {key: {} for key in KEYS}
+    arms: dict[str, dict[str, Counter[str]]] = {}
+    for r in records:
+        total[r.outcome] += 1
+        for key in KEYS:
+            counts[key].setdefault(getattr(r, key), Counter())[r.outcome] += 1
+        if r.experiment:
+            arms.setdefault(r.experiment, {}).setdefault(r.arm, Counter())[r.outcome] += 1
+    order = [name for _, name in LATENCY_BUCKETS] + [SLOWEST]
     by: dict[str, list[dict[str, Any]]] = {}
     for key in KEYS:
-        values = sorted({getattr(r, key) for r in records})
-        rows = [{"value": v, **group(r for r in records if getattr(r, key) == v)}
-                for v in values]
-        order = [name for _, name in LATENCY_BUCKETS] + [SLOWEST]
+        rows = [{"value": v, **_rates(c)} for v, c in counts[key].items()]
         by[key] = sorted(rows, key=lambda row: order.index(row["value"])
                          if key == "latency" and row["value"] in order else -row["shown"])
     experiments = []
-    for label in sorted({r.experiment for r in records if r.experiment}):
-        mine = [r for r in records if r.experiment == label]
-        names = label.split(" vs ", 1) if " vs " in label else sorted({r.arm for r in mine})
-        arms = [{"arm": name, **group(r for r in mine if r.arm == name)} for name in names]
-        entry: dict[str, Any] = {"experiment": label, "arms": arms}
-        if len(arms) == 2:
-            a, b = arms
+    for label in sorted(arms):
+        names = label.split(" vs ", 1) if " vs " in label else sorted(arms[label])
+        compared = [{"arm": name, **_rates(arms[label].get(name, Counter()))}
+                    for name in names]
+        entry: dict[str, Any] = {"experiment": label, "arms": compared}
+        if len(compared) == 2:
+            a, b = compared
             d, lo, hi = newcombe(a["accepted"] + a["partly_accepted"], a["shown"],
                                  b["accepted"] + b["partly_accepted"], b["shown"])
             entry["difference"] = {"of": f"{b['arm']} - {a['arm']}", "value": round(d, 4),
@@ -91,7 +97,7 @@ def build(records: list[Record], since: float | None = None) -> dict[str, Any]:
                                    and (lo > 0 or hi < 0)}
         experiments.append(entry)
     return {"since": datetime.fromtimestamp(since).isoformat(timespec="seconds")
-            if since else None, **group(records), "by": by, "experiments": experiments}
+            if since else None, **_rates(total), "by": by, "experiments": experiments}
 
 
 def _pct(x: float | None) -> str:
