@@ -108,9 +108,13 @@ class Tracker:
 
     def find(self, sid: object, uri: object, line: object, character: object,
              text: object) -> Suggestion | None:
+        """By ``id``, else by what an older client sends (any other shape: none)."""
         if isinstance(sid, str) and sid in self._open:
             return self._open[sid]
-        found = self._by_position.get((uri, line, character, text))  # type: ignore[arg-type]
+        if not (isinstance(uri, str) and isinstance(text, str) and type(line) is int
+                and type(character) is int):
+            return None
+        found = self._by_position.get((uri, line, character, text))
         return self._open.get(found) if found else None
 
     def shown(self, s: Suggestion) -> None:

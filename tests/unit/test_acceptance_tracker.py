@@ -60,6 +60,7 @@ def test_old_clients_without_id_are_found_by_what_they_send(tracker: Tracker) ->
     _suggest(tracker)
     s = tracker.find(None, URI, 1, 11, "a + b")
     assert s is not None and tracker.find(None, URI, 1, 12, "a + b") is None
+    assert tracker.find(["x"], [URI], {"line": 1}, 11, ["a + b"]) is None  # bad traffic
     tracker.shown(s)
     tracker.rejected(s)
     tracker.flush()
