@@ -147,7 +147,9 @@ class Tracker:
             inside = 0 <= typed <= len(s.text) and data[s.start:s.start + typed] == (
                 s.text[:typed]) and _edges(data, s.start, s.start + typed) == s.edges
             if inside and typed == len(s.text):
-                if s.pending != "typed_through":
+                if not (s.shown or s.pending):
+                    self._forget(s)  # typed, but never on screen: no outcome to record
+                elif s.pending != "typed_through":
                     s.pending, s.since = "typed_through", self.clock()
             elif not inside:
                 self._settle(s)

@@ -116,6 +116,8 @@ def test_typing_something_else_rejects_a_shown_suggestion(tracker: Tracker) -> N
 
 
 def test_suggestions_never_shown_leave_no_record(tracker: Tracker) -> None:
+    _suggest(tracker)
+    tracker.changed(URI, BEFORE + b"a + b" + AFTER)  # typed, though never on screen
     for _ in range(MAX_OPEN + 10):
         _suggest(tracker)
     tracker.changed(URI, BEFORE + b"zzz" + AFTER)
