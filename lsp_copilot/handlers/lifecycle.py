@@ -139,9 +139,9 @@ def restart_engine(ls: CopilotServer, *args: Any) -> dict[str, Any]:
 async def shutdown(ls: CopilotServer, params: None) -> None:
     logging.getLogger().removeHandler(ls.editor_log)  # the client stops listening
     ls.scheduler.cancel_all()
-    await ls.engines.shutdown()
-    ls.acceptance.flush()  # what is still on screen gets its outcome
+    ls.acceptance.flush()  # what is still on screen gets its outcome (before a slow stop)
     ls.acceptance.store.close()
+    await ls.engines.shutdown()
     if ls.cache is not None:
         ls.cache.close()
 
