@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lsp_copilot.acceptance.experiment import Experiment
 from lsp_copilot.budgets import budgets_for
 from lsp_copilot.cache import CompletionCache, cache_key
 from lsp_copilot.config import Settings
@@ -58,6 +59,9 @@ class Outcome:
     safety: tuple[Finding, ...] = ()  # findings shown with a warning (`safety`)
     warnings: tuple[str, ...] = ()  # messages the editor has not shown for them yet
     route: str | None = None  # "main" or the model of the route that answered
+    template: str = ""  # the prompt family used (acceptance is broken down by it)
+    arm: str = ""  # the `experiment` arm whose settings answered ("" without one)
+    id: str = ""  # the suggestion's id in feedback (set when it is offered to the editor)
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,7 @@ class Completer:
         self.privacy = Privacy()  # the server installs the user's rules
         self.safety = SafetyChecker()
         self.workspace: Workspace | None = None  # index, open buffers, edits (context engine)
+        self.experiment: Experiment | None = None  # the server builds it from the settings
         # Swappable so that `bench quality` runs a prefix-only baseline through this path.
         self.build_context: Callable[..., Context] = build_context
 
@@ -204,7 +209,10 @@ class Completer:
         self, snapshot: Snapshot, offset: int, prefetch: bool, explicit: bool,
         trace: dict[str, Any],
     ) -> Outcome:
-        settings = self._settings()
+        settings, arm = self._settings(), ""
+        if self.experiment is not None:  # each line of a document keeps its arm
+            arm, settings = self.experiment.choose(
+                snapshot.uri, snapshot.data.count(b"\n", 0, offset))
         started = time.perf_counter()
         waited = 0.0  # debounce and engine time, excluded from server time
         if not prefetch and not explicit:
@@ -357,7 +365,7 @@ class Completer:
                        "usable", context, source, raw, warned, tuple(
                            f.message() for f in warned
                            if not prefetch and self.safety.first_warning(snapshot.uri, f)),
-                       route)
+                       route, template.name, arm)
 
     def _review(self, snapshot: Snapshot, offset: int, text: str, level: str, prefetch: bool
                 ) -> tuple[str, tuple[Finding, ...], str | None]:

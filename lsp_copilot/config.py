@@ -201,6 +201,16 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None or isinstance(value, str) else "must be null or a string"
 
 
+def _experiment(value: Any) -> str | None:
+    """Two named arms of settings; each arm's values are checked when the arms are built."""
+    pairs = value.items() if isinstance(value, Mapping) else value
+    ok = value is None or (isinstance(value, Mapping | tuple) and len(pairs) == 2 and all(
+        isinstance(p, tuple | list) and len(p) == 2 and isinstance(p[0], str) and p[0]
+        and isinstance(p[1], Mapping) for p in pairs) and len({p[0] for p in pairs}) == 2)
+    return None if ok else ("must be null or an object of two named arms, each an object "
+                            "of settings, e.g. {\"a\": {}, \"b\": {\"deadlineMs\": 600}}")
+
+
 @dataclass(frozen=True)
 class Settings:
     """All user-facing settings (docs/configuration.md is generated from these docs)."""
@@ -510,6 +520,21 @@ class Settings:
     log_level: str = _setting(
         "", "Log level: debug, info, warning or error; empty: the command line's "
         "--log-level ($LSP_COPILOT_LOG, else info).", _one_of("", *LOG_LEVELS)
+    )
+    acceptance_file: str = _setting(
+        "", "File of the suggestion outcomes that `lsp-copilot stats` reports; empty: "
+        "acceptance.sqlite3 in the cache folder (~/.cache/lsp-copilot).", _is_str
+    )
+    acceptance_max_rows: int = _setting(
+        100_000, "Suggestion outcomes kept for `lsp-copilot stats` in acceptance.sqlite3 in "
+        "the cache folder (kinds, lengths and timings, never code); the oldest go first; "
+        "0: record none.", _int_range(0, 100_000_000)
+    )
+    experiment: tuple[tuple[str, Any], ...] | None = _setting(
+        None, "Compare two configurations: {\"a\": {}, \"b\": {\"deadlineMs\": 600}} gives "
+        "each suggestion one arm's settings by a stable hash of its document and line; "
+        "`lsp-copilot stats` compares the arms' acceptance. Settings that restart the engine "
+        "cannot differ. null: none.", _experiment
     )
 
     def language_enabled(self, language_id: str) -> bool:

@@ -16,6 +16,9 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from lsp_copilot import __version__
+from lsp_copilot.acceptance import experiment
+from lsp_copilot.acceptance.store import OutcomeStore
+from lsp_copilot.acceptance.tracker import Tracker
 from lsp_copilot.cache import CompletionCache, cache_root, workspace_folder
 from lsp_copilot.completion import Completer
 from lsp_copilot.config import Settings
@@ -140,6 +143,8 @@ class CopilotServer(LanguageServer):
             if not self.completer.is_private(
                 uri, self.store.version(uri), (buf := self.store.buffer(uri)).data)])
         self.completer.workspace = self.sources
+        # What became of each suggestion shown, kept across restarts (`lsp-copilot stats`).
+        self.acceptance = Tracker(OutcomeStore(max_rows=self.settings.acceptance_max_rows))
         self.warmer = Warmer(self.completer, self.telemetry, lambda: self.settings)
         # Where this process logs (None in tests that build a server in-process), and the
         # handler that also sends warnings to the editor once it is connected.
@@ -170,6 +175,15 @@ class CopilotServer(LanguageServer):
         self.completer.set_privacy(self.privacy)
         for index in self.sources.indexes():  # one per workspace folder
             index.private = self.privacy.reason
+
+    def apply_experiment(self) -> list[str]:
+        """Build the `experiment` arms from the current settings; one message per problem."""
+        s = self.settings
+        self.acceptance.store.use(
+            Path(s.acceptance_file).expanduser() if s.acceptance_file else None,
+            s.acceptance_max_rows)
+        self.completer.experiment, problems = experiment.build(self.settings)
+        return problems
 
     def show(self, kind: types.MessageType, message: str) -> None:
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.INFO, message)
@@ -216,6 +230,7 @@ class CopilotServer(LanguageServer):
             for name, value in manager.stats().items():
                 out[name] = out.get(name, 0) + value
         out["queue_depth"] = self.completer.queue_depth
+        out["outcomes"] = self.acceptance.summary()
         out["documents"] = len(self.store)
         indexes = self.sources.indexes()  # one per workspace folder
         out["index_roots"] = [str(index.root) for index in indexes]

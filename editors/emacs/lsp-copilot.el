@@ -204,6 +204,13 @@ Looked for on `exec-path', then in a .venv above `default-directory'."
   (let ((text (plist-get item :insertText)))
     (if (stringp text) text (plist-get text :value))))
 
+(defun lsp-copilot--item-id (item)
+  "The server's id of inline completion ITEM (in its command's arguments), or nil."
+  (let* ((args (plist-get (plist-get item :command) :arguments))
+         (first (and (vectorp args) (> (length args) 0) (aref args 0)))
+         (id (and (listp first) (plist-get first :id))))
+    (and (stringp id) id)))
+
 ;;;###autoload
 (defun lsp-copilot-complete ()
   "Ask the server for a suggestion at point now, and show it when it arrives."
@@ -236,9 +243,12 @@ Looked for on `exec-path', then in a .venv above `default-directory'."
                                      (eglot--range-region (plist-get item :range))
                                    (cons pt pt))))
                      (lsp-copilot--show text (car region) (cdr region)
-                                        (list :uri (plist-get (plist-get params :textDocument) :uri)
-                                              :position (plist-get params :position)
-                                              :text text)))))))))
+                                        (append
+                                         (list :uri (plist-get (plist-get params :textDocument) :uri)
+                                               :position (plist-get params :position)
+                                               :text text)
+                                         (when-let ((id (lsp-copilot--item-id item)))
+                                           (list :id id)))))))))))
        :error-fn (lambda (err) (message "lsp-copilot: %s" (plist-get err :message)))
        :timeout-fn #'ignore
        :timeout 60))))

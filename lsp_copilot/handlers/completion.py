@@ -9,9 +9,10 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from lsp_copilot import heap
+from lsp_copilot.acceptance.tracker import keys_for
 from lsp_copilot.completion import Outcome
 from lsp_copilot.documents.buffer import PositionError
-from lsp_copilot.documents.store import DocumentError
+from lsp_copilot.documents.store import DocumentError, Snapshot
 from lsp_copilot.handlers.feedback import ACCEPT_COMMAND
 from lsp_copilot.scheduling import Superseded
 from lsp_copilot.server import CopilotServer
@@ -20,10 +21,12 @@ log = logging.getLogger(__name__)
 
 
 async def _complete(ls: CopilotServer, uri: str, position: types.Position,
-                    explicit: bool = False) -> Outcome | None:
+                    explicit: bool = False, track: bool = False) -> Outcome | None:
     """Convert the position once, snapshot, run the pipeline; None when superseded.
     ``explicit``: the user asked for a suggestion (never debounced or cut short,
-    and given the explicit budget of contextBudgets)."""
+    and given the explicit budget of contextBudgets). ``track``: give the answer an id
+    that feedback names, for acceptance records."""
+    started = time.perf_counter()
     try:
         snapshot = ls.store.snapshot(uri)
         offset = ls.store.get_offset(uri, position.line, position.character, ls.encoding)
@@ -43,7 +46,24 @@ async def _complete(ls: CopilotServer, uri: str, position: types.Position,
     log.debug("%s:%d:%d %s, %d chars from %s%s", uri, position.line, position.character,
               outcome.mode, len(outcome.text), outcome.source,
               f" ({outcome.reason})" if outcome.reason else "")
+    if track and outcome.text:
+        outcome.id = _track(ls, snapshot, offset, position, outcome, explicit, started)
     return outcome
+
+
+def _track(ls: CopilotServer, snapshot: Snapshot, offset: int, position: types.Position,
+           outcome: Outcome, explicit: bool, started: float) -> str:
+    info = ls.engines.info
+    experiment = ls.completer.experiment
+    route = outcome.route or "main"  # "main" or the model another route names
+    model = route if route != "main" else info.model if info else ""
+    keys = keys_for(model, outcome.template, route, "explicit" if explicit else outcome.mode,
+                    snapshot.language_id, (time.perf_counter() - started) * 1000,
+                    experiment.label if experiment and outcome.arm else "", outcome.arm)
+    return ls.acceptance.suggested(uri=snapshot.uri, line=position.line,
+                                   character=position.character, text=outcome.text,
+                                   data=snapshot.data, offset=offset, keys=keys,
+                                   continued=outcome.source == "typed_through")
 
 
 async def inline_completion(
@@ -54,7 +74,8 @@ async def inline_completion(
     explicit = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
     if explicit:
         ls.telemetry.count("explicit_requests")
-    outcome = await _complete(ls, params.text_document.uri, params.position, explicit)
+    outcome = await _complete(ls, params.text_document.uri, params.position, explicit,
+                              track=True)
     ls.telemetry.answered(started)
     heap.collect_young_soon()  # after the answer is out, not in the next request
     if outcome is None or not outcome.text:
@@ -70,6 +91,7 @@ async def inline_completion(
                 "position": {"line": params.position.line,
                              "character": params.position.character},
                 "text": outcome.text,
+                "id": outcome.id,
             }],
         ),
     )

@@ -53,7 +53,9 @@ def did_change(ls: CopilotServer, params: types.DidChangeTextDocumentParams) -> 
                     "completions for it resume when the file is reopened.")
         return
     line = changes[-1][0][0] if changes and changes[-1][0] is not None else None
-    ls.sources.edited(uri, ls.store.buffer(uri).data, line)  # recency, index (off the loop)
+    data = ls.store.buffer(uri).data
+    ls.sources.edited(uri, data, line)  # recency, index (off the loop)
+    ls.acceptance.changed(uri, data)  # a suggestion typed through, or left
     _tell_once(ls, uri)
 
 
@@ -61,5 +63,6 @@ def did_close(ls: CopilotServer, params: types.DidCloseTextDocumentParams) -> No
     uri = params.text_document.uri
     ls.store.close(uri)
     ls.completer.forget(uri)
+    ls.acceptance.closed(uri)
     ls.told_once.discard(uri)
     ls.told_once.discard((uri, "sync"))

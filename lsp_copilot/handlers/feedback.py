@@ -6,6 +6,7 @@ import asyncio
 import logging
 from typing import Any
 
+from lsp_copilot.acceptance.tracker import Suggestion
 from lsp_copilot.documents.buffer import PositionError
 from lsp_copilot.documents.store import DocumentError
 from lsp_copilot.server import CopilotServer
@@ -28,16 +29,33 @@ def _field(params: Any, name: str) -> Any:
     return getattr(params, name, None)
 
 
+def _suggestion(ls: CopilotServer, params: Any) -> Suggestion | None:
+    """The suggestion feedback is about: by ``id``, else (older clients) by what it says."""
+    position = _field(params, "position")
+    return ls.acceptance.find(_field(params, "id"), _field(params, "uri"),
+                              _field(position, "line"), _field(position, "character"),
+                              _field(params, "text"))
+
+
 def did_show(ls: CopilotServer, params: Any) -> None:
     ls.telemetry.count("shown")
+    if (s := _suggestion(ls, params)) is not None:
+        ls.acceptance.shown(s)
 
 
 def did_reject(ls: CopilotServer, params: Any) -> None:
     ls.telemetry.count("rejected")
+    if (s := _suggestion(ls, params)) is not None:
+        ls.acceptance.rejected(s)
 
 
 def did_accept(ls: CopilotServer, params: Any) -> None:
     ls.telemetry.count("accepted")
+    if (s := _suggestion(ls, params)) is not None:
+        chars, text = _field(params, "acceptedChars"), _field(params, "text")
+        ls.acceptance.accepted(
+            s, chars if isinstance(chars, int) and not isinstance(chars, bool) else None,
+            len(text) if isinstance(text, str) else s.chars)
     uri, position, text = _field(params, "uri"), _field(params, "position"), _field(
         params, "text")
     if not (ls.settings.prefetch and isinstance(uri, str) and isinstance(text, str) and text):
@@ -51,7 +69,7 @@ def did_accept(ls: CopilotServer, params: Any) -> None:
 
 
 def accept_command(ls: CopilotServer, args: Any = None) -> None:
-    """``workspace/executeCommand`` form of didAccept (arguments: [{uri, position, text}])."""
+    """``workspace/executeCommand`` form of didAccept (arguments: [{uri, position, text, id}])."""
     did_accept(ls, args[0] if isinstance(args, list | tuple) and args else args)
 
 

@@ -33,6 +33,7 @@ def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
         problems += settings_problems(ls.settings)  # combinations the engine load refuses
     ls.store.max_parse_bytes = ls.settings.max_document_bytes
     ls.apply_privacy()
+    problems += ls.apply_experiment()
     source_text_logging(ls.settings.log_source_text)
     ls.apply_log_settings()
     ls.engines.settings = ls.settings
@@ -147,6 +148,8 @@ def restart_engine(ls: CopilotServer, *args: Any) -> dict[str, Any]:
 async def shutdown(ls: CopilotServer, params: None) -> None:
     logging.getLogger().removeHandler(ls.editor_log)  # the client stops listening
     ls.scheduler.cancel_all()
+    ls.acceptance.flush()  # what is still on screen gets its outcome (before a slow stop)
+    ls.acceptance.store.close()
     await ls.engines.shutdown()
     await ls.routes.shutdown()
     if ls.cache is not None:

@@ -105,7 +105,9 @@ async def initialize(
 async def engine_client(lsp_client: LanguageClient, tmp_path_factory):  # type: ignore[no-untyped-def]
     """Client of a server with the real engine loaded (VS Code's capabilities)."""
     cache = tmp_path_factory.mktemp("completion-cache")
-    await initialize(lsp_client, "visual-studio-code", {"lspCopilot": {"cacheDir": str(cache)}})
+    outcomes = tmp_path_factory.mktemp("acceptance") / "acceptance.sqlite3"  # not the user's
+    await initialize(lsp_client, "visual-studio-code", {"lspCopilot": {
+        "cacheDir": str(cache), "acceptanceFile": str(outcomes)}})
     s = await wait_for_engine(lsp_client)
     assert s["engine_state"] == "ready", s
     yield

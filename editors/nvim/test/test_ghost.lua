@@ -104,7 +104,8 @@ end
 
 local function main()
   local copilot = require('lsp_copilot')
-  copilot.setup({ cmd = { server, 'serve' }, settings = { maxTokensSingleLine = 16 } })
+  local outcomes = dir .. '/acceptance.sqlite3' -- this test's own, not the user's
+  copilot.setup({ cmd = { server, 'serve' }, settings = { maxTokensSingleLine = 16, acceptanceFile = outcomes } })
   check(vim.lsp.inline_completion ~= nil and copilot.native(), 'Neovim 0.12 native inline completion in use')
 
   -- 1. Start the server on a real file and wait for the engine.
@@ -143,6 +144,9 @@ local function main()
   local counted = copilot.stats(5000) or {}
   check((counted.shown or 0) >= 1 and (counted.accepted or 0) >= 1, 'the server counted didShow and didAccept',
     { shown = counted.shown, accepted = counted.accepted })
+  local report = vim.json.decode(vim.fn.system({ server, 'stats', '--json', '--file', outcomes }))
+  check(vim.v.shell_error == 0 and report.accepted >= 1 and report.by.language[1].value == 'python',
+    '`lsp-copilot stats --json` reports the accepted suggestion', report)
 
   -- 3. :LspCopilotStats opens a window with the counters.
   vim.cmd('LspCopilotStats')

@@ -75,10 +75,12 @@ export function createClient(
           return result;
         }
         for (const [index, item] of items.entries()) {
+          const id = item.command?.arguments?.[0]?.id;
           const params: FeedbackParams = {
             uri: document.uri.toString(),
             position: { line: position.line, character: position.character },
             text: insertTextOf(item),
+            ...(typeof id === 'string' ? { id } : {}),
           };
           if (index === 0) {
             feedback.shown(params);

@@ -25,6 +25,8 @@ export interface FeedbackParams {
   uri: string;
   position: Position;
   text: string;
+  /** The server's id of the suggestion (from the item's command); absent from old servers. */
+  id?: string;
 }
 
 /** What the extension needs from a JSON-RPC connection: a LanguageClient, or a bare

@@ -147,6 +147,22 @@ describe('activate() with a mocked vscode', () => {
     await extension.deactivate();
   });
 
+  test("feedback names the server's id of the suggestion", async () => {
+    await extension.activate({ subscriptions: [] } as any);
+    const [client] = FakeClient.instances;
+    const provide = client.clientOptions.middleware.provideInlineCompletionItems;
+    const document = { uri: { toString: () => 'file:///w/a.py' } };
+    const token = { isCancellationRequested: false };
+    const args = { uri: 'file:///w/a.py', position: { line: 1, character: 11 }, text: 'a + b', id: 'ab-1' };
+    const items = [{ insertText: 'a + b', command: { title: '', command: 'lspCopilot.didAccept', arguments: [args] } }];
+    await provide(document, { line: 1, character: 11 }, {}, token, async () => items);
+    assert.deepEqual(client.notifications, [{ method: 'lspCopilot/didShow', params: args }]);
+    const command = (items[0] as any).command;
+    await vscodeMock.commands.get(command.command)!(...command.arguments);
+    assert.deepEqual(client.notifications.at(-1), { method: 'lspCopilot/didAccept', params: args });
+    await extension.deactivate();
+  });
+
   test('no server found: the status bar says so and nothing is spawned', async () => {
     vscodeMock.reset({ serverPath: '', enable: true });
     const savedPath = process.env.PATH;

@@ -6,6 +6,7 @@ local M = {}
 ---@field uri string
 ---@field position { line: integer, character: integer }
 ---@field text string
+---@field id? string the server's id of the suggestion (from the item's command)
 
 ---@type table<integer, lsp_copilot.Feedback> pending suggestion per client id
 local pending = {}
@@ -59,6 +60,15 @@ function M.dismissed(client)
     pending[client.id] = nil
     notify(client, 'lspCopilot/didReject', old)
   end
+end
+
+--- The id the server gave an inline item (in its command's arguments), or nil.
+---@param item table an InlineCompletionItem as received
+---@return string?
+function M.id(item)
+  local args = item and item.command and item.command.arguments
+  local first = type(args) == 'table' and args[1] or nil
+  return type(first) == 'table' and type(first.id) == 'string' and first.id or nil
 end
 
 ---@param client_id integer

@@ -102,6 +102,7 @@ function M.request(client, bufnr)
       uri = vim.uri_from_bufnr(bufnr),
       position = params.position,
       text = text,
+      id = feedback.id(item),
     })
   end, bufnr)
 end

@@ -211,7 +211,8 @@ local function watch_inline_results(client)
         local item = items[1]
         local text = item and (type(item.insertText) == 'string' and item.insertText or item.insertText.value)
         if text and text ~= '' then
-          feedback.shown(self, { uri = params.textDocument.uri, position = params.position, text = text })
+          feedback.shown(self, { uri = params.textDocument.uri, position = params.position, text = text,
+            id = feedback.id(item) })
         else
           feedback.dismissed(self)
         end
