@@ -177,8 +177,11 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
         capabilities=types.ClientCapabilities(), root_uri=root.as_uri(),
         initialization_options={**options, "cacheDir": str(cache_dir)}))
     client.initialized(types.InitializedParams())
+    # Every engine a route names, not only the main one: a second engine loading while the
+    # keys are typed measures the load, not the typing.
     while (s := _plain(await client.protocol.send_request_async("lspCopilot/stats", {})))[
-            "engine_state"] == "loading":
+            "engine_state"] == "loading" or any(
+            r["state"] == "loading" for r in s.get("routes", {}).values()):
         await asyncio.sleep(0.5)
     if s["engine_state"] != "ready":
         raise SystemExit(f"engine failed: {s['engine_error']}")
