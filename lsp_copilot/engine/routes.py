@@ -83,6 +83,10 @@ class Routes:
     def plan(self) -> dict[str, str]:
         return dict(self._plan)
 
+    def expect(self, settings: Settings, device: str) -> None:
+        """Take the plan now, before its engines load: stats then say they are loading."""
+        self._plan = plan(settings, device)
+
     async def start(self, settings: Settings, device: str, report: Reporter) -> None:
         """Load the engines the plan names that are not running; stop those it no longer
         names. The main engine is the caller's (it loads first and is never stopped here)."""
@@ -117,7 +121,9 @@ class Routes:
                 if count:
                     self.main.count("route_fallbacks")
                 model = MAIN
-        engine = engine or self.main.engine()
+        if engine is None:
+            model = MAIN
+            engine = self.main.engine()
         if count:
             self._answered[kind, model] = self._answered.get((kind, model), 0) + 1
         return engine, model
@@ -137,9 +143,10 @@ class Routes:
         for kind, model in self._plan.items():
             extra = self._extras.get(model)
             manager = extra.manager if extra is not None else self.main
-            info = manager.info
+            info = manager.info if extra is not None or model == MAIN else None
+            state = manager.state if extra is not None or model == MAIN else "loading"
             out[kind] = {"route": model, "model": info.model if info else None,
-                         "state": manager.state,
+                         "state": state,
                          # a list: route names are no identifiers (clients map objects)
                          "answered": [{"route": route, "requests": n}
                                       for (k, route), n in sorted(self._answered.items())

@@ -79,6 +79,8 @@ async def _load_engine(
             )
 
     if pending is None:
+        if ls.settings.engine_backend == "embedded":
+            ls.routes.expect(ls.settings, detect(ls.settings.device).device)
         result = await ls.engines.start(ls.settings, report)
         if result.ok and ls.settings.engine_backend == "embedded":
             # Engines that other routes name load after the main one (two loads at once

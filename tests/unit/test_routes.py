@@ -69,6 +69,9 @@ async def _routes(typing_loads: threading.Event | None = None) -> tuple[Routes, 
 async def test_each_kind_gets_its_engine_and_falls_back_to_main_until_it_is_ready() -> None:
     gate = threading.Event()
     routes, loaded = await _routes(typing_loads=gate)
+    routes.expect(Settings(), "cpu")  # planned, not started: reported as loading
+    assert routes.stats()["singleLine"]["state"] == "loading"
+    assert routes.engine_for("singleLine", count=False)[1] == MAIN
     await routes.start(Settings(), "cpu", lambda _: None)
     engine, route = routes.engine_for("singleLine")
     assert (route, engine.info.model) == (MAIN, "main-model")  # still loading: fallback
