@@ -10,6 +10,7 @@ when the client cancelled, since the next keystroke's request may still reuse it
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import time
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lsp_copilot.alternatives import alternative_requests, distinct
 from lsp_copilot.budgets import budgets_for
 from lsp_copilot.cache import CompletionCache, cache_key
 from lsp_copilot.config import Settings
@@ -53,6 +55,7 @@ class Outcome:
     context: Context | None = None
     source: str = "engine"  # engine | cache | typed_through | merged | none
     raw: str = ""  # the model's text before post-processing (for `bench quality`)
+    alternatives: list[str] = field(default_factory=list)  # explicit requests' other items
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,7 @@ class _Shown:
 
     prefix: bytes
     suffix: bytes
-    text: str
+    texts: tuple[str, ...]  # the suggestions answered, the one the user took first
     mode: Mode
 
 
@@ -179,19 +182,24 @@ class Completer:
                                  "version": snapshot.version, "prefetch": prefetch,
                                  "explicit": explicit, "status": "cancelled"}
         began = time.perf_counter()
+        pending: list[asyncio.Task[Any]] = []  # alternatives under way
         try:
-            outcome = await self._complete(snapshot, offset, prefetch, explicit, trace)
+            outcome = await self._complete(snapshot, offset, prefetch, explicit, trace, pending)
             trace.update(status="answered", mode=outcome.mode, source=outcome.source,
                          chars=len(outcome.text), reason=outcome.reason,
                          **outcome.timings_ms)
             return outcome
         finally:
+            for task in pending:
+                task.cancel()  # (done already, unless the request ended first)
+            if pending:  # their engine requests are aborted before we return
+                await asyncio.wait(pending)
             trace["elapsed_ms"] = round((time.perf_counter() - began) * 1000, 1)
             self.telemetry.trace(trace)
 
     async def _complete(
         self, snapshot: Snapshot, offset: int, prefetch: bool, explicit: bool,
-        trace: dict[str, Any],
+        trace: dict[str, Any], pending: list[asyncio.Task[Any]],
     ) -> Outcome:
         settings = self._settings()
         started = time.perf_counter()
@@ -268,8 +276,13 @@ class Completer:
         raw: str | None = cache.get(key) if cache is not None else None
         source = "cache"
         truncated = False  # (known for the engine's own answers only)
+        several = explicit and settings.max_suggestions > 1
         if raw is not None:
             self.telemetry.count("cache_hits")
+            if several:
+                pending.append(asyncio.ensure_future(self._alternatives(
+                    engine, self._request(engine, template, context, mode, cursor, max_tokens,
+                                          settings, prefetch, trace), settings, None)))
         else:
             t_merge = time.perf_counter()
             got = await self._from_flight(snapshot.uri, context.prompt, settings, trace) if (
@@ -294,24 +307,14 @@ class Completer:
                         self.telemetry.count("debounced")
                         await asyncio.sleep(delay / 1000)  # a newer keystroke cancels us here
                 t_ids = time.perf_counter()
-                ids, stop_ids = self._token_ids(engine, template, context)
+                request = self._request(engine, template, context, mode, cursor, max_tokens,
+                                        settings, prefetch, trace)
                 encode_ms = (time.perf_counter() - t_ids) * 1000
                 waited -= encode_ms  # our own work (vLLM would tokenize in this process too)
                 trace["encode_ms"] = round(encode_ms, 2)
-                if ids is not None and self.telemetry.tracing:  # what the last call lacked
-                    trace["new_tokens"] = len(ids) - _common_prefix(ids, self._last_ids)
-                    self._last_ids = ids
-                request = EngineRequest(
-                    request_id=f"lsp-copilot-{next(_ids)}",
-                    prompt=context.prompt,
-                    max_tokens=max_tokens,
-                    temperature=settings.temperature,
-                    priority=2 if prefetch else (0 if mode == "single-line" else 1),
-                    stop=template.stop,
-                    stop_at=stop_rule(mode, cursor),
-                    prompt_token_ids=ids,
-                    stop_token_ids=stop_ids,
-                )
+                if several:  # they start once this generation's prompt is in the engine
+                    pending.append(asyncio.ensure_future(self._alternatives(
+                        engine, request, settings, snapshot.uri)))
                 result = await self._fly(
                     engine, snapshot.uri, key, mode, request, settings, cache, trace,
                     deadline=0 if prefetch or explicit else settings.deadline_ms,
@@ -331,15 +334,64 @@ class Completer:
         text = finalize(raw, mode, cursor, snapshot, offset, truncated)
         if not text and raw.strip() and finalize(raw, mode, cursor, truncated=truncated):
             self.telemetry.count("not_whole")  # the text rules kept it; the syntax did not
+        alternatives: list[str] = []
+        if pending:
+            t_alt = time.perf_counter()
+            results: list[EngineResult] = await pending[0]
+            waited += (time.perf_counter() - t_alt) * 1000
+            texts = distinct([text, *(finalize(r.text, mode, cursor, snapshot, offset,
+                                               r.finish_reason == "length") for r in results)],
+                             settings.max_suggestions)
+            text, alternatives = (texts[0], texts[1:]) if texts else ("", [])
+            self.telemetry.count("alternatives", len(alternatives))
+            trace["alternatives"] = len(alternatives)
         total_ms = (time.perf_counter() - started) * 1000
         self.telemetry.server_time(max(0.0, total_ms - waited))
         timings = {"context": round(context_ms, 2), "engine": round(waited, 2),
                    "total": round(total_ms, 2)}
         self.telemetry.last_timings_ms = timings
         if text and not prefetch:
-            self._remember_shown(snapshot, offset, text, mode)
+            self._remember_shown(snapshot, offset, (text, *alternatives), mode)
         return Outcome(text, mode, timings, None if text else "the model gave nothing usable",
-                       context, source, raw)
+                       context, source, raw, alternatives)
+
+    def _request(self, engine: Engine, template: Template, context: Context, mode: Mode,
+                 cursor: Cursor, max_tokens: int, settings: Settings, prefetch: bool,
+                 trace: dict[str, Any]) -> EngineRequest:
+        """The engine request for ``context``: token ids, stop rules, priority."""
+        ids, stop_ids = self._token_ids(engine, template, context)
+        if ids is not None and self.telemetry.tracing:  # what the last call lacked
+            trace["new_tokens"] = len(ids) - _common_prefix(ids, self._last_ids)
+            self._last_ids = ids
+        return EngineRequest(
+            request_id=f"lsp-copilot-{next(_ids)}",
+            prompt=context.prompt,
+            max_tokens=max_tokens,
+            temperature=settings.temperature,
+            priority=2 if prefetch else (0 if mode == "single-line" else 1),
+            stop=template.stop,
+            stop_at=stop_rule(mode, cursor),
+            prompt_token_ids=ids,
+            stop_token_ids=stop_ids,
+        )
+
+    async def _alternatives(self, engine: Engine, request: EngineRequest, settings: Settings,
+                            uri: str | None) -> list[EngineResult]:
+        """maxSuggestions - 1 sampled variants of ``request``, once the document's
+        generation (``uri``'s flight, if any) has its first text: its prompt is then in the
+        prefix cache and the variants prefill nothing again. Failed ones are left out."""
+        flight = self._flights.get(uri) if uri is not None else None
+        if flight is not None and flight.task is not None and not flight.done:
+            waiter = asyncio.ensure_future(flight.first_text.wait())
+            try:
+                await asyncio.wait({waiter, flight.task}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+        requests = alternative_requests(request, settings.max_suggestions - 1,
+                                        settings.alternative_temperature)
+        results = await asyncio.gather(*(self._generate(engine, r, None, "") for r in requests),
+                                       return_exceptions=True)
+        return [r for r in results if isinstance(r, EngineResult)]
 
     def _token_ids(self, engine: Engine, template: Template, context: Context
                    ) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
@@ -355,9 +407,22 @@ class Completer:
 
     # -- typing-through -------------------------------------------------------------
 
-    def _remember_shown(self, snapshot: Snapshot, offset: int, text: str, mode: Mode) -> None:
+    def _remember_shown(self, snapshot: Snapshot, offset: int, texts: tuple[str, ...],
+                        mode: Mode) -> None:
         self._shown[snapshot.uri] = _Shown(snapshot.data[:offset], snapshot.data[offset:],
-                                           text, mode)
+                                           texts, mode)
+
+    def prefer(self, uri: str, text: str) -> None:
+        """The user took (part of) ``text``, one of the suggestions answered last, or what
+        was left of it: typing-through continues that one, not the first."""
+        shown = self._shown.get(uri)
+        if shown is None:
+            return
+        for candidate in shown.texts:
+            if text and candidate.endswith(text):
+                rest = tuple(t for t in shown.texts if t is not candidate)
+                self._shown[uri] = dataclasses.replace(shown, texts=(candidate, *rest))
+                return
 
     def _typed_through(self, snapshot: Snapshot, offset: int) -> str | None:
         shown = self._shown.get(snapshot.uri)
@@ -368,9 +433,10 @@ class Completer:
                 or not data.startswith(shown.prefix) or offset < len(shown.prefix)):
             return None
         typed = data[len(shown.prefix):offset].decode("utf-8", "replace")
-        if not shown.text.startswith(typed) or len(typed) >= len(shown.text):
-            return None
-        return shown.text[len(typed):]
+        for text in shown.texts:
+            if text.startswith(typed) and len(typed) < len(text):
+                return text[len(typed):]
+        return None
 
     def _typed(self, text: str, mode: Mode, started: float) -> Outcome:
         self.telemetry.count("typed_through")

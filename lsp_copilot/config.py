@@ -344,6 +344,15 @@ class Settings:
         _int_range(0, 600_000),
     )
     temperature: float = _setting(0.0, "Sampling temperature (0: greedy).", _float_range(0, 2))
+    max_suggestions: int = _setting(
+        3, "Most suggestions an explicit request (triggerKind Invoked) answers: the first "
+        "one plus alternatives sampled at alternativeTemperature, each post-processed, no "
+        "two alike. Automatic requests always get one.", _int_range(1, 10)
+    )
+    alternative_temperature: float = _setting(
+        0.8, "Sampling temperature of the alternatives an explicit request adds "
+        "(maxSuggestions above 1).", _float_range(0.01, 2)
+    )
     debounce_mode: str = _setting(
         "adaptive",
         "adaptive (learns your keystroke gap), fixed (debounceMs) or off.",

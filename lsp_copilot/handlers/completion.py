@@ -57,21 +57,24 @@ async def inline_completion(
     heap.collect_young_soon()  # after the answer is out, not in the next request
     if outcome is None or not outcome.text:
         return types.InlineCompletionList(items=[])
-    item = types.InlineCompletionItem(
-        insert_text=outcome.text,
-        range=types.Range(params.position, params.position),
-        command=types.Command(
-            title="lsp-copilot: accepted",
-            command=ACCEPT_COMMAND,
-            arguments=[{
-                "uri": params.text_document.uri,
-                "position": {"line": params.position.line,
-                             "character": params.position.character},
-                "text": outcome.text,
-            }],
-        ),
-    )
-    return types.InlineCompletionList(items=[item])
+    # Explicit requests may carry alternatives (maxSuggestions): one item each, in order.
+    return types.InlineCompletionList(items=[
+        types.InlineCompletionItem(
+            insert_text=text,
+            range=types.Range(params.position, params.position),
+            command=types.Command(
+                title="lsp-copilot: accepted",
+                command=ACCEPT_COMMAND,
+                arguments=[{
+                    "uri": params.text_document.uri,
+                    "position": {"line": params.position.line,
+                                 "character": params.position.character},
+                    "text": text,
+                }],
+            ),
+        )
+        for text in (outcome.text, *outcome.alternatives)
+    ])
 
 
 def _word_before(line_before: str) -> str:
