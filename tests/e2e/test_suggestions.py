@@ -46,7 +46,8 @@ async def test_partial_accept_counts_and_the_rest_follows(engine_client: Languag
     commands): didAccept carries acceptedChars, the stats count it, and the request at the
     end of the accepted word answers the rest of the same suggestion without the engine."""
     uri = _uri("e2e_partial.py")
-    text = "def total_price(items, tax):\n    subtotal = sum(item.price for item in items)\n    return "
+    text = ("def total_price(items, tax):\n"
+            "    subtotal = sum(item.price for item in items)\n    return ")
     _open(engine_client, uri, text)
     col = len("    return ")
     shown = await _inline(engine_client, uri, 2, col, types.InlineCompletionTriggerKind.Invoked)

@@ -8,6 +8,7 @@ the real engine.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from types import SimpleNamespace
 from typing import Any
 
@@ -35,10 +36,13 @@ class SeededEngine(FakeEngine):
         self.requests: list[EngineRequest] = []
         self.greedy_text_when: list[str] = []
         self._greedy = ""
+        self.three_started = asyncio.Event()  # the first request and two alternatives
 
     async def generate(self, request: EngineRequest) -> EngineResult:
         self.requests.append(request)
         self.greedy_text_when.append(self._greedy)
+        if len(self.requests) == 3:
+            self.three_started.set()
         reply = self.replies[request.seed]
         text = ""
         try:
@@ -119,13 +123,10 @@ async def test_cancelling_the_request_cancels_its_alternatives() -> None:
                            2: " a" + " - a" * 40 + "\n"}, step_s=0.02)
     completer = await _completer(engine)
     task = asyncio.ensure_future(completer.complete(_snap(SOURCE), len(SOURCE), explicit=True))
-    while len(engine.requests) < 3:
-        await asyncio.sleep(0.01)
+    await engine.three_started.wait()
     task.cancel()
-    try:
+    with contextlib.suppress(asyncio.CancelledError):
         await task
-    except asyncio.CancelledError:
-        pass
     assert engine.aborted >= 2  # both alternatives aborted, not left running
 
 
