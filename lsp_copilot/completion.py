@@ -68,6 +68,10 @@ class _Shown:
     mode: Mode
 
 
+ALTERNATIVES_MIN_WAIT_S = 1.0
+"""Alternatives still running when the first suggestion is ready get as long again as it
+took, and at least this: the user waits for the first, not for the slowest sample."""
+
 SUFFIX_LINES = 4
 """Lines after the cursor line that post-processing compares the answer with."""
 
@@ -280,9 +284,9 @@ class Completer:
         if raw is not None:
             self.telemetry.count("cache_hits")
             if several:
-                pending.append(asyncio.ensure_future(self._alternatives(
-                    engine, self._request(engine, template, context, mode, cursor, max_tokens,
-                                          settings, prefetch, trace), settings, None)))
+                pending += self._alternatives(engine, self._request(
+                    engine, template, context, mode, cursor, max_tokens, settings, prefetch,
+                    trace), settings, None)
         else:
             t_merge = time.perf_counter()
             got = await self._from_flight(snapshot.uri, context.prompt, settings, trace) if (
@@ -313,8 +317,7 @@ class Completer:
                 waited -= encode_ms  # our own work (vLLM would tokenize in this process too)
                 trace["encode_ms"] = round(encode_ms, 2)
                 if several:  # they start once this generation's prompt is in the engine
-                    pending.append(asyncio.ensure_future(self._alternatives(
-                        engine, request, settings, snapshot.uri)))
+                    pending += self._alternatives(engine, request, settings, snapshot.uri)
                 result = await self._fly(
                     engine, snapshot.uri, key, mode, request, settings, cache, trace,
                     deadline=0 if prefetch or explicit else settings.deadline_ms,
@@ -336,9 +339,13 @@ class Completer:
             self.telemetry.count("not_whole")  # the text rules kept it; the syntax did not
         alternatives: list[str] = []
         if pending:
+            # Those still running get as long again as the first took (at least 1 s).
             t_alt = time.perf_counter()
-            results: list[EngineResult] = await pending[0]
+            done, _ = await asyncio.wait(
+                pending, timeout=max(ALTERNATIVES_MIN_WAIT_S, t_alt - started))
             waited += (time.perf_counter() - t_alt) * 1000
+            results = [t.result() for t in done if not t.cancelled() and t.exception() is None]
+            trace["alternatives_late"] = len(pending) - len(done)
             texts = distinct([text, *(finalize(r.text, mode, cursor, snapshot, offset,
                                                r.finish_reason == "length") for r in results)],
                              settings.max_suggestions)
@@ -375,23 +382,26 @@ class Completer:
             stop_token_ids=stop_ids,
         )
 
-    async def _alternatives(self, engine: Engine, request: EngineRequest, settings: Settings,
-                            uri: str | None) -> list[EngineResult]:
-        """maxSuggestions - 1 sampled variants of ``request``, once the document's
-        generation (``uri``'s flight, if any) has its first text: its prompt is then in the
-        prefix cache and the variants prefill nothing again. Failed ones are left out."""
-        flight = self._flights.get(uri) if uri is not None else None
-        if flight is not None and flight.task is not None and not flight.done:
-            waiter = asyncio.ensure_future(flight.first_text.wait())
-            try:
-                await asyncio.wait({waiter, flight.task}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waiter.cancel()
-        requests = alternative_requests(request, settings.max_suggestions - 1,
-                                        settings.alternative_temperature)
-        results = await asyncio.gather(*(self._generate(engine, r, None, "") for r in requests),
-                                       return_exceptions=True)
-        return [r for r in results if isinstance(r, EngineResult)]
+    def _alternatives(self, engine: Engine, request: EngineRequest, settings: Settings,
+                      uri: str | None) -> list[asyncio.Task[EngineResult]]:
+        """maxSuggestions - 1 sampled variants of ``request``, each started once the
+        document's generation (``uri``'s flight, if any) has its first text: its prompt is
+        then in the prefix cache and the variants prefill nothing again."""
+
+        async def sample(alternative: EngineRequest) -> EngineResult:
+            current = self._flights.get(uri) if uri is not None else None
+            if current is not None and current.task is not None and not current.done:
+                waiter = asyncio.ensure_future(current.first_text.wait())
+                try:
+                    await asyncio.wait({waiter, current.task},
+                                       return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    waiter.cancel()
+            return await self._generate(engine, alternative, None, "")
+
+        # (The flight is looked up when each starts: _fly registers it just after this.)
+        return [asyncio.ensure_future(sample(r)) for r in alternative_requests(
+            request, settings.max_suggestions - 1, settings.alternative_temperature)]
 
     def _token_ids(self, engine: Engine, template: Template, context: Context
                    ) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:

@@ -172,3 +172,19 @@ def test_accepted_chars_are_counted_in_the_position_encoding() -> None:
     feedback.accept_command(ls, [{"uri": URI, "position": {"line": 0, "character": 0},
                                   "text": "abc", "acceptedChars": 2}])
     assert ls.telemetry.counters["partial_accepts"] == 1
+
+
+async def test_an_alternative_still_running_long_after_the_first_is_left_out(
+    monkeypatch: Any,
+) -> None:
+    """The user waits for the first suggestion, not for the slowest sample: past the wait
+    (as long again as the first took, at least ALTERNATIVES_MIN_WAIT_S) a sample is aborted
+    and the answer has the others."""
+    from lsp_copilot import completion
+
+    monkeypatch.setattr(completion, "ALTERNATIVES_MIN_WAIT_S", 0.2)
+    engine = SeededEngine({None: " a + b\n", 1: " b + a\n", 2: " a" + " - a" * 300 + "\n"})
+    completer = await _completer(engine)
+    outcome = await completer.complete(_snap(SOURCE), len(SOURCE), explicit=True)
+    assert outcome.text == "a + b" and outcome.alternatives == ["b + a"]
+    assert engine.aborted == 1  # the slow one, aborted before the answer went out
