@@ -2,7 +2,9 @@
 --   nvim --headless -n -u NONE -c 'luafile editors/nvim/test/test_ghost.lua'
 -- Opens a real file, types, waits for the ghost text, accepts it with <Tab> and checks the
 -- buffer; then :LspCopilotStats, :LspCopilotToggle, :checkhealth, and the extmark path
--- (Neovim 0.10/0.11) on the same server. Exit code 0 on success.
+-- (Neovim 0.10/0.11) on the same server; in both, <M-\> (an explicit request with several
+-- suggestions), <M-]> (the next one), <M-Right> / <M-C-Right> (accept a word, a line).
+-- Exit code 0 on success.
 local here = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h')
 local root = vim.fn.fnamemodify(here, ':h:h:h')
 vim.opt.rtp:prepend(vim.fn.fnamemodify(here, ':h'))
@@ -102,9 +104,79 @@ local function type_and_accept(name, header, typed, ns)
   return text, before, after, bufnr
 end
 
+local GREET = { 'def greeting(name, hour):', '    """A greeting for name at this hour of the day."""',
+  '    if hour < 12:' }
+
+--- <M-\>, <M-]>, <M-Right>, <M-C-Right> on `name`: several suggestions, the second one
+--- shown, its first word accepted (acceptedChars), the rest typed through, then its line.
+---@param items fun(bufnr: integer): string[]? the suggestions answered (once they are in)
+local function several_and_partial(name, ns, items)
+  local copilot = require('lsp_copilot')
+  local path = dir .. '/' .. name
+  vim.fn.writefile(GREET, path)
+  vim.cmd.edit(path)
+  local bufnr = vim.api.nvim_get_current_buf()
+  wait_for('the client to attach', 30000, function()
+    return copilot.client(bufnr)
+  end)
+  type_keys('Go        return ')
+  local before = copilot.stats(5000) or {}
+  type_keys('<M-\\>')
+  local ok, answered = pcall(wait_for, 'several suggestions', 120000, function()
+    local got = items(bufnr)
+    return got and #got >= 2 and got
+  end)
+  if not ok then
+    log('%s: suggestions on screen: %s', name, vim.inspect(items(bufnr)))
+    error(answered)
+  end
+  log('%s: %d suggestions: %s', name, #answered, vim.inspect(answered))
+  local middle = copilot.stats(5000) or {}
+  check(middle.explicit_requests == (before.explicit_requests or 0) + 1, name .. ': <M-\\> sent an explicit request',
+    { before.explicit_requests, middle.explicit_requests })
+  check(ghost_text(bufnr, ns) == answered[1] .. (' (1/%d)'):format(#answered) or ghost_text(bufnr, ns) == answered[1],
+    name .. ': the first suggestion on screen', ghost_text(bufnr, ns))
+  type_keys('<M-]>')
+  local second = wait_for('the second suggestion', 5000, function()
+    local text = ghost_text(bufnr, ns)
+    return text and text:find(answered[2], 1, true) == 1 and text
+  end)
+  check(second == answered[2] .. (' (2/%d)'):format(#answered), name .. ': <M-]> shows the second (2/n)', second)
+  local line = vim.api.nvim_get_current_line()
+  type_keys('<M-Right>')
+  local word = require('lsp_copilot.ghost').next_part(answered[2], 'word')
+  wait_for('the word inserted', 5000, function()
+    return vim.api.nvim_get_current_line() == line .. word
+  end)
+  local rest = answered[2]:sub(#word + 1)
+  local shown = wait_for('the rest of the suggestion', 30000, function()
+    local text = ghost_text(bufnr, ns)
+    return text == rest and text
+  end)
+  check(shown == rest, name .. ': after <M-Right>, the rest of the second suggestion', { shown, rest })
+  local after = copilot.stats(5000) or {}
+  check(after.partial_accepts == (middle.partial_accepts or 0) + 1
+    and after.accepted_chars == (middle.accepted_chars or 0) + #word,
+    name .. ': the server counted the partial accept', { after.partial_accepts, after.accepted_chars, #word })
+  check(after.typed_through > (middle.typed_through or 0), name .. ': the rest came from the suggestion (typed through)')
+  type_keys('<M-C-Right>')
+  local part = require('lsp_copilot.ghost').next_part(rest, 'line')
+  wait_for('the line inserted', 5000, function()
+    return vim.api.nvim_get_current_line() == line .. word .. part
+  end)
+  local final = copilot.stats(5000) or {}
+  local whole = #part == #rest
+  check((whole and final.accepted == after.accepted + 1) or (not whole and final.partial_accepts == after.partial_accepts + 1),
+    name .. ': <M-C-Right> accepted the line', { part = part, rest = rest })
+  type_keys('<Esc>')
+  vim.cmd('bwipeout!')
+end
+
 local function main()
   local copilot = require('lsp_copilot')
-  copilot.setup({ cmd = { server, 'serve' }, settings = { maxTokensSingleLine = 16 } })
+  -- Four suggestions sampled hot: a small model's samples often repeat its first answer.
+  copilot.setup({ cmd = { server, 'serve' },
+    settings = { maxTokensSingleLine = 16, maxSuggestions = 4, alternativeTemperature = 1.0 } })
   check(vim.lsp.inline_completion ~= nil and copilot.native(), 'Neovim 0.12 native inline completion in use')
 
   -- 1. Start the server on a real file and wait for the engine.
@@ -180,6 +252,16 @@ local function main()
   check(health:match('engine ready') ~= nil and health:match('ERROR') == nil, ':checkhealth lsp_copilot', health)
   vim.cmd('bwipeout!')
 
+  -- 5b. Several suggestions and partial accepts, native inline completion.
+  several_and_partial('greet_native.py', ns, function(bufnr)
+    local cap = require('vim.lsp._capability').all.inline_completion
+    local completor = cap and cap.active[bufnr]
+    local state = completor and completor.client_state[client.id]
+    return state and state.items and vim.tbl_map(function(item)
+      return type(item.insertText) == 'string' and item.insertText or item.insertText.value
+    end, state.items)
+  end)
+
   -- 6. The Neovim 0.10/0.11 path (extmarks of our own), same server.
   copilot.use_ghost('extmark')
   check(not copilot.native(), 'extmark ghost text in use')
@@ -189,6 +271,12 @@ local function main()
   check(vim.deep_equal(gafter, vim.list_extend(vim.list_slice(gbefore, 1, #gbefore - 1), gexpected)),
     'extmark path: buffer after <Tab> = typed text + suggestion', { before = gbefore, after = gafter, text = gtext })
   check(copilot.statusline():match('%d+ ms') ~= nil, 'extmark path: statusline shows latency: ' .. copilot.statusline())
+
+  -- 7. Several suggestions and partial accepts, extmark path.
+  several_and_partial('greet_extmark.py', require('lsp_copilot.ghost').ns, function()
+    local g = require('lsp_copilot.ghost').current()
+    return g and g.items
+  end)
 end
 
 coroutine.wrap(function()
