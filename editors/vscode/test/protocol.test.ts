@@ -121,7 +121,8 @@ describe('against the real server and engine', { timeout: READY_TIMEOUT_MS + 120
   let s: Session;
   before(async () => {
     vscodeMock.reset({ serverPath: SERVER, enable: true });
-    s = await startServer('engine', { maxTokensSingleLine: 16, serverPath: SERVER });
+    // Four suggestions sampled hot: a small model's samples often repeat its first answer.
+    s = await startServer('engine', { maxTokensSingleLine: 16, maxSuggestions: 4, alternativeTemperature: 1.0, serverPath: SERVER });
   });
   after(async () => {
     if (s) {
@@ -218,7 +219,7 @@ describe('against the real server and engine', { timeout: READY_TIMEOUT_MS + 120
     const items = await provide(document, position, invoke, token, viaClient(document, position));
     const middle = await fetchStats(s.rpc);
     assert.equal((middle.explicit_requests as number) - (before.explicit_requests as number), 1, 'counted as explicit');
-    assert.ok(items.length >= 2 && items.length <= 3, `several suggestions: ${JSON.stringify(items)}`);
+    assert.ok(items.length >= 2 && items.length <= 4, `several suggestions: ${JSON.stringify(items)}`);
     assert.equal(new Set(items.map((i: any) => i.insertText.trimEnd())).size, items.length, 'distinct');
     const automatic = { triggerKind: 1 }; // vscode.InlineCompletionTriggerKind.Automatic
     const one = await provide(document, position, automatic, token, viaClient(document, position));
