@@ -104,8 +104,10 @@ local function type_and_accept(name, header, typed, ns)
   return text, before, after, bufnr
 end
 
-local GREET = { 'def greeting(name, hour):', '    """A greeting for name at this hour of the day."""',
-  '    if hour < 12:' }
+-- A list a model can go on in many ways: its samples differ from its first answer.
+local FRUITS = { 'def basket():', '    """Fruit for the week."""' }
+local TYPED = '    return ["apple", '
+
 
 --- <M-\>, <M-]>, <M-Right>, <M-C-Right> on `name`: several suggestions, the second one
 --- shown, its first word accepted (acceptedChars), the rest typed through, then its line.
@@ -113,13 +115,13 @@ local GREET = { 'def greeting(name, hour):', '    """A greeting for name at this
 local function several_and_partial(name, ns, items)
   local copilot = require('lsp_copilot')
   local path = dir .. '/' .. name
-  vim.fn.writefile(GREET, path)
+  vim.fn.writefile(FRUITS, path)
   vim.cmd.edit(path)
   local bufnr = vim.api.nvim_get_current_buf()
   wait_for('the client to attach', 30000, function()
     return copilot.client(bufnr)
   end)
-  type_keys('Go        return ')
+  type_keys('Go' .. TYPED)
   local before = copilot.stats(5000) or {}
   type_keys('<M-\\>')
   local ok, answered = pcall(wait_for, 'several suggestions', 120000, function()
@@ -174,9 +176,10 @@ end
 
 local function main()
   local copilot = require('lsp_copilot')
-  -- Four suggestions sampled hot: a small model's samples often repeat its first answer.
+  -- Four suggestions (a small model's samples often repeat its first answer), and time for
+  -- them on a busy machine.
   copilot.setup({ cmd = { server, 'serve' },
-    settings = { maxTokensSingleLine = 16, maxSuggestions = 4, alternativeTemperature = 1.0 } })
+    settings = { maxTokensSingleLine = 16, maxSuggestions = 4, requestTimeoutMs = 120000 } })
   check(vim.lsp.inline_completion ~= nil and copilot.native(), 'Neovim 0.12 native inline completion in use')
 
   -- 1. Start the server on a real file and wait for the engine.
@@ -253,7 +256,7 @@ local function main()
   vim.cmd('bwipeout!')
 
   -- 5b. Several suggestions and partial accepts, native inline completion.
-  several_and_partial('greet_native.py', ns, function(bufnr)
+  several_and_partial('fruit_native.py', ns, function(bufnr)
     local cap = require('vim.lsp._capability').all.inline_completion
     local completor = cap and cap.active[bufnr]
     local state = completor and completor.client_state[client.id]
@@ -273,7 +276,7 @@ local function main()
   check(copilot.statusline():match('%d+ ms') ~= nil, 'extmark path: statusline shows latency: ' .. copilot.statusline())
 
   -- 7. Several suggestions and partial accepts, extmark path.
-  several_and_partial('greet_extmark.py', require('lsp_copilot.ghost').ns, function()
+  several_and_partial('fruit_extmark.py', require('lsp_copilot.ghost').ns, function()
     local g = require('lsp_copilot.ghost').current()
     return g and g.items
   end)

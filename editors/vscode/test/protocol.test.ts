@@ -121,8 +121,9 @@ describe('against the real server and engine', { timeout: READY_TIMEOUT_MS + 120
   let s: Session;
   before(async () => {
     vscodeMock.reset({ serverPath: SERVER, enable: true });
-    // Four suggestions sampled hot: a small model's samples often repeat its first answer.
-    s = await startServer('engine', { maxTokensSingleLine: 16, maxSuggestions: 4, alternativeTemperature: 1.0, serverPath: SERVER });
+    // Four suggestions (a small model's samples often repeat its first answer), and time for
+    // them on a busy machine.
+    s = await startServer('engine', { maxTokensSingleLine: 16, maxSuggestions: 4, requestTimeoutMs: 120_000, serverPath: SERVER });
   });
   after(async () => {
     if (s) {
@@ -207,11 +208,12 @@ describe('against the real server and engine', { timeout: READY_TIMEOUT_MS + 120
   };
 
   test('Alt+\\ (an explicit request) gets several suggestions; typing gets one', async () => {
-    const uri = 'file:///tmp/lsp-copilot-vscode-test/greet.py';
-    const text = 'def greeting(name, hour):\n    """A greeting for name at this hour of the day."""\n    if hour < 12:\n        return \n';
+    // A list a model can go on in many ways: its samples differ from its first answer.
+    const uri = 'file:///tmp/lsp-copilot-vscode-test/fruit.py';
+    const text = 'def basket():\n    """Fruit for the week."""\n    return ["apple", \n';
     await s.conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text } });
     const document = { uri: { toString: () => uri } };
-    const position = { line: 3, character: 15 };
+    const position = { line: 2, character: 21 };
     const provide = middleware();
     const token = { isCancellationRequested: false };
     const before = await fetchStats(s.rpc);
