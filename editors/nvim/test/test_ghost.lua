@@ -203,7 +203,10 @@ local function main()
     return s and s.engine_state == 'ready' and s
   end)
   log('engine ready: %s', vim.inspect(stats.engine and stats.engine.model))
-  check(copilot.state.state == 'ready', 'statusline state follows progress', copilot.state)
+  -- (The progress' end may come a moment after the stats say ready.)
+  check(pcall(wait_for, 'the statusline state', 30000, function()
+    return copilot.state.state == 'ready'
+  end), 'statusline state follows progress', copilot.state)
 
   -- 2. Native path: type, ghost text, <Tab>, buffer = before + suggestion.
   local ns = vim.api.nvim_get_namespaces()['nvim.lsp.inline_completion']

@@ -283,6 +283,16 @@ local function watch_inline_results(client)
   local request = client.request
   ---@diagnostic disable-next-line: duplicate-set-field
   client.request = function(self, method, params, handler, bufnr)
+    if method == 'textDocument/inlineCompletion' and handler
+      and params.textDocument.uri ~= vim.uri_from_bufnr(vim.api.nvim_get_current_buf()) then
+      -- Neovim 0.12's inline completion asks for every attached buffer when the cursor
+      -- moves in any of them, each with the current window's position: a wasted engine
+      -- call, and an answer whose range may not exist in that buffer. Answer it here.
+      vim.schedule(function()
+        handler(nil, { items = {} }, { method = method, client_id = self.id, bufnr = bufnr })
+      end)
+      return true, nil
+    end
     if method == 'textDocument/inlineCompletion' and handler then
       local started = vim.uv.hrtime()
       local inner = handler
