@@ -57,7 +57,8 @@ The server reads its settings from the editor: `initializationOptions` when it s
 then `workspace/didChangeConfiguration`. Put them under an `lspCopilot` key (or flat);
 each client has its own place for them:
 
-- VS Code: `lspCopilot.<setting>` in the settings (the extension sends those it knows).
+- VS Code: `lspCopilot.<setting>` in the settings (every setting below; those you set are
+  sent).
 - Neovim: `require('lsp_copilot').setup({ settings = { ... } })`.
 - Emacs: `(setq lsp-copilot-server-settings '(:maxTokensSingleLine 32))`.
 
