@@ -137,6 +137,7 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
         "engine": info.as_dict() if info else None,
         "load_seconds": round(result.seconds, 2),
         "reason": outcome.reason,
+        "route": outcome.route,
         "budgets": budgets_for(settings, info.device if info else "cpu").as_dict()
         | {"used": outcome.context.budget_tokens if outcome.context else None},
     }
@@ -232,18 +233,24 @@ def _machine_device() -> str:
 
 def cmd_model_prepare(args: argparse.Namespace) -> int:
     from lsp_copilot.engine.models import ModelError, prepare_model
-    from lsp_copilot.models.presets import UnknownPreset, default_preset, preset
+    from lsp_copilot.models.presets import UnknownPreset, default_preset, preset, typing_preset
 
     try:
-        chosen = preset(args.name) if args.name else default_preset(_machine_device())
-        path = prepare_model(
-            chosen, target=args.target, source=args.source, force=args.force,
-            log=lambda m: print(m, file=sys.stderr),
-        )
+        if args.name:
+            chosen = [preset(args.name)]
+        else:  # this machine's default and, where typing has its own route, that preset
+            device = _machine_device()
+            typing = typing_preset(device)
+            chosen = [*([typing] if typing and not args.source else []), default_preset(device)]
+        for one in chosen:
+            path = prepare_model(
+                one, target=args.target, source=args.source, force=args.force,
+                log=lambda m: print(m, file=sys.stderr),
+            )
+            print(path)  # the default's folder comes last
     except (ModelError, UnknownPreset) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(path)
     return 0
 
 
@@ -266,14 +273,16 @@ def cmd_model_list(args: argparse.Namespace) -> int:
                        for w in p.wheels],
             "gguf_sha256": p.gguf_sha256, "download_mb": round(p.download_bytes / 1e6),
             "folder": str(folder), "prepared": prepared, "default_for": list(p.default_for),
+            "typing_for": list(p.typing_for),
         })
     if args.json:
         print(json.dumps({"presets": rows}, indent=2))
         return 0
     print(f"{'name':<20} {'params':>6} {'download':>9} {'prepared':>8}  default for")
     for r in rows:
+        uses = [*r["default_for"], *(f"typing on {d}" for d in r["typing_for"])]
         print(f"{r['name']:<20} {r['parameters']:>6} {r['download_mb']:>6} MB "
-              f"{'yes' if r['prepared'] else 'no':>8}  {', '.join(r['default_for']) or '-'}")
+              f"{'yes' if r['prepared'] else 'no':>8}  {', '.join(uses) or '-'}")
     return 0
 
 
@@ -294,6 +303,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
             print(json.dumps(result, indent=2, ensure_ascii=False))
         else:
             print(bench_quality.render(result))
+        return 0
+    if args.what == "safety":  # no engine: the rules on real code and on the snippets
+        from lsp_copilot import bench_safety
+
+        try:
+            folders = bench_safety.parse_folders(args.language_corpus)
+        except ValueError as exc:
+            raise SystemExit(f"error: {exc}") from None
+        result = bench_safety.run(folders, args.max_files)
+        print(json.dumps(result, indent=2) if args.json else bench_safety.render(result))
         return 0
     if args.what == "robustness":  # through the real protocol: one line per trial
         from lsp_copilot import bench_robustness
@@ -342,6 +361,26 @@ def _print_nested(result: dict[str, Any], indent: str = "") -> None:
             _print_nested(value, indent + "  ")
         else:
             print(f"{indent}{key}: {value}")
+
+
+def cmd_safety_check(args: argparse.Namespace) -> int:
+    """A whole file's findings with the rules suggestions are checked with; exit 1 when
+    there is one (for scripts and hooks), 2 when the file cannot be read."""
+    from lsp_copilot.postprocess.safety import scan_file
+
+    try:
+        grammar, findings = scan_file(args.file)
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"findings": [f.as_json() for f in findings]}))
+    else:
+        if grammar is None:
+            print(f"{args.file}: no grammar for this file: nothing checked", file=sys.stderr)
+        for f in findings:
+            print(f"{args.file}:{f.line + 1}: {f.rule}: {f.text}")
+    return 1 if findings else 0
 
 
 def cmd_cache_clear(args: argparse.Namespace) -> int:
@@ -408,7 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="measure through the real engine")
     bench.add_argument("what", choices=["engine", "prompt", "context", "typing", "robustness",
-                                          "quality"])
+                                          "quality", "safety"])
     bench.add_argument("--keystrokes", type=int, default=300, help="typing, engine: keys to replay")
     bench.add_argument("--out", type=Path, default=Path("bench-results"),
                        help="typing: folder for the JSON summary and the PNG plot; "
@@ -419,7 +458,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--language-corpus", action="append", metavar="LANG=PATH",
                        help="context: code of one language for the enclosing-function check "
                        "(go, rust, cpp, java, typescript, python; a folder, .zip or .tgz; "
-                       "default: where Debian's packages put it); repeatable")
+                       "default: where Debian's packages put it); repeatable; safety: the "
+                       "same for python, site-packages, go, java, cpp, rust, javascript, "
+                       "typescript")
+    bench.add_argument("--max-files", type=int, default=0,
+                       help="safety: sample this many files per corpus (default: all)")
     bench.add_argument("--per-language", type=int, default=50,
                        help="context: positions per language for that check (0: skip it)")
     bench.add_argument("--json", nargs="?", const=True, default=False, metavar="OUT",
@@ -433,6 +476,14 @@ def build_parser() -> argparse.ArgumentParser:
                        choices=["fuzz", "edits", "burst", "engine-kill", "secrets", "soak"],
                        help="robustness: run only this trial (repeatable)")
     bench.set_defaults(func=cmd_bench)
+
+    safety = sub.add_parser("safety", help="the rules suggestions are checked with")
+    safety_sub = safety.add_subparsers(dest="safety_command", required=True)
+    check = safety_sub.add_parser("check", help="report a file's findings (exit 1 if any)")
+    check.add_argument("file", type=Path, metavar="FILE")
+    check.add_argument("--json", action="store_true",
+                       help='print {"findings": [{"line", "rule", "text"}]} (lines 1-based)')
+    check.set_defaults(func=cmd_safety_check)
 
     cache = sub.add_parser("cache", help="manage the completion cache")
     cache_sub = cache.add_subparsers(dest="cache_command", required=True)

@@ -34,7 +34,9 @@ from lsp_copilot.engine.base import (
     EngineUnavailable,
 )
 from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.engine.routes import MAIN, Routes, route_kind
 from lsp_copilot.postprocess import Cursor, finalize, stop_rule
+from lsp_copilot.postprocess.safety import Finding, SafetyChecker
 from lsp_copilot.privacy import Privacy
 from lsp_copilot.prompts import PromptEncoder, Template, template_for
 from lsp_copilot.scheduling import Debouncer, Flight
@@ -55,6 +57,9 @@ class Outcome:
     context: Context | None = None
     source: str = "engine"  # engine | cache | typed_through | merged | none
     raw: str = ""  # the model's text before post-processing (for `bench quality`)
+    safety: tuple[Finding, ...] = ()  # findings shown with a warning (`safety`)
+    warnings: tuple[str, ...] = ()  # messages the editor has not shown for them yet
+    route: str | None = None  # "main" or the model of the route that answered
     alternatives: list[str] = field(default_factory=list)  # explicit requests' other items
 
 
@@ -71,6 +76,9 @@ class _Shown:
 ALTERNATIVES_MIN_WAIT_S = 1.0
 """Alternatives still running when the first suggestion is ready get as long again as it
 took, and at least this: the user waits for the first, not for the slowest sample."""
+
+JOIN_AHEAD_CHARS = 1
+"""A request joins a generation only if it typed at most this much past its text."""
 
 SUFFIX_LINES = 4
 """Lines after the cursor line that post-processing compares the answer with."""
@@ -128,8 +136,10 @@ class Completer:
         settings: Callable[[], Settings],
         cache: Callable[[], CompletionCache | None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
+        routes: Routes | None = None,
     ) -> None:
         self.engines = engines
+        self.routes = routes or Routes(engines)
         self.telemetry = telemetry
         self._settings = settings
         self._cache = cache
@@ -140,6 +150,7 @@ class Completer:
         self._last_ids: tuple[int, ...] = ()  # the last engine prompt (for the trace)
         self._generating = 0  # engine generations under way (for the trace)
         self.privacy = Privacy()  # the server installs the user's rules
+        self.safety = SafetyChecker()
         self.workspace: Workspace | None = None  # index, open buffers, edits (context engine)
         # Swappable so that `bench quality` runs a prefix-only baseline through this path.
         self.build_context: Callable[..., Context] = build_context
@@ -247,14 +258,15 @@ class Completer:
                 return self._typed(through, mode, started)
 
         try:
-            engine = self.engines.engine()
+            engine, route = self.routes.engine_for(route_kind(mode, explicit, prefetch))
         except EngineUnavailable as exc:
             self.telemetry.count("not_ready")
             return Outcome("", mode, reason=f"engine not ready: {exc}", source="none")
 
         prompt_offset = offset - len(cursor.prompt_dropped_indent.encode())
+        # `template` names the main model's family; another route's model keeps its own.
         template = template_for(settings.template if settings.template != "auto"
-                                else engine.info.template)
+                                and route == MAIN else engine.info.template)
         context = self.build_context(
             snapshot, prompt_offset, engine.counter, template,
             budgets_for(settings, engine.info.device).for_request(mode, explicit), mode,
@@ -289,7 +301,7 @@ class Completer:
                     trace), settings, None)
         else:
             t_merge = time.perf_counter()
-            got = await self._from_flight(snapshot.uri, context.prompt, settings, trace) if (
+            got = await self._from_flight(snapshot.uri, context, settings, trace) if (
                 settings.merge and not explicit) else None
             waited += (time.perf_counter() - t_merge) * 1000  # waiting on the engine
             if got is not None:
@@ -319,7 +331,8 @@ class Completer:
                 if several:  # they start once this generation's prompt is in the engine
                     pending += self._alternatives(engine, request, settings, snapshot.uri)
                 result = await self._fly(
-                    engine, snapshot.uri, key, mode, request, settings, cache, trace,
+                    engine, snapshot.uri, key, mode, request, context.at_cursor(), settings,
+                    cache, trace,
                     deadline=0 if prefetch or explicit else settings.deadline_ms,
                     whole_cut=self._whole_cut(mode, cursor, snapshot, offset))
                 waited += (time.perf_counter() - t0) * 1000
@@ -337,7 +350,7 @@ class Completer:
         text = finalize(raw, mode, cursor, snapshot, offset, truncated)
         if not text and raw.strip() and finalize(raw, mode, cursor, truncated=truncated):
             self.telemetry.count("not_whole")  # the text rules kept it; the syntax did not
-        alternatives: list[str] = []
+        candidates = [text]
         if pending:
             # Those still running get as long again as the first took (at least 1 s).
             t_alt = time.perf_counter()
@@ -346,9 +359,16 @@ class Completer:
             waited += (time.perf_counter() - t_alt) * 1000
             results = [t.result() for t in done if not t.cancelled() and t.exception() is None]
             trace["alternatives_late"] = len(pending) - len(done)
-            texts = distinct([text, *(finalize(r.text, mode, cursor, snapshot, offset,
-                                               r.finish_reason == "length") for r in results)],
-                             settings.max_suggestions)
+            candidates += [finalize(r.text, mode, cursor, snapshot, offset,
+                                    r.finish_reason == "length") for r in results]
+        text, warned, unsafe = self._review(snapshot, offset, text, settings.safety, prefetch)
+        alternatives: list[str] = []
+        if pending:
+            # An alternative is offered only when the safety check has nothing to say.
+            texts = distinct([text, *(t for t in candidates[1:] if t and self._clean(
+                snapshot, offset, t, settings.safety))], settings.max_suggestions)
+            if texts and texts[0] != text:  # the first was dropped: an alternative leads
+                warned = ()
             text, alternatives = (texts[0], texts[1:]) if texts else ("", [])
             self.telemetry.count("alternatives", len(alternatives))
             trace["alternatives"] = len(alternatives)
@@ -359,9 +379,34 @@ class Completer:
         self.telemetry.last_timings_ms = timings
         if text and not prefetch:
             self._remember_shown(snapshot, offset, (text, *alternatives), mode)
-        return Outcome(text, mode, timings, None if text else "the model gave nothing usable",
-                       context, source, raw, alternatives)
+        trace["route"] = route
+        return Outcome(text, mode, timings, None if text else unsafe or "the model gave nothing "
+                       "usable", context, source, raw, warned, tuple(
+                           f.message() for f in warned
+                           if not prefetch and self.safety.first_warning(snapshot.uri, f)),
+                       route, alternatives)
 
+    def _review(self, snapshot: Snapshot, offset: int, text: str, level: str, prefetch: bool
+                ) -> tuple[str, tuple[Finding, ...], str | None]:
+        """The suggestion as the ``safety`` setting lets it be shown, the findings to warn
+        about, and why it was dropped (when it was)."""
+        review = self.safety.review(snapshot, offset, text, level)
+        if not prefetch:  # (a prefetched answer is reviewed again when it is shown)
+            for finding in review.blocked:
+                self.telemetry.safety_finding(finding.rule, "blocked")
+            for finding in review.warned:
+                self.telemetry.safety_finding(finding.rule, "warned")
+            self.telemetry.count("safety_blocked", int(bool(review.blocked)))
+            self.telemetry.count("safety_warned", int(bool(review.warned)))
+        why = None
+        if review.blocked and not review.text:
+            why = "blocked by `safety`: " + ", ".join(sorted({f.rule for f in review.blocked}))
+        return review.text, review.warned, why
+
+    def _clean(self, snapshot: Snapshot, offset: int, text: str, level: str) -> bool:
+        """Whether the safety check leaves ``text`` as it is, with nothing to warn about."""
+        review = self.safety.review(snapshot, offset, text, level)
+        return review.text == text and not review.blocked and not review.warned
     def _request(self, engine: Engine, template: Template, context: Context, mode: Mode,
                  cursor: Cursor, max_tokens: int, settings: Settings, prefetch: bool,
                  trace: dict[str, Any]) -> EngineRequest:
@@ -456,24 +501,36 @@ class Completer:
 
     # -- shared generations -----------------------------------------------------------
 
-    async def _from_flight(self, uri: str, prompt: str, settings: Settings,
+    async def _from_flight(self, uri: str, context: Context, settings: Settings,
                            trace: dict[str, Any]) -> str | None:
-        """Text for ``prompt`` from the document's in-flight generation, if it has it."""
+        """Text for the context's prompt from the document's in-flight generation, if it
+        has it."""
         flight = self._flights.get(uri)
         if flight is None or flight.task is None:
             return None
-        relation = flight.relation(prompt)
+        relation = flight.relation(*context.at_cursor())
+        if relation is not None and relation[0] == "forward" and (
+                len(relation[1]) > len(flight.text) + JOIN_AHEAD_CHARS):
+            # The user is ahead of the generation (seen: one that had produced nothing for
+            # seconds held every later keystroke): a fresh one reuses its cached prefix.
+            trace["behind_flight"] = len(relation[1]) - len(flight.text)
+            relation = None
         if relation is None:
+            if flight.consumers == 0 and not flight.done:
+                # Nobody can use it any more: free the engine now, not after the debounce.
+                flight.task.cancel()
             return None
         kind, delta = relation
         trace["joined_flight"] = kind
         self._attach(flight)
+        diverged = False
         try:
             while True:
                 flight.changed.clear()
                 text = flight.text
                 if kind == "forward" and not (text.startswith(delta) or delta.startswith(text)):
-                    return None  # the generation went elsewhere
+                    diverged = True  # the generation went elsewhere
+                    return None
                 if flight.done:
                     break
                 await flight.wait_change()
@@ -484,7 +541,7 @@ class Completer:
             return None
         finally:
             trace.update(flight.progress())
-            self._detach(flight, settings)
+            self._detach(flight, settings, now=diverged)
         if result is None:
             return None
         if kind == "forward":
@@ -501,12 +558,13 @@ class Completer:
             flight.abort_timer.cancel()
             flight.abort_timer = None
 
-    def _detach(self, flight: Flight, settings: Settings) -> None:
+    def _detach(self, flight: Flight, settings: Settings, now: bool = False) -> None:
+        """``now``: the generation went where the user did not: abort it at once."""
         flight.consumers -= 1
         if flight.consumers > 0 or flight.done or flight.task is None:
             return
         task = flight.task
-        if settings.merge and settings.merge_window_ms > 0:
+        if settings.merge and settings.merge_window_ms > 0 and not now:
             # The next keystroke's request may still reuse it: abort after the window.
             flight.abort_timer = asyncio.get_running_loop().call_later(
                 settings.merge_window_ms / 1000, task.cancel)
@@ -531,7 +589,8 @@ class Completer:
 
     async def _fly(
         self, engine: Engine, uri: str, key: str, mode: Mode, request: EngineRequest,
-        settings: Settings, cache: CompletionCache | None, trace: dict[str, Any],
+        at_cursor: tuple[str, str], settings: Settings, cache: CompletionCache | None,
+        trace: dict[str, Any],
         deadline: int, whole_cut: Callable[[str], int | None],
     ) -> EngineResult | None:
         """Start the document's new generation (aborting the old one) and wait for it.
@@ -542,7 +601,7 @@ class Completer:
         old = self._flights.get(uri)
         if old is not None and old.task is not None and not old.done:
             old.task.cancel()  # superseded by a request it cannot serve: abort at once
-        flight = Flight(key=key, prompt=request.prompt, mode=mode)
+        flight = Flight(key=key, prompt=at_cursor[0], mode=mode, tail=at_cursor[1])
         inner_stop = request.stop_at
 
         def stop_at(text: str) -> int | None:

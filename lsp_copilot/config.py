@@ -230,12 +230,26 @@ def _budgets(value: Any) -> str | None:
                             "(token counts from 64 to 1000000)")
 
 
+ROUTE_KINDS = ("singleLine", "multiLine", "explicit", "prefetch")
+
+
+def _routes(value: Any) -> str | None:
+    pairs = value.items() if isinstance(value, Mapping) else value
+    ok = value is None or (isinstance(value, Mapping | tuple) and all(
+        isinstance(p, tuple | list) and len(p) == 2 and p[0] in ROUTE_KINDS
+        and isinstance(p[1], str) and p[1].strip() for p in pairs))
+    return None if ok else (f"must be null or an object with some of {', '.join(ROUTE_KINDS)}"
+                            " mapped to \"main\" or a model (preset name or folder)")
+
+
 def _opt_str(value: Any) -> str | None:
     return None if value is None or isinstance(value, str) else "must be null or a string"
 
 
 _with_schema(_budgets, type=["object", "null"], additionalProperties=False, properties={
     key: {"type": "integer", "minimum": 64, "maximum": 1_000_000} for key in BUDGET_KEYS})
+_with_schema(_routes, type=["object", "null"], additionalProperties=False, properties={
+    kind: {"type": "string", "minLength": 1} for kind in ROUTE_KINDS})
 _with_schema(_opt_str, type=["string", "null"])
 
 
@@ -256,6 +270,16 @@ class Settings:
         "Model: empty for this device's default preset (`lsp-copilot model list`), a preset "
         "name, a local Hugging Face folder, or a hub id.",
         _is_str,
+    )
+    routes: tuple[tuple[str, str], ...] | None = _setting(
+        None,
+        "Which engine answers each kind of request (singleLine, multiLine, explicit, "
+        "prefetch): \"main\" (the `model` setting's engine) or another model (preset name or "
+        "folder), loaded as a second embedded engine; a kind whose engine is not ready falls "
+        "back to the main one. null: on a CPU with `model` empty, typing (singleLine, "
+        "multiLine, prefetch) goes to smollm2-135m and explicit requests to the default code "
+        "model; elsewhere everything to the main engine.",
+        _routes,
     )
     device: str = _setting(
         "auto", "Where the engine runs: auto, cuda or cpu; the installed vLLM build decides "
@@ -517,6 +541,12 @@ class Settings:
         "lspCopilot.restartEngine command.", _int_range(0, 1000)
     )
 
+    safety: str = _setting(
+        "block", "Scan suggestions for dangerous calls and secrets they would add "
+        "(grammars/<language>/safety.scm): off; warn (shown, with a warning); block (cut "
+        "before the finding or dropped, for the clear cases; the rest warned about).",
+        _one_of("off", "warn", "block"),
+    )
     secret_file_patterns: tuple[str, ...] = _setting(
         (), "Extra file-name globs of private files (never sent, cached or indexed); a glob "
         "with a / matches the whole path.", _str_list

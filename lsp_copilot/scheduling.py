@@ -139,8 +139,9 @@ class Flight:
     """One engine generation, shared by every request that can use its text."""
 
     key: str
-    prompt: str
+    prompt: str  # the prompt up to the cursor
     mode: str
+    tail: str = ""  # the prompt after the cursor (a fill-in-the-middle suffix)
     task: asyncio.Task[EngineResult] | None = None
     text: str = ""
     consumers: int = 0
@@ -184,8 +185,11 @@ class Flight:
         finally:  # also when our request is cancelled: a pending waiter would leak
             waiter.cancel()
 
-    def relation(self, prompt: str) -> tuple[str, str] | None:
-        """('forward', typed) or ('back', deleted) when ``prompt`` can reuse this flight."""
+    def relation(self, prompt: str, tail: str = "") -> tuple[str, str] | None:
+        """('forward', typed) or ('back', deleted) when a request whose prompt is
+        ``prompt`` up to the cursor and ``tail`` after it can reuse this flight."""
+        if tail != self.tail:
+            return None
         if prompt.startswith(self.prompt):
             typed = prompt[len(self.prompt) :]
             if "\n" in typed and self.mode == "single-line":

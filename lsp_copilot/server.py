@@ -23,6 +23,7 @@ from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.buffer import Encoding
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.manager import RESTART_COMMAND, EngineManager
+from lsp_copilot.engine.routes import Routes
 from lsp_copilot.logs import EditorLog, Logs, request_scope
 from lsp_copilot.privacy import Privacy
 from lsp_copilot.scheduling import Scheduler
@@ -123,8 +124,10 @@ class CopilotServer(LanguageServer):
         self.engines.telemetry = self.telemetry
         self.engines.notify = self._engine_notice
         self.cache: CompletionCache | None = None
+        self.routes = Routes(self.engines)
         self.completer = Completer(
-            self.engines, self.telemetry, lambda: self.settings, lambda: self.cache
+            self.engines, self.telemetry, lambda: self.settings, lambda: self.cache,
+            routes=self.routes,
         )
         self.scheduler = Scheduler(self.telemetry)
         self.told_once: set[str | tuple[str, str]] = set()  # uris (or (uri, topic)) told
@@ -209,7 +212,9 @@ class CopilotServer(LanguageServer):
     def stats(self) -> dict[str, Any]:
         out = self.telemetry.snapshot()
         out.update({"spec_draft_tokens": 0, "spec_accepted_tokens": 0})
-        out.update(self.engines.stats())
+        for manager in self.routes.managers():  # every engine's counters, summed
+            for name, value in manager.stats().items():
+                out[name] = out.get(name, 0) + value
         out["queue_depth"] = self.completer.queue_depth
         out["documents"] = len(self.store)
         indexes = self.sources.indexes()  # one per workspace folder
@@ -220,6 +225,7 @@ class CopilotServer(LanguageServer):
         out["engine_load_seconds"] = self.engines.load_seconds
         info = self.engines.info
         out["engine"] = info.as_dict() if info else None
+        out["routes"] = self.routes.stats()
         return out
 
 

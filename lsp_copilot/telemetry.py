@@ -55,6 +55,8 @@ COUNTERS = (
     "engine_incidents",
     "engine_interrupted",
     "engine_deadline_exceeded",
+    "safety_blocked",
+    "safety_warned",
 )
 
 
@@ -78,6 +80,8 @@ class Telemetry:
     # Context layers across requests: name -> [prompts with it, tokens, prompts it was cut in].
     _layers: dict[str, list[int]] = field(default_factory=dict)
     _prompts: int = 0
+    # Safety findings in suggestions: rule -> {"blocked": n, "warned": n}.
+    _safety: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def count(self, name: str, n: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + n
@@ -116,6 +120,11 @@ class Telemetry:
             entry[1] += tokens
             entry[2] += int(cut)
 
+    def safety_finding(self, rule: str, action: str) -> None:
+        """A finding of ``rule`` in a suggestion that was ``blocked`` or ``warned``."""
+        entry = self._safety.setdefault(rule, {"blocked": 0, "warned": 0})
+        entry[action] += 1
+
     def context_summary(self) -> dict[str, Any]:
         n = self._prompts
         return {"prompts": n, "layers": {
@@ -144,4 +153,5 @@ class Telemetry:
     def snapshot(self) -> dict[str, Any]:
         return {**self.counters, "latency_ms": self.latency_ms(),
                 "server_ms": self._summary(self._server_ms),
-                "context": self.context_summary()}
+                "context": self.context_summary(),
+                "safety_rules": {rule: dict(n) for rule, n in sorted(self._safety.items())}}

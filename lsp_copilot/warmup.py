@@ -103,11 +103,12 @@ class Warmer:
             self._task.cancel()
 
     async def _run(self, snapshot: Snapshot) -> None:
-        engines = self._completer.engines
-        if engines.state == "loading":
-            await engines.wait_ready()
+        routes = self._completer.routes  # warm the engine that answers typing
+        manager = routes.manager_for("singleLine")
+        if manager.state == "loading":
+            await manager.wait_ready()
         try:
-            engine = engines.engine()
+            engine, _ = routes.engine_for("singleLine", count=False)
         except EngineUnavailable:
             return
         if self._completer.queue_depth:

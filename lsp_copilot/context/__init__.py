@@ -90,6 +90,12 @@ class Context:
     # The prompt as the template's pieces (text and control tokens): what the engine's
     # token ids are built from; "".join(pieces) == prompt.
     pieces: tuple[str, ...] = ()
+    cursor: int = -1  # where the cursor stands in ``prompt`` (-1: at its end)
+
+    def at_cursor(self) -> tuple[str, str]:
+        """The prompt before and after the cursor (a keystroke changes the first only)."""
+        cut = len(self.prompt) if self.cursor < 0 else self.cursor
+        return self.prompt[:cut], self.prompt[cut:]
 
 
 class _Block(NamedTuple):  # a tuple: hundreds are made per build
@@ -726,6 +732,7 @@ def _build_context(
         suffix=window.suffix,
         layers=tuple(out_layers),
         pieces=pieces,
+        cursor=template.cursor_index(pieces),
     )
 
 

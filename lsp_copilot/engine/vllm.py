@@ -125,6 +125,7 @@ class VllmEngine:
         self.encoder = encoder  # the model's tokenizer, for token-id prompts
         self._counters = {"spec_draft_tokens": 0, "spec_accepted_tokens": 0}
         self.pids = engine_core_pids(llm)
+        self.served_name = ""  # vLLM's model_name label on its metrics (the model's path)
 
     def lower_priority(self, niceness: int) -> None:
         """Renice the EngineCore and its workers: the server's event loop needs little CPU
@@ -172,6 +173,7 @@ class VllmEngine:
         encoder = PromptEncoder.for_model(model) or PromptEncoder.for_hf_tokenizer(
             getattr(llm, "tokenizer", None))  # a hub id: the tokenizer vLLM loaded
         engine = cls(llm, info, token_counter(model), encoder)
+        engine.served_name = model
         engine.lower_priority(settings.engine_niceness)
         return engine
 
@@ -225,8 +227,12 @@ class VllmEngine:
         try:
             from vllm.v1.metrics.reader import Counter, get_metrics_snapshot
 
+            # The registry is the process's: with a second engine (routes) only the one
+            # loaded last is in it, so each engine reads its own label and keeps its last
+            # counts when it is no longer there.
             for metric in get_metrics_snapshot():
-                if not isinstance(metric, Counter):
+                if not isinstance(metric, Counter) or metric.labels.get(
+                        "model_name", self.served_name) != self.served_name:
                     continue
                 if metric.name == "vllm:spec_decode_num_draft_tokens":
                     self._counters["spec_draft_tokens"] = int(metric.value)

@@ -37,6 +37,8 @@ async def _complete(ls: CopilotServer, uri: str, position: types.Position,
     except Superseded:
         log.debug("superseded by a newer request for %s", uri)
         return None
+    for message in outcome.warnings:  # `safety: warn`: the user sees what the text adds
+        ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, message))
     # One line per answer (never its text): the request id ties it to the engine's lines.
     log.debug("%s:%d:%d %s, %d chars from %s%s", uri, position.line, position.character,
               outcome.mode, len(outcome.text), outcome.source,
@@ -105,7 +107,7 @@ async def completion(ls: CopilotServer, params: types.CompletionParams) -> types
     item = types.CompletionItem(
         label=first_line[:80] + ("…" if len(first_line) > 80 or "\n" in new_text.strip() else ""),
         kind=types.CompletionItemKind.Text,
-        detail="lsp-copilot",
+        detail="lsp-copilot" + "".join(f" (warning: {f.rule})" for f in outcome.safety),
         documentation=types.MarkupContent(
             kind=types.MarkupKind.Markdown, value=f"```\n{new_text}\n```"),
         filter_text=new_text,

@@ -11,6 +11,7 @@ from lsprotocol import types
 
 from lsp_copilot import heap
 from lsp_copilot.config import parse_settings
+from lsp_copilot.engine.device import detect
 from lsp_copilot.engine.manager import LoadResult
 from lsp_copilot.engine.validate import settings_problems
 from lsp_copilot.handlers import workspace
@@ -78,6 +79,11 @@ async def _load_engine(
 
     if pending is None:
         result = await ls.engines.start(ls.settings, report)
+        if result.ok and ls.settings.engine_backend == "embedded":
+            # Engines that other routes name load after the main one (two loads at once
+            # would share the cores); until one is ready its requests go to the main one.
+            await ls.routes.start(ls.settings, detect(ls.settings.device).device,
+                                  lambda message: log.info("engine: %s", message))
     else:  # a load already under way (the retry command): report its progress
         ls.engines.report = report
         result = await pending
@@ -121,7 +127,10 @@ async def did_change_configuration(
     elif engine_changed:
         ls.show(types.MessageType.Info, "lsp-copilot: engine settings changed, restarting it")
         await ls.engines.shutdown()
+        await ls.routes.shutdown()
         _spawn(ls)
+    elif ls.settings.engine_backend == "embedded":  # routes changed: load or stop those
+        await ls.routes.start(ls.settings, detect(ls.settings.device).device, log.info)
 
 
 def restart_engine(ls: CopilotServer, *args: Any) -> dict[str, Any]:
@@ -139,6 +148,7 @@ async def shutdown(ls: CopilotServer, params: None) -> None:
     logging.getLogger().removeHandler(ls.editor_log)  # the client stops listening
     ls.scheduler.cancel_all()
     await ls.engines.shutdown()
+    await ls.routes.shutdown()
     if ls.cache is not None:
         ls.cache.close()
 

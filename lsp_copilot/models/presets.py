@@ -47,6 +47,7 @@ class Preset:
     fim: bool  # trained to fill in the middle
     context: int  # trained context length (used when the GGUF metadata lacks one)
     default_for: tuple[str, ...] = ()  # devices ("cpu", "cuda") that get it by default
+    typing_for: tuple[str, ...] = ()  # devices whose automatic requests it answers by default
 
     @property
     def download_bytes(self) -> int:
@@ -165,6 +166,7 @@ PRESETS: tuple[Preset, ...] = (
         folder_bytes=270_000_000,
         fim=False,
         context=8192,
+        typing_for=("cpu",),
     ),
 )
 """Immutable: a preset's pins are part of the release that names it."""
@@ -190,6 +192,12 @@ def is_preset(name: str) -> bool:
     except UnknownPreset:
         return False
     return True
+
+
+def typing_preset(device: str) -> Preset | None:
+    """The preset that answers typing on ``device`` when the `routes` setting is null and
+    `model` empty (see engine/routes.py), or None: the main engine answers everything."""
+    return next((p for p in PRESETS if device in p.typing_for), None)
 
 
 def default_preset(device: str) -> Preset:

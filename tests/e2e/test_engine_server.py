@@ -12,7 +12,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from tests.e2e.conftest import ROOT, expected_device, send_raw, stats
+from tests.e2e.conftest import ON_CUDA, ROOT, expected_device, send_raw, stats
 
 pytestmark = pytest.mark.engine
 
@@ -430,3 +430,30 @@ async def test_automatic_answers_are_never_fragments(engine_client: LanguageClie
     result = await _inline(engine_client, uri, 5, 13)
     for item in result.items:
         assert _parses_with(text, 5, 13, item.insert_text), item.insert_text
+
+
+async def test_typing_and_explicit_requests_take_their_routes(
+    engine_client: LanguageClient,
+) -> None:
+    """The default on a CPU: typing goes to the small model's engine, a request the user
+    asks for to the code model (the main engine); stats say which route answered."""
+    routes = (await stats(engine_client))["routes"]
+    if ON_CUDA:  # one code model answers everything
+        assert {r["route"] for r in routes.values()} == {"main"}
+        return
+    assert routes["singleLine"]["route"] == routes["multiLine"]["route"] == "smollm2-135m"
+    assert routes["singleLine"]["state"] == "ready" and routes["explicit"]["route"] == "main"
+    assert routes["explicit"]["model"] == "qwen2.5-coder-0.5b"
+    uri = _uri("routes.py")
+    text = "def double(x):\n    return \n"
+    _open(engine_client, uri, text)
+    await _inline(engine_client, uri, 1, 11)
+    await _inline(engine_client, uri, 1, 11, types.InlineCompletionTriggerKind.Invoked)
+    after = (await stats(engine_client))["routes"]
+
+    def grew(kind: str, route: str) -> int:
+        return int(after[kind]["answered"].get(route, 0) - routes[kind]["answered"].get(
+            route, 0))
+
+    assert grew("singleLine", "smollm2-135m") == 1 and grew("singleLine", "main") == 0
+    assert grew("explicit", "main") == 1

@@ -19,7 +19,8 @@ SERVER = [sys.executable, "-m", "lsp_copilot", "serve"]
 
 # The default model drafts for itself: the same vocabulary, the only second model here.
 CUSTOM = {"speculativeMethod": "draft_model", "speculativeModel": str(default_model_dir()),
-          "speculativeTokens": 3, "maxNumSeqs": 2, "enableChunkedPrefill": True}
+          "speculativeTokens": 3, "maxNumSeqs": 2, "enableChunkedPrefill": True,
+          "routes": {}}  # one engine: these are the main engine's settings
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))

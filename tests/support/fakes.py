@@ -24,20 +24,31 @@ class FakeEngine:
         self.step_s = step_s
         self.prompts: list[str] = []
         self.aborted = 0
+        self.aborts = asyncio.Event()  # set at each abort
+        self.sent = ""  # the text streamed so far by the latest generation
+        self.progress = asyncio.Event()  # set whenever ``sent`` grows
+
+    async def streamed(self, chars: int) -> None:
+        """Wait until the latest generation has streamed at least ``chars`` characters."""
+        while len(self.sent) < chars:
+            self.progress.clear()
+            await self.progress.wait()
 
     async def generate(self, request: EngineRequest) -> EngineResult:
         self.prompts.append(request.prompt)
-        text = ""
+        text = self.sent = ""
         try:
             for i in range(0, len(self.reply), 2):
                 await asyncio.sleep(self.step_s)
-                text = self.reply[: i + 2]
+                text = self.sent = self.reply[: i + 2]
+                self.progress.set()
                 if request.stop_at is not None:
                     cut = request.stop_at(text)
                     if cut is not None:
                         return EngineResult(text=text[:cut], stopped_early=True)
         except asyncio.CancelledError:
             self.aborted += 1
+            self.aborts.set()
             raise
         return EngineResult(text=text)
 

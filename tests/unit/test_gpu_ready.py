@@ -76,6 +76,21 @@ def test_cuda_engine_processes_are_spawned_not_forked(monkeypatch: pytest.Monkey
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "3" and "VLLM_WORKER_MULTIPROC_METHOD" not in env
 
 
+def test_cpu_engine_gets_intel_openmp_and_keeps_a_users_preload(tmp_path: Path) -> None:
+    from lsp_copilot.engine import defaults
+
+    iomp = defaults.intel_openmp()
+    assert iomp is not None, "vllm-cpu requires intel-openmp: libiomp5.so is in the venv"
+    env = defaults.environment(Settings(), "cpu", {})
+    assert env["LD_PRELOAD"] == str(iomp) and env["KMP_BLOCKTIME"] == "5"
+    env = defaults.environment(Settings(), "cpu", {"LD_PRELOAD": "/x/libfoo.so"})
+    assert env["LD_PRELOAD"] == f"/x/libfoo.so:{iomp}"
+    chosen = defaults.environment(Settings(), "cpu", {"LD_PRELOAD": "/x/libgomp.so.1"})
+    assert "LD_PRELOAD" not in chosen  # the user's OpenMP runtime is left alone
+    assert "LD_PRELOAD" not in defaults.environment(Settings(), "cuda", {})
+    assert defaults.intel_openmp(str(tmp_path)) is None
+
+
 # -- 5. the build decides ------------------------------------------------------------------
 
 def test_the_cuda_build_runs_on_the_gpu_whatever_device_says(cuda_machine: None) -> None:

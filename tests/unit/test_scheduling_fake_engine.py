@@ -73,6 +73,48 @@ async def test_fake_engine_request_extending_inflight_prompt_reuses_it() -> None
     assert completer.telemetry.counters["merged"] == 1
 
 
+@pytest.mark.parametrize("template", ["qwen2.5-coder", "codellama", "prefix-only"])
+async def test_fake_engine_fill_in_the_middle_prompts_merge_too(template: str) -> None:
+    """A keystroke changes a FIM prompt inside (before the suffix), not at its end."""
+    engine = FakeEngine(reply=" a + b + c\n", step_s=0.02)
+    completer = await _completer(engine, typing_through=False, template=template)
+    after = "\n\nprint(add(1, 2))\n"
+    first = asyncio.ensure_future(completer.complete(_snap(SOURCE + after), len(SOURCE)))
+    await engine.streamed(2)  # in flight, " a" generated
+    typed = SOURCE + "a "
+    second = await completer.complete(_snap(typed + after), len(typed))
+    assert second.source == "merged" and second.text == "+ b + c"
+    assert (await first).text == "a + b + c"
+    assert len(engine.prompts) == 1
+
+
+async def test_fake_engine_a_generation_behind_the_user_is_not_joined() -> None:
+    """Typed further than a (stalled) generation got: start afresh, do not wait on it."""
+    engine = FakeEngine(reply=" a + b\n", step_s=0.3)
+    completer = await _completer(engine, typing_through=False)
+    first = asyncio.ensure_future(completer.complete(_snap(SOURCE), len(SOURCE)))
+    while not engine.prompts:  # started, nothing generated yet
+        await asyncio.sleep(0)
+    typed = SOURCE + "a + "
+    second = await completer.complete(_snap(typed), len(typed))
+    assert second.source == "engine" and len(engine.prompts) == 2
+    assert engine.aborted == 1 and first.done()
+
+
+async def test_fake_engine_a_generation_nobody_can_use_stops_before_the_debounce() -> None:
+    engine = FakeEngine(reply=" a + b + c + d\n", step_s=0.05)
+    completer = await _completer(engine, typing_through=False, debounce_mode="fixed",
+                                 debounce_ms=2000, merge_window_ms=5000)
+    first = asyncio.ensure_future(completer.complete(_snap(SOURCE), len(SOURCE), prefetch=True))
+    await engine.streamed(2)
+    first.cancel()  # the client moved on; the generation waits for a reuse
+    other = SOURCE + "x"  # diverges: it cannot use that generation
+    second = asyncio.ensure_future(completer.complete(_snap(other), len(other)))
+    await asyncio.wait_for(engine.aborts.wait(), 5)
+    assert len(engine.prompts) == 1  # aborted while the new request still debounces
+    second.cancel()
+
+
 async def test_fake_engine_backspace_reuses_inflight_generation() -> None:
     engine = FakeEngine(reply=" b\n", step_s=0.02)  # the space the prompt ends before
     completer = await _completer(engine, typing_through=False)

@@ -1,0 +1,105 @@
+"""Routes: which engine answers which kind of request (fake engines: the choice only; the
+real engines are exercised in tests/e2e/test_routes.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+from lsp_copilot.completion import Completer
+from lsp_copilot.config import Settings, parse_settings
+from lsp_copilot.documents.store import DocumentStore
+from lsp_copilot.engine.base import EngineInfo
+from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.engine.routes import MAIN, Routes, plan, route_kind
+from lsp_copilot.telemetry import Telemetry
+from tests.support.fakes import FakeEngine
+
+
+def test_the_cpu_default_sends_typing_to_the_small_model_and_requests_to_the_main_one() -> None:
+    cpu = plan(Settings(), "cpu")
+    assert cpu == {"singleLine": "smollm2-135m", "multiLine": "smollm2-135m",
+                   "explicit": MAIN, "prefetch": "smollm2-135m"}
+    assert set(plan(Settings(), "cuda").values()) == {MAIN}
+    assert set(plan(Settings(model="qwen2.5-coder-1.5b"), "cpu").values()) == {MAIN}
+    assert set(plan(Settings(engine_backend="remote"), "cpu").values()) == {MAIN}
+
+
+def test_the_routes_setting_is_checked_and_a_route_to_the_main_model_is_main() -> None:
+    settings, errors = parse_settings({"routes": {"explicit": "qwen2.5-coder-1.5b"}})
+    assert not errors
+    assert plan(settings, "cpu")["explicit"] == "qwen2.5-coder-1.5b"
+    assert plan(settings, "cpu")["singleLine"] == MAIN  # a routes object replaces the default
+    # naming the main engine's own model is no second engine: the CUDA default is 1.5b
+    assert plan(settings, "cuda")["explicit"] == MAIN
+    assert plan(dataclasses.replace(settings, model="qwen2.5-coder-1.5b"), "cpu")[
+        "explicit"] == MAIN
+    for bad in ({"typing": "x"}, {"explicit": 3}, {"explicit": ""}, ["explicit"]):
+        _, errors = parse_settings({"routes": bad})
+        assert errors and "routes" in errors[0], bad
+
+
+def test_route_kind() -> None:
+    assert route_kind("single-line", True, False) == "explicit"
+    assert route_kind("multi-line", False, True) == "prefetch"
+    assert route_kind("multi-line", False, False) == "multiLine"
+    assert route_kind("single-line", False, False) == "singleLine"
+
+
+class _Named(FakeEngine):
+    def __init__(self, model: str, reply: str) -> None:
+        super().__init__(reply=reply, step_s=0.001)
+        self.info = EngineInfo("fake", model, "cpu", True, None)
+
+
+async def _routes(typing_loads: threading.Event | None = None) -> tuple[Routes, list[str]]:
+    main = EngineManager(factory=lambda s, r: _Named("main-model", " main\n"))
+    assert (await main.start(Settings())).ok
+    loaded: list[str] = []
+
+    def factory(settings: Settings, report: object) -> _Named:  # runs in the load thread
+        if typing_loads is not None:
+            typing_loads.wait(10)
+        loaded.append(settings.model)
+        return _Named(settings.model, " small\n")
+
+    return Routes(main, lambda: EngineManager(factory=factory)), loaded
+
+
+async def test_each_kind_gets_its_engine_and_falls_back_to_main_until_it_is_ready() -> None:
+    gate = threading.Event()
+    routes, loaded = await _routes(typing_loads=gate)
+    await routes.start(Settings(), "cpu", lambda _: None)
+    engine, route = routes.engine_for("singleLine")
+    assert (route, engine.info.model) == (MAIN, "main-model")  # still loading: fallback
+    gate.set()
+    await routes.manager_for("singleLine").wait_ready()
+    engine, route = routes.engine_for("singleLine")
+    assert (route, engine.info.model) == ("smollm2-135m", "smollm2-135m")
+    assert routes.engine_for("explicit")[1] == MAIN
+    assert loaded == ["smollm2-135m"]  # one extra engine, shared by three kinds
+    stats = routes.stats()
+    assert stats["singleLine"]["answered"] == {MAIN: 1, "smollm2-135m": 1}
+    assert stats["explicit"] == {"route": MAIN, "model": "main-model", "state": "ready",
+                                 "answered": {MAIN: 1}}
+    assert routes.main.telemetry.counters["route_fallbacks"] == 1
+    # the routes change: the extra engine stops, nothing new loads
+    await routes.start(Settings(model="some-folder"), "cpu", lambda _: None)
+    assert routes.engine_for("singleLine")[1] == MAIN and loaded == ["smollm2-135m"]
+    await routes.shutdown()
+
+
+async def test_the_completer_asks_the_routed_engine_and_says_which_answered() -> None:
+    routes, _ = await _routes()
+    settings = Settings(debounce_mode="off", deadline_ms=0)
+    await routes.start(settings, "cpu", lambda _: None)
+    await routes.manager_for("singleLine").wait_ready()
+    completer = Completer(routes.main, Telemetry(), lambda: settings, routes=routes)
+    store = DocumentStore()
+    text = "def f(x):\n    return"
+    store.open("file:///w/f.py", "python", 1, text)
+    typed = await completer.complete(store.snapshot("file:///w/f.py"), len(text))
+    asked = await completer.complete(store.snapshot("file:///w/f.py"), len(text), explicit=True)
+    assert (typed.route, typed.text) == ("smollm2-135m", " small")
+    assert (asked.route, asked.text) == (MAIN, " main")
+    await routes.shutdown()
