@@ -188,3 +188,14 @@ async def test_an_alternative_still_running_long_after_the_first_is_left_out(
     outcome = await completer.complete(_snap(SOURCE), len(SOURCE), explicit=True)
     assert outcome.text == "a + b" and outcome.alternatives == ["b + a"]
     assert engine.aborted == 1  # the slow one, aborted before the answer went out
+
+
+async def test_an_alternative_the_safety_check_would_cut_is_not_offered() -> None:
+    """Alternatives pass the same safety check as the first suggestion (default: block)."""
+    source = "import os\n\n\ndef run(cmd):\n    return "
+    engine = SeededEngine({None: " cmd.strip()\n", 1: " os.system(cmd)\n", 2: " len(cmd)\n"})
+    completer = await _completer(engine)
+    store = DocumentStore()
+    store.open(URI, "python", 1, source)
+    outcome = await completer.complete(store.snapshot(URI), len(source), explicit=True)
+    assert outcome.text == "cmd.strip()" and outcome.alternatives == ["len(cmd)"]
