@@ -31,14 +31,16 @@ async def test_explicit_request_answers_several_whole_distinct_items(
     (Four: a small model's samples often repeat its first answer.)"""
     uri = _uri("e2e_alternatives.py")
     _open(engine_client, uri, SOURCE)
-    _configure(engine_client, maxSuggestions=4, requestTimeoutMs=120_000)
+    _configure(engine_client, maxSuggestions=4, maxTokensMultiLine=24,
+               requestTimeoutMs=240_000)
     try:
         before = await stats(engine_client)
         result = await _inline(engine_client, uri, 2, COL,
                                types.InlineCompletionTriggerKind.Invoked)
         after = await stats(engine_client)
     finally:
-        _configure(engine_client, maxSuggestions=3, requestTimeoutMs=30_000)
+        _configure(engine_client, maxSuggestions=3, maxTokensMultiLine=64,
+                   requestTimeoutMs=30_000)
     texts = [item.insert_text for item in result.items]
     assert 2 <= len(texts) <= 4, texts
     assert len({t.rstrip() for t in texts}) == len(texts), texts
@@ -62,7 +64,12 @@ async def test_partial_accept_counts_and_the_rest_follows(engine_client: Languag
             "    subtotal = sum(item.price for item in items)\n    return ")
     _open(engine_client, uri, text)
     col = len("    return ")
-    shown = await _inline(engine_client, uri, 2, col, types.InlineCompletionTriggerKind.Invoked)
+    _configure(engine_client, requestTimeoutMs=240_000)  # time enough on a busy machine
+    try:
+        shown = await _inline(engine_client, uri, 2, col,
+                              types.InlineCompletionTriggerKind.Invoked)
+    finally:
+        _configure(engine_client, requestTimeoutMs=30_000)
     suggestion = shown.items[0].insert_text
     word = re.match(r"\s*\w+|\s*\W", suggestion)
     assert word is not None and len(word.group(0)) < len(suggestion), suggestion

@@ -124,7 +124,7 @@ local function several_and_partial(name, ns, items)
   type_keys('Go' .. TYPED)
   local before = copilot.stats(5000) or {}
   type_keys('<M-\\>')
-  local ok, answered = pcall(wait_for, 'several suggestions', 120000, function()
+  local ok, answered = pcall(wait_for, 'several suggestions', 300000, function()
     local got = items(bufnr)
     return got and #got >= 2 and got
   end)
@@ -176,10 +176,10 @@ end
 
 local function main()
   local copilot = require('lsp_copilot')
-  -- Four suggestions (a small model's samples often repeat its first answer), and time for
-  -- them on a busy machine.
-  copilot.setup({ cmd = { server, 'serve' },
-    settings = { maxTokensSingleLine = 16, maxSuggestions = 4, requestTimeoutMs = 120000 } })
+  -- Four suggestions (a small model's samples often repeat its first answer), short ones,
+  -- and time for them on a busy machine.
+  copilot.setup({ cmd = { server, 'serve' }, settings = { maxTokensSingleLine = 16,
+    maxTokensMultiLine = 24, maxSuggestions = 4, requestTimeoutMs = 240000 } })
   check(vim.lsp.inline_completion ~= nil and copilot.native(), 'Neovim 0.12 native inline completion in use')
 
   -- 1. Start the server on a real file and wait for the engine.
