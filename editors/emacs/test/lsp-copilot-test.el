@@ -123,11 +123,12 @@
     ;; 2b. C-c \ asks explicitly: several suggestions; M-n shows the second; M-<right>
     ;; accepts its first word (didAccept with acceptedChars), the rest comes back typed
     ;; through; M-<down> accepts its line.
-    ;; (A list a model can go on in many ways: its samples differ from its first answer.)
-    (lsp-copilot-test--open dir "fruit.py" "def basket():\n    \"\"\"Fruit for the week.\"\"\"\n")
+    ;; (A list with two common answers, red green blue and red blue yellow: the model's
+    ;; samples differ from its first answer.)
+    (lsp-copilot-test--open dir "colors.py" "")
     (unless (lsp-copilot--server) (apply #'eglot (eglot--guess-contact)))
     (lsp-copilot-test--wait "lsp-copilot-mode" 30 (lambda () lsp-copilot-mode))
-    (insert "    return [\"apple\", ")
+    (insert "PRIMARY_COLORS = [\"red\", ")
     (let* ((before (lsp-copilot-stats))
            (line (lsp-copilot-test--line))
            (items (progn (lsp-copilot-test--type "C-c \\")

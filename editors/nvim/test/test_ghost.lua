@@ -104,9 +104,9 @@ local function type_and_accept(name, header, typed, ns)
   return text, before, after, bufnr
 end
 
--- A list a model can go on in many ways: its samples differ from its first answer.
-local FRUITS = { 'def basket():', '    """Fruit for the week."""' }
-local TYPED = '    return ["apple", '
+-- A list with two common answers (red, green, blue; red, blue, yellow): the model's samples
+-- differ from its first answer.
+local TYPED = 'PRIMARY_COLORS = ["red", '
 
 
 --- <M-\>, <M-]>, <M-Right>, <M-C-Right> on `name`: several suggestions, the second one
@@ -115,13 +115,13 @@ local TYPED = '    return ["apple", '
 local function several_and_partial(name, ns, items)
   local copilot = require('lsp_copilot')
   local path = dir .. '/' .. name
-  vim.fn.writefile(FRUITS, path)
+  vim.fn.writefile({}, path)
   vim.cmd.edit(path)
   local bufnr = vim.api.nvim_get_current_buf()
   wait_for('the client to attach', 30000, function()
     return copilot.client(bufnr)
   end)
-  type_keys('Go' .. TYPED)
+  type_keys('i' .. TYPED)
   local before = copilot.stats(5000) or {}
   type_keys('<M-\\>')
   local ok, answered = pcall(wait_for, 'several suggestions', 300000, function()
@@ -259,7 +259,7 @@ local function main()
   vim.cmd('bwipeout!')
 
   -- 5b. Several suggestions and partial accepts, native inline completion.
-  several_and_partial('fruit_native.py', ns, function(bufnr)
+  several_and_partial('colors_native.py', ns, function(bufnr)
     local cap = require('vim.lsp._capability').all.inline_completion
     local completor = cap and cap.active[bufnr]
     local state = completor and completor.client_state[client.id]
@@ -279,7 +279,7 @@ local function main()
   check(copilot.statusline():match('%d+ ms') ~= nil, 'extmark path: statusline shows latency: ' .. copilot.statusline())
 
   -- 7. Several suggestions and partial accepts, extmark path.
-  several_and_partial('fruit_extmark.py', require('lsp_copilot.ghost').ns, function()
+  several_and_partial('colors_extmark.py', require('lsp_copilot.ghost').ns, function()
     local g = require('lsp_copilot.ghost').current()
     return g and g.items
   end)

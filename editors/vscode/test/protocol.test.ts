@@ -208,12 +208,13 @@ describe('against the real server and engine', { timeout: READY_TIMEOUT_MS + 120
   };
 
   test('Alt+\\ (an explicit request) gets several suggestions; typing gets one', async () => {
-    // A list a model can go on in many ways: its samples differ from its first answer.
-    const uri = 'file:///tmp/lsp-copilot-vscode-test/fruit.py';
-    const text = 'def basket():\n    """Fruit for the week."""\n    return ["apple", \n';
+    // A list with two common answers (red, green, blue; red, blue, yellow): the model's
+    // samples differ from its first answer.
+    const uri = 'file:///tmp/lsp-copilot-vscode-test/colors.py';
+    const text = 'PRIMARY_COLORS = ["red", \n';
     await s.conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text } });
     const document = { uri: { toString: () => uri } };
-    const position = { line: 2, character: 21 };
+    const position = { line: 0, character: 25 };
     const provide = middleware();
     const token = { isCancellationRequested: false };
     const before = await fetchStats(s.rpc);
