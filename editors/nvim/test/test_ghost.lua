@@ -238,7 +238,10 @@ local function main()
   local params = { textDocument = { uri = vim.uri_from_bufnr(bufnr) }, position = { line = 1, character = 11 },
     context = { triggerKind = 1 } }
   local function count()
-    local result = copilot.request_sync(client, 'textDocument/inlineCompletion', params, 60000)
+    local result, err = copilot.request_sync(client, 'textDocument/inlineCompletion', params, 60000)
+    if not result then
+      log('inlineCompletion at toggle.py: %s', vim.inspect(err))
+    end
     return result and #(result.items or result)
   end
   check((count() or 0) >= 1, 'enabled: a completion') -- (an explicit request: maybe several)
