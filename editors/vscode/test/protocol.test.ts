@@ -208,27 +208,37 @@ describe('against the real server and engine', { timeout: READY_TIMEOUT_MS + 120
   };
 
   test('Alt+\\ (an explicit request) gets several suggestions; typing gets one', async () => {
-    // A list with two common answers (red, green, blue; red, blue, yellow): the model's
-    // samples differ from its first answer.
-    const uri = 'file:///tmp/lsp-copilot-vscode-test/colors.py';
-    const text = 'PRIMARY_COLORS = ["red", \n';
-    await s.conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text } });
-    const document = { uri: { toString: () => uri } };
-    const position = { line: 0, character: 25 };
+    // Lists with two common answers: the model's samples differ from its first answer at
+    // one of them at least (which one depends on the model and the machine).
+    const spots = [
+      { name: 'colors.py', text: 'PRIMARY_COLORS = ["red", \n', position: { line: 0, character: 25 } },
+      { name: 'fruit.py', text: 'def basket():\n    """Fruit for the week."""\n    return ["apple", \n', position: { line: 2, character: 21 } },
+      { name: 'days.py', text: 'WEEKEND = ["saturday", \n', position: { line: 0, character: 23 } },
+    ];
     const provide = middleware();
     const token = { isCancellationRequested: false };
-    const before = await fetchStats(s.rpc);
-    const invoke = { triggerKind: 0 }; // vscode.InlineCompletionTriggerKind.Invoke
-    const items = await provide(document, position, invoke, token, viaClient(document, position));
-    const middle = await fetchStats(s.rpc);
-    assert.equal((middle.explicit_requests as number) - (before.explicit_requests as number), 1, 'counted as explicit');
-    assert.ok(items.length >= 2 && items.length <= 4, `several suggestions: ${JSON.stringify(items)}`);
+    let items: any[] = [];
+    let spot = spots[0];
+    for (spot of spots) {
+      const uri = `file:///tmp/lsp-copilot-vscode-test/${spot.name}`;
+      await s.conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text: spot.text } });
+      const document = { uri: { toString: () => uri } };
+      const before = await fetchStats(s.rpc);
+      const invoke = { triggerKind: 0 }; // vscode.InlineCompletionTriggerKind.Invoke
+      items = await provide(document, spot.position, invoke, token, viaClient(document, spot.position));
+      const middle = await fetchStats(s.rpc);
+      assert.equal((middle.explicit_requests as number) - (before.explicit_requests as number), 1, 'counted as explicit');
+      const automatic = { triggerKind: 1 }; // vscode.InlineCompletionTriggerKind.Automatic
+      const one = await provide(document, spot.position, automatic, token, viaClient(document, spot.position));
+      const after = await fetchStats(s.rpc);
+      assert.ok(one.length <= 1, `typing gets at most one: ${JSON.stringify(one)}`);
+      assert.equal(after.explicit_requests, middle.explicit_requests, 'an automatic request is not explicit');
+      if (items.length >= 2) {
+        break;
+      }
+    }
+    assert.ok(items.length >= 2 && items.length <= 4, `several suggestions at ${spot.name}: ${JSON.stringify(items)}`);
     assert.equal(new Set(items.map((i: any) => i.insertText.trimEnd())).size, items.length, 'distinct');
-    const automatic = { triggerKind: 1 }; // vscode.InlineCompletionTriggerKind.Automatic
-    const one = await provide(document, position, automatic, token, viaClient(document, position));
-    const after = await fetchStats(s.rpc);
-    assert.ok(one.length <= 1, `typing gets at most one: ${JSON.stringify(one)}`);
-    assert.equal(after.explicit_requests, middle.explicit_requests, 'an automatic request is not explicit');
   });
 
   test('accept next word (Ctrl+Right): the rest of the same suggestion follows', async () => {
