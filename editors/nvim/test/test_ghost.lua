@@ -104,33 +104,40 @@ local function type_and_accept(name, header, typed, ns)
   return text, before, after, bufnr
 end
 
--- A list with two common answers (red, green, blue; red, blue, yellow): the model's samples
--- differ from its first answer.
-local TYPED = 'PRIMARY_COLORS = ["red", '
-
+-- Lists with two common answers: the model's samples differ from its first answer at one
+-- of them at least (which one depends on the model and the machine).
+local SPOTS = { 'PRIMARY_COLORS = ["red", ', 'WEEKEND = ["saturday", ', 'FRUITS = ["apple", ' }
 
 --- <M-\>, <M-]>, <M-Right>, <M-C-Right> on `name`: several suggestions, the second one
 --- shown, its first word accepted (acceptedChars), the rest typed through, then its line.
 ---@param items fun(bufnr: integer): string[]? the suggestions answered (once they are in)
 local function several_and_partial(name, ns, items)
   local copilot = require('lsp_copilot')
-  local path = dir .. '/' .. name
-  vim.fn.writefile({}, path)
-  vim.cmd.edit(path)
-  local bufnr = vim.api.nvim_get_current_buf()
-  wait_for('the client to attach', 30000, function()
-    return copilot.client(bufnr)
-  end)
-  type_keys('i' .. TYPED)
-  local before = copilot.stats(5000) or {}
-  type_keys('<M-\\>')
-  local ok, answered = pcall(wait_for, 'several suggestions', 300000, function()
-    local got = items(bufnr)
-    return got and #got >= 2 and got
-  end)
-  if not ok then
-    log('%s: suggestions on screen: %s', name, vim.inspect(items(bufnr)))
-    error(answered)
+  local bufnr, answered, before
+  for i, typed in ipairs(SPOTS) do
+    local path = dir .. '/' .. i .. name
+    vim.fn.writefile({}, path)
+    vim.cmd.edit(path)
+    bufnr = vim.api.nvim_get_current_buf()
+    wait_for('the client to attach', 30000, function()
+      return copilot.client(bufnr)
+    end)
+    type_keys('i' .. typed)
+    before = copilot.stats(5000) or {}
+    type_keys('<M-\\>')
+    local ok, got = pcall(wait_for, 'several suggestions', 90000, function()
+      local now = items(bufnr)
+      return now and #now >= 2 and now
+    end)
+    if ok then
+      answered = got
+      break
+    end
+    log('%s: suggestions on screen at %q: %s', name, typed, vim.inspect(items(bufnr)))
+    type_keys('<Esc>')
+  end
+  if not answered then
+    error(name .. ': no list got several suggestions')
   end
   log('%s: %d suggestions: %s', name, #answered, vim.inspect(answered))
   local middle = copilot.stats(5000) or {}
