@@ -101,7 +101,7 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
     except OSError as exc:
         raise SystemExit(f"error: cannot read {path}: {exc.strerror}") from None
     # An explicit request: the user asked for one completion and waits for the whole of it.
-    settings = _settings(args)
+    settings = dataclasses.replace(_settings(args), max_suggestions=1)  # one is printed
     store = DocumentStore(settings.max_document_bytes)
     uri = path.resolve().as_uri()
     store.open(uri, language_id_for_path(str(path)), 0, text)

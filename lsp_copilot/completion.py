@@ -10,6 +10,7 @@ when the client cancelled, since the next keystroke's request may still reuse it
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import time
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsp_copilot.acceptance.experiment import Experiment
+from lsp_copilot.alternatives import alternative_requests, distinct
 from lsp_copilot.budgets import budgets_for
 from lsp_copilot.cache import CompletionCache, cache_key
 from lsp_copilot.config import Settings
@@ -62,6 +64,8 @@ class Outcome:
     template: str = ""  # the prompt family used (acceptance is broken down by it)
     arm: str = ""  # the `experiment` arm whose settings answered ("" without one)
     id: str = ""  # the suggestion's id in feedback (set when it is offered to the editor)
+    alternatives: list[str] = field(default_factory=list)  # explicit requests' other items
+    alternative_ids: list[str] = field(default_factory=list)  # their ids in feedback
 
 
 @dataclass(frozen=True)
@@ -70,9 +74,13 @@ class _Shown:
 
     prefix: bytes
     suffix: bytes
-    text: str
+    texts: tuple[str, ...]  # the suggestions answered, the one the user took first
     mode: Mode
 
+
+ALTERNATIVES_MIN_WAIT_S = 1.0
+"""Alternatives still running when the first suggestion is ready get as long again as it
+took, and at least this: the user waits for the first, not for the slowest sample."""
 
 JOIN_AHEAD_CHARS = 1
 """A request joins a generation only if it typed at most this much past its text."""
@@ -195,19 +203,24 @@ class Completer:
                                  "version": snapshot.version, "prefetch": prefetch,
                                  "explicit": explicit, "status": "cancelled"}
         began = time.perf_counter()
+        pending: list[asyncio.Task[Any]] = []  # alternatives under way
         try:
-            outcome = await self._complete(snapshot, offset, prefetch, explicit, trace)
+            outcome = await self._complete(snapshot, offset, prefetch, explicit, trace, pending)
             trace.update(status="answered", mode=outcome.mode, source=outcome.source,
                          chars=len(outcome.text), reason=outcome.reason,
                          **outcome.timings_ms)
             return outcome
         finally:
+            for task in pending:
+                task.cancel()  # (done already, unless the request ended first)
+            if pending:  # their engine requests are aborted before we return
+                await asyncio.wait(pending)
             trace["elapsed_ms"] = round((time.perf_counter() - began) * 1000, 1)
             self.telemetry.trace(trace)
 
     async def _complete(
         self, snapshot: Snapshot, offset: int, prefetch: bool, explicit: bool,
-        trace: dict[str, Any],
+        trace: dict[str, Any], pending: list[asyncio.Task[Any]],
     ) -> Outcome:
         settings, arm = self._settings(), ""
         if self.experiment is not None:  # each line of a document keeps its arm
@@ -288,8 +301,13 @@ class Completer:
         raw: str | None = cache.get(key) if cache is not None else None
         source = "cache"
         truncated = False  # (known for the engine's own answers only)
+        several = explicit and settings.max_suggestions > 1
         if raw is not None:
             self.telemetry.count("cache_hits")
+            if several:
+                pending += self._alternatives(engine, self._request(
+                    engine, template, context, mode, cursor, max_tokens, settings, prefetch,
+                    trace), settings, None)
         else:
             t_merge = time.perf_counter()
             got = await self._from_flight(snapshot.uri, context, settings, trace) if (
@@ -314,24 +332,13 @@ class Completer:
                         self.telemetry.count("debounced")
                         await asyncio.sleep(delay / 1000)  # a newer keystroke cancels us here
                 t_ids = time.perf_counter()
-                ids, stop_ids = self._token_ids(engine, template, context)
+                request = self._request(engine, template, context, mode, cursor, max_tokens,
+                                        settings, prefetch, trace)
                 encode_ms = (time.perf_counter() - t_ids) * 1000
                 waited -= encode_ms  # our own work (vLLM would tokenize in this process too)
                 trace["encode_ms"] = round(encode_ms, 2)
-                if ids is not None and self.telemetry.tracing:  # what the last call lacked
-                    trace["new_tokens"] = len(ids) - _common_prefix(ids, self._last_ids)
-                    self._last_ids = ids
-                request = EngineRequest(
-                    request_id=f"lsp-copilot-{next(_ids)}",
-                    prompt=context.prompt,
-                    max_tokens=max_tokens,
-                    temperature=settings.temperature,
-                    priority=2 if prefetch else (0 if mode == "single-line" else 1),
-                    stop=template.stop,
-                    stop_at=stop_rule(mode, cursor),
-                    prompt_token_ids=ids,
-                    stop_token_ids=stop_ids,
-                )
+                if several:  # they start once this generation's prompt is in the engine
+                    pending += self._alternatives(engine, request, settings, snapshot.uri)
                 result = await self._fly(
                     engine, snapshot.uri, key, mode, request, context.at_cursor(), settings,
                     cache, trace,
@@ -352,20 +359,41 @@ class Completer:
         text = finalize(raw, mode, cursor, snapshot, offset, truncated)
         if not text and raw.strip() and finalize(raw, mode, cursor, truncated=truncated):
             self.telemetry.count("not_whole")  # the text rules kept it; the syntax did not
+        candidates = [text]
+        if pending:
+            # Those still running get as long again as the first took (at least 1 s).
+            t_alt = time.perf_counter()
+            done, _ = await asyncio.wait(
+                pending, timeout=max(ALTERNATIVES_MIN_WAIT_S, t_alt - started))
+            waited += (time.perf_counter() - t_alt) * 1000
+            results = [t.result() for t in done if not t.cancelled() and t.exception() is None]
+            trace["alternatives_late"] = len(pending) - len(done)
+            candidates += [finalize(r.text, mode, cursor, snapshot, offset,
+                                    r.finish_reason == "length") for r in results]
         text, warned, unsafe = self._review(snapshot, offset, text, settings.safety, prefetch)
+        alternatives: list[str] = []
+        if pending:
+            # An alternative is offered only when the safety check has nothing to say.
+            texts = distinct([text, *(t for t in candidates[1:] if t and self._clean(
+                snapshot, offset, t, settings.safety))], settings.max_suggestions)
+            if texts and texts[0] != text:  # the first was dropped: an alternative leads
+                warned = ()
+            text, alternatives = (texts[0], texts[1:]) if texts else ("", [])
+            self.telemetry.count("alternatives", len(alternatives))
+            trace["alternatives"] = len(alternatives)
         total_ms = (time.perf_counter() - started) * 1000
         self.telemetry.server_time(max(0.0, total_ms - waited))
         timings = {"context": round(context_ms, 2), "engine": round(waited, 2),
                    "total": round(total_ms, 2)}
         self.telemetry.last_timings_ms = timings
         if text and not prefetch:
-            self._remember_shown(snapshot, offset, text, mode)
+            self._remember_shown(snapshot, offset, (text, *alternatives), mode)
         trace["route"] = route
         return Outcome(text, mode, timings, None if text else unsafe or "the model gave nothing "
                        "usable", context, source, raw, warned, tuple(
                            f.message() for f in warned
                            if not prefetch and self.safety.first_warning(snapshot.uri, f)),
-                       route, template.name, arm)
+                       route, template.name, arm, alternatives=alternatives)
 
     def _review(self, snapshot: Snapshot, offset: int, text: str, level: str, prefetch: bool
                 ) -> tuple[str, tuple[Finding, ...], str | None]:
@@ -384,6 +412,51 @@ class Completer:
             why = "blocked by `safety`: " + ", ".join(sorted({f.rule for f in review.blocked}))
         return review.text, review.warned, why
 
+    def _clean(self, snapshot: Snapshot, offset: int, text: str, level: str) -> bool:
+        """Whether the safety check leaves ``text`` as it is, with nothing to warn about."""
+        review = self.safety.review(snapshot, offset, text, level)
+        return review.text == text and not review.blocked and not review.warned
+    def _request(self, engine: Engine, template: Template, context: Context, mode: Mode,
+                 cursor: Cursor, max_tokens: int, settings: Settings, prefetch: bool,
+                 trace: dict[str, Any]) -> EngineRequest:
+        """The engine request for ``context``: token ids, stop rules, priority."""
+        ids, stop_ids = self._token_ids(engine, template, context)
+        if ids is not None and self.telemetry.tracing:  # what the last call lacked
+            trace["new_tokens"] = len(ids) - _common_prefix(ids, self._last_ids)
+            self._last_ids = ids
+        return EngineRequest(
+            request_id=f"lsp-copilot-{next(_ids)}",
+            prompt=context.prompt,
+            max_tokens=max_tokens,
+            temperature=settings.temperature,
+            priority=2 if prefetch else (0 if mode == "single-line" else 1),
+            stop=template.stop,
+            stop_at=stop_rule(mode, cursor),
+            prompt_token_ids=ids,
+            stop_token_ids=stop_ids,
+        )
+
+    def _alternatives(self, engine: Engine, request: EngineRequest, settings: Settings,
+                      uri: str | None) -> list[asyncio.Task[EngineResult]]:
+        """maxSuggestions - 1 sampled variants of ``request``, each started once the
+        document's generation (``uri``'s flight, if any) has its first text: its prompt is
+        then in the prefix cache and the variants prefill nothing again."""
+
+        async def sample(alternative: EngineRequest) -> EngineResult:
+            current = self._flights.get(uri) if uri is not None else None
+            if current is not None and current.task is not None and not current.done:
+                waiter = asyncio.ensure_future(current.first_text.wait())
+                try:
+                    await asyncio.wait({waiter, current.task},
+                                       return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    waiter.cancel()
+            return await self._generate(engine, alternative, None, "")
+
+        # (The flight is looked up when each starts: _fly registers it just after this.)
+        return [asyncio.ensure_future(sample(r)) for r in alternative_requests(
+            request, settings.max_suggestions - 1, settings.alternative_temperature)]
+
     def _token_ids(self, engine: Engine, template: Template, context: Context
                    ) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
         """The prompt as token ids with the engine's tokenizer, and the stop tokens' ids;
@@ -398,9 +471,22 @@ class Completer:
 
     # -- typing-through -------------------------------------------------------------
 
-    def _remember_shown(self, snapshot: Snapshot, offset: int, text: str, mode: Mode) -> None:
+    def _remember_shown(self, snapshot: Snapshot, offset: int, texts: tuple[str, ...],
+                        mode: Mode) -> None:
         self._shown[snapshot.uri] = _Shown(snapshot.data[:offset], snapshot.data[offset:],
-                                           text, mode)
+                                           texts, mode)
+
+    def prefer(self, uri: str, text: str) -> None:
+        """The user took (part of) ``text``, one of the suggestions answered last, or what
+        was left of it: typing-through continues that one, not the first."""
+        shown = self._shown.get(uri)
+        if shown is None:
+            return
+        for candidate in shown.texts:
+            if text and candidate.endswith(text):
+                rest = tuple(t for t in shown.texts if t is not candidate)
+                self._shown[uri] = dataclasses.replace(shown, texts=(candidate, *rest))
+                return
 
     def _typed_through(self, snapshot: Snapshot, offset: int) -> str | None:
         shown = self._shown.get(snapshot.uri)
@@ -411,9 +497,10 @@ class Completer:
                 or not data.startswith(shown.prefix) or offset < len(shown.prefix)):
             return None
         typed = data[len(shown.prefix):offset].decode("utf-8", "replace")
-        if not shown.text.startswith(typed) or len(typed) >= len(shown.text):
-            return None
-        return shown.text[len(typed):]
+        for text in shown.texts:
+            if text.startswith(typed) and len(typed) < len(text):
+                return text[len(typed):]
+        return None
 
     def _typed(self, text: str, mode: Mode, started: float) -> Outcome:
         self.telemetry.count("typed_through")

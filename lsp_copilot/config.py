@@ -70,11 +70,27 @@ def _setting(
     return field(default=default, metadata={"doc": doc, "check": check, "redact": redact})
 
 
+Check = Callable[[Any], str | None]
+
+
+def _with_schema(check: Check, **schema: Any) -> Check:
+    """Attach the JSON schema of the values ``check`` accepts (VS Code's settings, see
+    config_doc.py)."""
+    check.__dict__["schema"] = schema
+    return check
+
+
+def json_schema(check: Check | None) -> dict[str, Any]:
+    """The JSON schema a check accepts (empty when it declares none)."""
+    return dict(check.__dict__.get("schema", {})) if check is not None else {}
+
+
 def _one_of(*values: Any) -> Callable[[Any], str | None]:
     def check(value: Any) -> str | None:
         return None if value in values else f"must be one of {', '.join(map(repr, values))}"
 
-    return check
+    types = sorted({"string" if isinstance(v, str) else "number" for v in values})
+    return _with_schema(check, type=types[0] if len(types) == 1 else types, enum=list(values))
 
 
 def _int_range(low: int, high: int) -> Callable[[Any], str | None]:
@@ -83,7 +99,7 @@ def _int_range(low: int, high: int) -> Callable[[Any], str | None]:
             return "must be an integer"
         return None if low <= value <= high else f"must be between {low} and {high}"
 
-    return check
+    return _with_schema(check, type="integer", minimum=low, maximum=high)
 
 
 def _float_range(low: float, high: float) -> Callable[[Any], str | None]:
@@ -92,7 +108,7 @@ def _float_range(low: float, high: float) -> Callable[[Any], str | None]:
             return "must be a number"
         return None if low <= value <= high else f"must be between {low} and {high}"
 
-    return check
+    return _with_schema(check, type="number", minimum=low, maximum=high)
 
 
 def _is_str(value: Any) -> str | None:
@@ -103,11 +119,19 @@ def _is_bool(value: Any) -> str | None:
     return None if isinstance(value, bool) else "must be true or false"
 
 
+_with_schema(_is_str, type="string")
+_with_schema(_is_bool, type="boolean")
+
+
 def _shares(value: Any) -> str | None:
     ok = (isinstance(value, (list, tuple)) and len(value) == 5
           and all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1
                   for v in value) and sum(value) <= 1.0001 and value[0] > 0)
     return None if ok else "must be 5 numbers in [0, 1] (P0..P4), P0 > 0, summing to at most 1"
+
+
+_with_schema(_shares, type="array", items={"type": "number", "minimum": 0, "maximum": 1},
+             minItems=5, maxItems=5)
 
 
 def _opt_block_size(value: Any) -> str | None:
@@ -118,11 +142,17 @@ def _opt_block_size(value: Any) -> str | None:
     return None
 
 
+_with_schema(_opt_block_size, type=["integer", "null"], minimum=16, multipleOf=16)
+
+
 def _url(value: Any) -> str | None:
     if not isinstance(value, str):
         return "must be a string"
     ok = not value or value.startswith(("https://", "http://"))
     return None if ok else "must be empty or start with https:// (or http:// on this machine)"
+
+
+_with_schema(_url, type="string", pattern="^(https?://.*)?$")
 
 
 def _env_name(value: Any) -> str | None:
@@ -135,9 +165,15 @@ def _env_name(value: Any) -> str | None:
     return None
 
 
+_with_schema(_env_name, type="string", pattern="^([A-Z_][A-Z0-9_]{0,127})?$")
+
+
 def _header_name(value: Any) -> str | None:
     ok = isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9-]{0,64}", value) is not None
     return None if ok else "must be an HTTP header name (letters, digits, -) or empty"
+
+
+_with_schema(_header_name, type="string", pattern="^[A-Za-z0-9-]{0,64}$")
 
 
 def _optional(inner: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
@@ -147,11 +183,16 @@ def _optional(inner: Callable[[Any], str | None]) -> Callable[[Any], str | None]
         problem = None if value is None else inner(value)
         return f"{problem} (or null)" if problem else None
 
-    return check
+    schema = json_schema(inner)
+    schema["type"] = [schema.get("type", "string"), "null"]
+    return _with_schema(check, **schema)
 
 
 def _opt_bool(value: Any) -> str | None:
     return None if value is None or isinstance(value, bool) else "must be null, true or false"
+
+
+_with_schema(_opt_bool, type=["boolean", "null"])
 
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -169,6 +210,10 @@ def _regex_list(value: Any) -> str | None:
     from lsp_copilot.privacy import check_patterns
 
     return check_patterns(value)
+
+
+_with_schema(_str_list, type="array", items={"type": "string"})
+_with_schema(_regex_list, type="array", items={"type": "string", "format": "regex"})
 
 
 BUDGET_KEYS = ("singleLine", "multiLine", "explicit")
@@ -209,6 +254,15 @@ def _experiment(value: Any) -> str | None:
         and isinstance(p[1], Mapping) for p in pairs) and len({p[0] for p in pairs}) == 2)
     return None if ok else ("must be null or an object of two named arms, each an object "
                             "of settings, e.g. {\"a\": {}, \"b\": {\"deadlineMs\": 600}}")
+
+
+_with_schema(_budgets, type=["object", "null"], additionalProperties=False, properties={
+    key: {"type": "integer", "minimum": 64, "maximum": 1_000_000} for key in BUDGET_KEYS})
+_with_schema(_routes, type=["object", "null"], additionalProperties=False, properties={
+    kind: {"type": "string", "minLength": 1} for kind in ROUTE_KINDS})
+_with_schema(_opt_str, type=["string", "null"])
+_with_schema(_experiment, type=["object", "null"], minProperties=2, maxProperties=2,
+             additionalProperties={"type": "object"})
 
 
 @dataclass(frozen=True)
@@ -376,6 +430,15 @@ class Settings:
         _int_range(0, 600_000),
     )
     temperature: float = _setting(0.0, "Sampling temperature (0: greedy).", _float_range(0, 2))
+    max_suggestions: int = _setting(
+        3, "Most suggestions an explicit request (triggerKind Invoked) answers: the first "
+        "one plus alternatives sampled at alternativeTemperature, each post-processed, no "
+        "two alike. Automatic requests always get one.", _int_range(1, 10)
+    )
+    alternative_temperature: float = _setting(
+        0.8, "Sampling temperature of the alternatives an explicit request adds "
+        "(maxSuggestions above 1).", _float_range(0.01, 2)
+    )
     debounce_mode: str = _setting(
         "adaptive",
         "adaptive (learns your keystroke gap), fixed (debounceMs) or off.",

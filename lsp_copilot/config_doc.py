@@ -1,16 +1,52 @@
-"""docs/configuration.md, generated from the settings themselves so that it cannot drift.
+"""docs/configuration.md and VS Code's settings (``contributes.configuration`` of
+editors/vscode/package.json), generated from the settings themselves so that neither can
+drift.
 
-Regenerate with ``python scripts/gen-docs.py``; tests/unit/test_config_doc.py fails
-when the file and the settings disagree.
+Regenerate with ``python scripts/gen-docs.py``; tests/unit/test_config.py fails when a
+file and the settings disagree.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
+from typing import Any
 
-from lsp_copilot.config import ENGINE_FIELDS, camel, setting_docs, settings_table
+from lsp_copilot.config import (
+    ENGINE_FIELDS,
+    Settings,
+    camel,
+    json_schema,
+    setting_docs,
+    settings_table,
+)
 
 DOC_PATH = Path("docs") / "configuration.md"
+PACKAGE_PATH = Path("editors") / "vscode" / "package.json"
+VSCODE_SECTION = "lspCopilot"
+
+VSCODE_CLIENT_SETTINGS: dict[str, dict[str, Any]] = {
+    "serverPath": {
+        "type": "string",
+        "default": "",
+        "markdownDescription": "Path of `lsp-copilot`. Empty: `.venv/bin/lsp-copilot` (or "
+        "`venv`, `env`) in a workspace folder, else `PATH`.",
+    },
+    "serverArgs": {
+        "type": "array",
+        "items": {"type": "string"},
+        "default": ["serve"],
+        "description": "Arguments passed to the server.",
+    },
+    "trace.server": {
+        "type": "string",
+        "enum": ["off", "messages", "verbose"],
+        "default": "off",
+        "description": "Trace the JSON-RPC traffic in the lsp-copilot output channel.",
+    },
+}
+"""The extension's own settings: never sent to the server."""
 
 HEADER = """\
 # Configuration
@@ -21,7 +57,8 @@ The server reads its settings from the editor: `initializationOptions` when it s
 then `workspace/didChangeConfiguration`. Put them under an `lspCopilot` key (or flat);
 each client has its own place for them:
 
-- VS Code: `lspCopilot.<setting>` in the settings (the extension sends those it knows).
+- VS Code: `lspCopilot.<setting>` in the settings (every setting below; those you set are
+  sent).
 - Neovim: `require('lsp_copilot').setup({ settings = { ... } })`.
 - Emacs: `(setq lsp-copilot-server-settings '(:maxTokensSingleLine 32))`.
 
@@ -81,3 +118,38 @@ def configuration_markdown() -> str:
         "",
         LOGS,
     ])
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, tuple):
+        if value and all(isinstance(v, tuple) and len(v) == 2 for v in value):
+            return {k: v for k, v in value}
+        return list(value)
+    return value
+
+
+def vscode_configuration() -> dict[str, Any]:
+    """``contributes.configuration`` of the VS Code extension: the extension's own settings,
+    then every server setting with its schema, the server's default and its doc. The
+    extension sends only the server settings the user has set."""
+    properties: dict[str, Any] = {
+        f"{VSCODE_SECTION}.{name}": dict(spec, order=i)
+        for i, (name, spec) in enumerate(VSCODE_CLIENT_SETTINGS.items())}
+    offset = len(properties)
+    for i, f in enumerate(dataclasses.fields(Settings)):
+        doc = f.metadata["doc"] + (" Changing it restarts the engine."
+                                   if f.name in ENGINE_FIELDS else "")
+        properties[f"{VSCODE_SECTION}.{camel(f.name)}"] = {
+            **json_schema(f.metadata["check"]),
+            "default": _json_default(f.default),
+            "markdownDescription": doc,
+            "order": offset + i,
+        }
+    return {"title": "lsp-copilot", "properties": properties}
+
+
+def package_json(current: str) -> str:
+    """editors/vscode/package.json's text with ``contributes.configuration`` regenerated."""
+    manifest = json.loads(current)
+    manifest.setdefault("contributes", {})["configuration"] = vscode_configuration()
+    return json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"

@@ -146,6 +146,7 @@ class Flight:
     text: str = ""
     consumers: int = 0
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    first_text: asyncio.Event = field(default_factory=asyncio.Event)  # the prompt is in
     abort_timer: asyncio.TimerHandle | None = None
     started: float = field(default_factory=time.perf_counter)
     first_text_ms: float | None = None  # since ``started``: when the first text came
@@ -155,6 +156,7 @@ class Flight:
     def publish(self, text: str) -> None:
         if self.first_text_ms is None and text:
             self.first_text_ms = (time.perf_counter() - self.started) * 1000
+            self.first_text.set()
         self.updates += 1
         self.text = text
         self.changed.set()

@@ -11,15 +11,19 @@
 ;; `lsp-copilot-mode', a minor mode (turned on in buffers eglot manages with lsp-copilot)
 ;; that asks the server for `textDocument/inlineCompletion' when Emacs is idle after an
 ;; edit and shows the suggestion as grey text after point.  TAB accepts it, C-g dismisses
-;; it.  Eglot itself has no inline completion; `completion-at-point' works as well, through
-;; eglot and the server's `textDocument/completion'.
+;; it, M-<right> / M-<down> accept its next word / line, M-n / M-p show the next / previous
+;; suggestion, and C-c \ asks for suggestions now (an explicit request, which may answer
+;; several).  Eglot itself has no inline completion; `completion-at-point' works as well,
+;; through eglot and the server's `textDocument/completion'.
 ;;
 ;;   (require 'lsp-copilot)
 ;;   (setq lsp-copilot-server-settings '(:maxTokensSingleLine 32))
 ;;   (add-hook 'python-mode-hook #'eglot-ensure)
 ;;
 ;; Commands: `lsp-copilot-stats', `lsp-copilot-toggle', `lsp-copilot-accept',
-;; `lsp-copilot-dismiss', `lsp-copilot-complete' (ask now, without waiting).
+;; `lsp-copilot-accept-word', `lsp-copilot-accept-line', `lsp-copilot-dismiss',
+;; `lsp-copilot-suggest' (ask now, explicitly), `lsp-copilot-next', `lsp-copilot-previous',
+;; `lsp-copilot-complete' (what the idle timer runs).
 
 ;;; Code:
 
@@ -158,7 +162,9 @@ Looked for on `exec-path', then in a .venv above `default-directory'."
 (defvar lsp-copilot-mode) ; defined below by `define-minor-mode'
 (defvar-local lsp-copilot--overlay nil "Overlay showing the current suggestion.")
 (defvar-local lsp-copilot--suggestion nil
-  "The suggestion on screen: plist (:text :start :end :params).")
+  "The suggestion on screen: plist (:text :start :end :params :items :index).
+:items are the texts of every item answered (an explicit request may
+answer several), :index the position of the one shown.")
 (defvar-local lsp-copilot--request-tick nil "Buffer tick of the last request.")
 (defvar lsp-copilot--timer nil "Idle timer of the pending request.")
 (defvar lsp-copilot-last-latency-ms nil "Round trip of the last inline completion request.")
@@ -180,11 +186,12 @@ Looked for on `exec-path', then in a .venv above `default-directory'."
   (setq lsp-copilot--overlay nil
         lsp-copilot--suggestion nil))
 
-(defun lsp-copilot--show (text start end params)
-  "Show TEXT (to replace START..END) after point; PARAMS identify it in feedback."
+(defun lsp-copilot--show (text start end params &optional items index)
+  "Show TEXT (to replace START..END) after point; PARAMS identify it in feedback.
+ITEMS are all the suggestions answered, INDEX the position of TEXT among them."
   (lsp-copilot--hide)
   (let ((ov (make-overlay (point) (point) nil t nil))
-        (shown (copy-sequence text)))
+        (shown (concat text (if (cdr items) (format " (%d/%d)" (1+ index) (length items)) ""))))
     (when (> (length shown) 0)
       (put-text-property 0 1 'cursor t shown))
     (add-face-text-property 0 (length shown) 'lsp-copilot-ghost-face nil shown)
@@ -192,7 +199,8 @@ Looked for on `exec-path', then in a .venv above `default-directory'."
     (overlay-put ov 'lsp-copilot t)
     (overlay-put ov 'priority 1000)
     (setq lsp-copilot--overlay ov
-          lsp-copilot--suggestion (list :text text :start start :end end :params params))
+          lsp-copilot--suggestion (list :text text :start start :end end :params params
+                                        :items (or items (list text)) :index (or index 0)))
     (lsp-copilot--notify :lspCopilot/didShow params)))
 
 (defun lsp-copilot-ghost-text ()
@@ -212,8 +220,11 @@ Looked for on `exec-path', then in a .venv above `default-directory'."
     (and (stringp id) id)))
 
 ;;;###autoload
-(defun lsp-copilot-complete ()
-  "Ask the server for a suggestion at point now, and show it when it arrives."
+(defun lsp-copilot-complete (&optional explicit select)
+  "Ask the server for a suggestion at point now; show it when it arrives.
+EXPLICIT: the user asked (triggerKind Invoked: never cut short, several
+suggestions); else an automatic request, as after an edit.  SELECT: the
+suggestion to show first (0-based)."
   (interactive)
   (when-let ((server (and lsp-copilot-mode (lsp-copilot--server))))
     (eglot--signal-textDocument/didChange)
@@ -222,7 +233,10 @@ Looked for on `exec-path', then in a .venv above `default-directory'."
            (pt (point))
            (sent (float-time))
            (params (append (eglot--TextDocumentPositionParams)
-                           (list :context (list :triggerKind 2)))))
+                           (list :context (list :triggerKind (if explicit 1 2))))))
+      (when (and explicit (timerp lsp-copilot--timer)) ; its answer would replace this one
+        (cancel-timer lsp-copilot--timer)
+        (setq lsp-copilot--timer nil))
       (setq lsp-copilot--request-tick tick)
       (jsonrpc-async-request
        server :textDocument/inlineCompletion params
@@ -234,9 +248,11 @@ Looked for on `exec-path', then in a .venv above `default-directory'."
              ;; Only if the user has not moved on since.
              (when (and (eql tick (buffer-chars-modified-tick)) (eql pt (point))
                         (eql tick lsp-copilot--request-tick))
-               (let* ((items (if (vectorp result) result (plist-get result :items)))
-                      (item (and items (> (length items) 0) (aref items 0)))
-                      (text (and item (lsp-copilot--item-text item))))
+               (let* ((items (append (if (vectorp result) result (plist-get result :items)) nil))
+                      (item (car items))
+                      (texts (cl-remove-if #'string-empty-p (mapcar #'lsp-copilot--item-text items)))
+                      (index (min (or select 0) (max 0 (1- (length texts)))))
+                      (text (nth index texts)))
                  (if (or (null text) (string-empty-p text))
                      (lsp-copilot--hide)
                    (let ((region (if (plist-get item :range)
@@ -247,11 +263,97 @@ Looked for on `exec-path', then in a .venv above `default-directory'."
                                          (list :uri (plist-get (plist-get params :textDocument) :uri)
                                                :position (plist-get params :position)
                                                :text text)
-                                         (when-let ((id (lsp-copilot--item-id item)))
-                                           (list :id id)))))))))))
+                                         (when-let ((id (lsp-copilot--item-id
+                                                         (nth index (cl-remove-if
+                                                                     (lambda (it) (string-empty-p (lsp-copilot--item-text it)))
+                                                                     items)))))
+                                           (list :id id)))
+                                        texts index))))))))
        :error-fn (lambda (err) (message "lsp-copilot: %s" (plist-get err :message)))
        :timeout-fn #'ignore
        :timeout 60))))
+
+(defun lsp-copilot-suggest ()
+  "Ask for suggestions at point now.
+An explicit request: never cut short, and it may answer several."
+  (interactive)
+  (lsp-copilot-complete t))
+
+(defun lsp-copilot-next (&optional count)
+  "Show the suggestion COUNT (default 1) after the one on screen, wrapping around.
+With a single suggestion on screen, ask for more first (an explicit request)."
+  (interactive "p")
+  (let* ((s lsp-copilot--suggestion)
+         (items (plist-get s :items))
+         (count (or count 1)))
+    (cond
+     ((null s) (lsp-copilot-complete t))
+     ((null (cdr items)) (lsp-copilot-complete t (mod count 3)))
+     (t (let* ((index (mod (+ (plist-get s :index) count) (length items)))
+               (text (nth index items))
+               (params (plist-get s :params)))
+          (lsp-copilot--notify :lspCopilot/didReject params)
+          (lsp-copilot--show text (plist-get s :start) (plist-get s :end)
+                             (plist-put (copy-sequence params) :text text) items index))))))
+
+(defun lsp-copilot-previous (&optional count)
+  "Show the suggestion COUNT (default 1) before the one on screen."
+  (interactive "p")
+  (lsp-copilot-next (- (or count 1))))
+
+(defun lsp-copilot-next-part (text what)
+  "The next word (WHAT `word') or line (`line') of TEXT.
+A word: leading blanks, then a run of word characters or one other
+character.  A line: up to its end; when TEXT starts with a line break,
+that break and the line after it."
+  (let ((case-fold-search nil))
+    (if (eq what 'word)
+        (if (string-match "\\`[ \t\n]*\\(?:[[:alnum:]_]+\\|[^[:alnum:]_ \t\n]\\)" text)
+            (match-string 0 text)
+          text)
+      (if (string-match "\\`\\(?:[^\n]+\\|\n[^\n]*\\)" text)
+          (match-string 0 text)
+        text))))
+
+(defun lsp-copilot--utf-16-length (string)
+  "Length of STRING in UTF-16 code units (LSP's default position encoding)."
+  (cl-loop for char across string sum (if (> char #xFFFF) 2 1)))
+
+(defun lsp-copilot--accept-part (what)
+  "Insert the next WHAT (`word' or `line') of the suggestion on screen.
+The server hears a partial accept (didAccept with acceptedChars); the
+rest of the suggestion comes back from it at once (typed through)."
+  (when-let ((s lsp-copilot--suggestion))
+    (let* ((text (plist-get s :text))
+           (part (lsp-copilot-next-part text what))
+           (params (plist-get s :params)))
+      (if (= (length part) (length text))
+          (lsp-copilot-accept)
+        (lsp-copilot--hide)
+        (goto-char (plist-get s :start))
+        (delete-region (plist-get s :start) (plist-get s :end))
+        (insert part) ; an edit: the idle timer asks again, and the rest comes back
+        (lsp-copilot--notify :lspCopilot/didAccept
+                             (append params (list :acceptedChars (lsp-copilot--units part))))))))
+
+(defun lsp-copilot--units (string)
+  "Length of STRING in the server's position encoding.
+UTF-16 code units unless the server chose another."
+  (pcase (when-let ((server (lsp-copilot--server)))
+           (plist-get (eglot--capabilities server) :positionEncoding))
+    ("utf-8" (length (encode-coding-string string 'utf-8)))
+    ("utf-32" (length string))
+    (_ (lsp-copilot--utf-16-length string))))
+
+(defun lsp-copilot-accept-word ()
+  "Insert the next word of the suggestion shown after point."
+  (interactive)
+  (lsp-copilot--accept-part 'word))
+
+(defun lsp-copilot-accept-line ()
+  "Insert the next line of the suggestion shown after point."
+  (interactive)
+  (lsp-copilot--accept-part 'line))
 
 (defun lsp-copilot--schedule (&rest _)
   "After an edit: hide the suggestion and request one when Emacs is idle."
@@ -272,7 +374,9 @@ Looked for on `exec-path', then in a .venv above `default-directory'."
 (defun lsp-copilot--post-command ()
   "Dismiss the suggestion when point leaves it."
   (when (and lsp-copilot--overlay
-             (not (memq this-command '(lsp-copilot-accept lsp-copilot-dismiss)))
+             (not (memq this-command '(lsp-copilot-accept lsp-copilot-dismiss lsp-copilot-next
+                                       lsp-copilot-previous lsp-copilot-accept-word
+                                       lsp-copilot-accept-line)))
              (/= (point) (overlay-start lsp-copilot--overlay)))
     (lsp-copilot-dismiss)))
 
@@ -307,10 +411,18 @@ Looked for on `exec-path', then in a .venv above `default-directory'."
     (dolist (key '("TAB" "<tab>"))
       (define-key map (kbd key)
         `(menu-item "" lsp-copilot-accept :filter ,(lambda (cmd) (lsp-copilot--when-shown cmd)))))
-    (define-key map (kbd "C-g")
-      `(menu-item "" lsp-copilot-dismiss :filter ,(lambda (cmd) (lsp-copilot--when-shown cmd))))
+    (dolist (binding '(("C-g" . lsp-copilot-dismiss)
+                       ("M-n" . lsp-copilot-next)
+                       ("M-p" . lsp-copilot-previous)
+                       ("M-<right>" . lsp-copilot-accept-word)
+                       ("M-<down>" . lsp-copilot-accept-line)))
+      (define-key map (kbd (car binding))
+        `(menu-item "" ,(cdr binding) :filter ,(lambda (cmd) (lsp-copilot--when-shown cmd)))))
+    (define-key map (kbd "C-c \\") #'lsp-copilot-suggest)
     map)
-  "Keys of `lsp-copilot-mode': active only while a suggestion is shown.")
+  "Keys of `lsp-copilot-mode'.
+C-c \\ asks for suggestions; the others are active only while a
+suggestion is shown.")
 
 (defun lsp-copilot--lighter ()
   "Mode line: loading (with progress), the last latency, error or off."

@@ -53,6 +53,8 @@ class EngineRequest:
     prompt_token_ids: tuple[int, ...] | None = None
     # Stop tokens by id: vLLM drops special tokens from the text, where ``stop`` can't see.
     stop_token_ids: tuple[int, ...] = ()
+    # Sampling seed (temperature > 0): the same prompt and seed give the same text.
+    seed: int | None = None
 
     def cut(self, text: str, finished: bool) -> tuple[int | None, str | None]:
         """Where to cut the text generated so far, and why ("stop" or "stop_at"), or

@@ -408,6 +408,8 @@ class RemoteEngine:
         }
         if request.stop_token_ids:
             body["stop_token_ids"] = list(request.stop_token_ids)
+        if request.seed is not None:
+            body["seed"] = request.seed
         if request.priority and self._send_priority:
             body["priority"] = request.priority
         return body

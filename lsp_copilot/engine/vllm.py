@@ -185,6 +185,7 @@ class VllmEngine:
             max_tokens=request.max_tokens,
             temperature=request.temperature,
             stop_token_ids=list(request.stop_token_ids) or None,
+            seed=request.seed,
             output_kind=RequestOutputKind.DELTA,
         )
         result = EngineResult()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 
@@ -48,6 +49,11 @@ async def _complete(ls: CopilotServer, uri: str, position: types.Position,
               f" ({outcome.reason})" if outcome.reason else "")
     if track and outcome.text:
         outcome.id = _track(ls, snapshot, offset, position, outcome, explicit, started)
+        outcome.alternative_ids = [
+            _track(ls, snapshot, offset, position, dataclasses.replace(outcome, text=text),
+                   explicit, started) for text in outcome.alternatives]
+    else:
+        outcome.alternative_ids = [""] * len(outcome.alternatives)
     return outcome
 
 
@@ -80,22 +86,27 @@ async def inline_completion(
     heap.collect_young_soon()  # after the answer is out, not in the next request
     if outcome is None or not outcome.text:
         return types.InlineCompletionList(items=[])
-    item = types.InlineCompletionItem(
-        insert_text=outcome.text,
-        range=types.Range(params.position, params.position),
-        command=types.Command(
-            title="lsp-copilot: accepted",
-            command=ACCEPT_COMMAND,
-            arguments=[{
-                "uri": params.text_document.uri,
-                "position": {"line": params.position.line,
-                             "character": params.position.character},
-                "text": outcome.text,
-                "id": outcome.id,
-            }],
-        ),
-    )
-    return types.InlineCompletionList(items=[item])
+    # Explicit requests may carry alternatives (maxSuggestions): one item each, in order,
+    # each with the id its feedback names.
+    return types.InlineCompletionList(items=[
+        types.InlineCompletionItem(
+            insert_text=text,
+            range=types.Range(params.position, params.position),
+            command=types.Command(
+                title="lsp-copilot: accepted",
+                command=ACCEPT_COMMAND,
+                arguments=[{
+                    "uri": params.text_document.uri,
+                    "position": {"line": params.position.line,
+                                 "character": params.position.character},
+                    "text": text,
+                    "id": item_id,
+                }],
+            ),
+        )
+        for text, item_id in zip((outcome.text, *outcome.alternatives),
+                                 (outcome.id, *outcome.alternative_ids), strict=True)
+    ])
 
 
 def _word_before(line_before: str) -> str:

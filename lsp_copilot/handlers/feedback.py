@@ -18,6 +18,8 @@ DID_ACCEPT = "lspCopilot/didAccept"
 DID_REJECT = "lspCopilot/didReject"
 ACCEPT_COMMAND = "lspCopilot.didAccept"
 """The inline item's ``command``: clients run it when the user accepts the suggestion."""
+ACCEPTED_CHARS = "acceptedChars"
+"""didAccept's param for a partial accept: how much of ``text`` was taken (absent: all)."""
 
 PREFETCH_WAIT_S = 0.5
 _background: set[asyncio.Task[Any]] = set()
@@ -49,15 +51,37 @@ def did_reject(ls: CopilotServer, params: Any) -> None:
         ls.acceptance.rejected(s)
 
 
+def _accepted_chars(ls: CopilotServer, text: Any, units: Any) -> int | None:
+    """``acceptedChars`` (in the position encoding's units) as characters of ``text``, when
+    it is less than the whole; None: the whole text was accepted."""
+    if (not isinstance(text, str) or isinstance(units, bool) or not isinstance(units, int)
+            or units < 0):
+        return None
+    if ls.encoding == "utf-8":
+        prefix = text.encode("utf-8", "surrogatepass")[:units].decode("utf-8", "ignore")
+    else:
+        prefix = text.encode("utf-16-le", "surrogatepass")[:2 * units].decode(
+            "utf-16-le", "ignore")
+    return len(prefix) if len(prefix) < len(text) else None
+
+
 def did_accept(ls: CopilotServer, params: Any) -> None:
-    ls.telemetry.count("accepted")
-    if (s := _suggestion(ls, params)) is not None:
-        chars, text = _field(params, "acceptedChars"), _field(params, "text")
+    uri, position, text = _field(params, "uri"), _field(params, "position"), _field(
+        params, "text")
+    if (s := _suggestion(ls, params)) is not None:  # its outcome, for acceptance records
+        chars = _field(params, ACCEPTED_CHARS)
         ls.acceptance.accepted(
             s, chars if isinstance(chars, int) and not isinstance(chars, bool) else None,
             len(text) if isinstance(text, str) else s.chars)
-    uri, position, text = _field(params, "uri"), _field(params, "position"), _field(
-        params, "text")
+    partial = _accepted_chars(ls, text, _field(params, ACCEPTED_CHARS))
+    if partial is not None:  # a word or a line of it: the rest stays on screen
+        ls.telemetry.count("partial_accepts")
+        ls.telemetry.count("accepted_chars", partial)
+        if isinstance(uri, str):
+            ls.completer.prefer(uri, text)
+        return
+    ls.telemetry.count("accepted")
+    ls.telemetry.count("accepted_chars", len(text) if isinstance(text, str) else 0)
     if not (ls.settings.prefetch and isinstance(uri, str) and isinstance(text, str) and text):
         return
     line, character = _field(position, "line"), _field(position, "character")

@@ -71,3 +71,42 @@ def test_readme_is_a_short_guide() -> None:
 
     root = Path(__file__).resolve().parents[2]
     assert (root / "README.md").stat().st_size <= 16 * 1024
+
+
+def test_vscode_settings_are_current() -> None:
+    """editors/vscode/package.json's settings are generated from the server's table:
+    regenerate them with scripts/gen-docs.py."""
+    import json
+    from pathlib import Path
+
+    from lsp_copilot.config import camel, setting_docs
+    from lsp_copilot.config_doc import PACKAGE_PATH, package_json, vscode_configuration
+
+    text = (Path(__file__).resolve().parents[2] / PACKAGE_PATH).read_text()
+    assert text == package_json(text), "run: python scripts/gen-docs.py"
+    properties = json.loads(text)["contributes"]["configuration"]["properties"]
+    for name, _, _ in setting_docs():  # every server setting is reachable from VS Code
+        assert f"lspCopilot.{camel(name)}" in properties, name
+    assert vscode_configuration()["properties"] == properties
+
+
+def test_every_setting_declares_a_json_schema_its_default_fits() -> None:
+    """The schema VS Code validates with agrees with the server's own check."""
+    import dataclasses
+
+    from lsp_copilot.config import Settings, json_schema
+    from lsp_copilot.config_doc import _json_default
+
+    python_types = {"string": str, "boolean": bool, "integer": int, "number": (int, float),
+                    "array": list, "object": dict, "null": type(None)}
+    for f in dataclasses.fields(Settings):
+        schema = json_schema(f.metadata["check"])
+        kinds = schema.get("type")
+        assert kinds, f.name
+        kinds = kinds if isinstance(kinds, list) else [kinds]
+        default = _json_default(f.default)
+        assert any(isinstance(default, python_types[k]) for k in kinds), (f.name, default)
+        if "enum" in schema:
+            assert default in schema["enum"], f.name
+        if "minimum" in schema and default is not None:
+            assert schema["minimum"] <= default <= schema["maximum"], f.name

@@ -2,7 +2,8 @@
 
 ;; emacs --batch -L editors/emacs -l editors/emacs/test/lsp-copilot-test.el
 ;; Opens a real file, types, fires the idle timer (idle timers never fire in --batch),
-;; checks the overlay, accepts with TAB and checks the buffer; then C-g, completion-at-point
+;; checks the overlay, accepts with TAB and checks the buffer; then several suggestions
+;; (C-c \\, M-n) and partial accepts (M-<right>, M-<down>), C-g, completion-at-point
 ;; through eglot, stats and toggle.  Exits 0 on success.
 
 ;;; Code:
@@ -65,7 +66,10 @@
   (let* ((dir (make-temp-file "lsp-copilot-emacs-" t))
          (default-directory dir)
          (lsp-copilot-server-command (list lsp-copilot-test--server "serve"))
-         (lsp-copilot-server-settings '(:maxTokensSingleLine 16))
+         ;; Four suggestions (a small model's samples often repeat its first answer), and
+         ;; time for them on a busy machine.
+         (lsp-copilot-server-settings '(:maxTokensSingleLine 16 :maxSuggestions 4
+                                        :requestTimeoutMs 120000))
          (eglot-sync-connect 30)
          server)
     ;; 1. A real file in python-mode; connect eglot (eglot-ensure never connects in --batch).
@@ -115,6 +119,76 @@
                                "didShow, didAccept sent" lsp-copilot-test--sent)
       (lsp-copilot-test--check (string-match-p "Copilot\\[[0-9]+ms\\]" (lsp-copilot--lighter))
                                "mode line shows the latency" (lsp-copilot--lighter)))
+
+    ;; 2b. C-c \ asks explicitly: several suggestions; M-n shows the second; M-<right>
+    ;; accepts its first word (didAccept with acceptedChars), the rest comes back typed
+    ;; through; M-<down> accepts its line.
+    ;; (Lists with two common answers: the model's samples differ from its first answer
+    ;; at one of them at least; which one depends on the model and the machine.)
+    (let* (before line
+           (items
+            (cl-loop
+             for typed in '("PRIMARY_COLORS = [\"red\", " "WEEKEND = [\"saturday\", "
+                            "FRUITS = [\"apple\", ")
+             for i from 1
+             thereis
+             (progn
+               (lsp-copilot-test--open dir (format "%d-colors.py" i) "")
+               (unless (lsp-copilot--server) (apply #'eglot (eglot--guess-contact)))
+               (lsp-copilot-test--wait "lsp-copilot-mode" 30 (lambda () lsp-copilot-mode))
+               (insert typed)
+               (setq before (lsp-copilot-stats)
+                     line (lsp-copilot-test--line))
+               (lsp-copilot-test--type "C-c \\")
+               (or (condition-case nil
+                       (lsp-copilot-test--wait
+                        "several suggestions" 90
+                        (lambda () (and (cdr (plist-get lsp-copilot--suggestion :items))
+                                        (plist-get lsp-copilot--suggestion :items))))
+                     (error nil))
+                   (progn (lsp-copilot-test--log "suggestions at %S: %S" typed
+                                                 (plist-get lsp-copilot--suggestion :items))
+                          nil)))))
+           (middle (lsp-copilot-stats)))
+      (unless items (error "No list got several suggestions"))
+      (lsp-copilot-test--log "%d suggestions: %S" (length items) items)
+      (lsp-copilot-test--check (= (plist-get middle :explicit_requests) (1+ (plist-get before :explicit_requests)))
+                               "C-c \\ sent an explicit request")
+      (lsp-copilot-test--check (equal (lsp-copilot-ghost-text) (car items)) "the first suggestion on screen")
+      (lsp-copilot-test--type "M-n")
+      (lsp-copilot-test--check (and (equal (lsp-copilot-ghost-text) (nth 1 items))
+                                    (equal (substring-no-properties (overlay-get lsp-copilot--overlay 'after-string))
+                                           (format "%s (2/%d)" (nth 1 items) (length items))))
+                               "M-n shows the second (2/n)"
+                               (overlay-get lsp-copilot--overlay 'after-string))
+      (let* ((second (nth 1 items))
+             (word (lsp-copilot-next-part second 'word))
+             (rest (substring second (length word))))
+        (lsp-copilot-test--type "M-<right>")
+        (lsp-copilot-test--check (equal (lsp-copilot-test--line) (concat line word))
+                                 (format "M-<right> inserted the word %S" word) (lsp-copilot-test--line))
+        (lsp-copilot-test--fire-idle-timer)
+        (lsp-copilot-test--wait "the rest of the suggestion" 30
+                                (lambda () (equal (lsp-copilot-ghost-text) rest)))
+        (let ((after (lsp-copilot-stats)))
+          (lsp-copilot-test--check (and (= (plist-get after :partial_accepts) (1+ (plist-get middle :partial_accepts)))
+                                        (= (plist-get after :accepted_chars)
+                                           (+ (plist-get middle :accepted_chars) (length word))))
+                                   "the server counted the partial accept"
+                                   (list (plist-get after :partial_accepts) (plist-get after :accepted_chars)))
+          (lsp-copilot-test--check (> (plist-get after :typed_through) (plist-get middle :typed_through))
+                                   "the rest came from the same suggestion (typed through)")
+          (let ((part (lsp-copilot-next-part rest 'line)))
+            (lsp-copilot-test--type "M-<down>")
+            (lsp-copilot-test--check (equal (lsp-copilot-test--line) (concat line word part))
+                                     "M-<down> inserted the line" (lsp-copilot-test--line))
+            (let ((final (lsp-copilot-stats)))
+              (lsp-copilot-test--check
+               (if (= (length part) (length rest))
+                   (= (plist-get final :accepted) (1+ (plist-get after :accepted)))
+                 (= (plist-get final :partial_accepts) (1+ (plist-get after :partial_accepts))))
+               "the server counted the line")))))
+      (setq lsp-copilot-test--sent nil))
 
     ;; 3. C-g dismisses and leaves the buffer alone.
     ;; (Not a bare `return' again: the server still sees add.py as `return' alone, since

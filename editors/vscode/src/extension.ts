@@ -9,7 +9,7 @@ import {
   TransportKind,
 } from 'vscode-languageclient/node';
 import { Feedback } from './feedback';
-import { FeedbackParams } from './protocol';
+import { FeedbackParams, lspTriggerKind } from './protocol';
 import { resolveServerCommand } from './serverPath';
 import { SECTION, settingsPayload } from './settings';
 import { SHOW_ERROR_COMMAND, SHOW_STATS_COMMAND, Status } from './status';
@@ -24,6 +24,14 @@ export const COMMANDS = {
   showError: SHOW_ERROR_COMMAND,
   restart: 'lspCopilot.restart',
   accepted: 'lspCopilot.accepted',
+  suggest: 'lspCopilot.suggest',
+} as const;
+
+/** VS Code's own commands for inline suggestions: ask now (explicit request), and cycle. */
+export const INLINE_SUGGEST = {
+  trigger: 'editor.action.inlineSuggest.trigger',
+  next: 'editor.action.inlineSuggest.showNext',
+  previous: 'editor.action.inlineSuggest.showPrevious',
 } as const;
 
 let client: LanguageClient | undefined;
@@ -64,7 +72,11 @@ export function createClient(
     middleware: {
       provideInlineCompletionItems: async (document, position, context, token, next) => {
         const started = Date.now();
-        const result = await next(document, position, context, token);
+        // The explicit request (Alt+\, or cycling with Alt+] / Alt+[) must reach the server as
+        // LSP's Invoked, the automatic one as Automatic: vscode-languageclient 9 would send
+        // VS Code's numbers, which LSP 3.18 reads as Invoked (1) and invalid (0).
+        const lspContext = { ...context, triggerKind: lspTriggerKind(context.triggerKind) };
+        const result = await next(document, position, lspContext as unknown as typeof context, token);
         if (token.isCancellationRequested) {
           return result;
         }
@@ -145,6 +157,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(COMMANDS.disable, () => setEnabled(false)),
     vscode.commands.registerCommand(COMMANDS.toggle, () => setEnabled(config().get<boolean>('enable') === false)),
     vscode.commands.registerCommand(COMMANDS.showLog, () => output.show(true)),
+    // An explicit request: VS Code asks every provider with triggerKind Invoke, and shows
+    // the several items the server answers (Alt+] / Alt+[ cycle through them).
+    vscode.commands.registerCommand(COMMANDS.suggest, () => vscode.commands.executeCommand(INLINE_SUGGEST.trigger)),
     vscode.commands.registerCommand(COMMANDS.showStats, async () => {
       if (!client?.isRunning()) {
         void vscode.window.showWarningMessage('lsp-copilot: the server is not running');

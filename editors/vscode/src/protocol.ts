@@ -20,13 +20,25 @@ export interface Position {
   character: number;
 }
 
-/** Params of didShow / didAccept / didReject. */
+/** Params of didShow / didAccept / didReject (didAccept: `acceptedChars` when only part of
+ * `text` was accepted; VS Code reports whole accepts only). */
 export interface FeedbackParams {
   uri: string;
   position: Position;
   text: string;
   /** The server's id of the suggestion (from the item's command); absent from old servers. */
   id?: string;
+  acceptedChars?: number;
+}
+
+/** LSP 3.18's InlineCompletionTriggerKind. vscode-languageclient 9 sends VS Code's own
+ * values instead (Invoke 0, Automatic 1): the middleware maps them with `lspTriggerKind`. */
+export const TRIGGER_INVOKED = 1;
+export const TRIGGER_AUTOMATIC = 2;
+
+/** VS Code's InlineCompletionTriggerKind (Invoke 0, Automatic 1) -> LSP 3.18's. */
+export function lspTriggerKind(vscodeKind: number): number {
+  return vscodeKind === 0 ? TRIGGER_INVOKED : TRIGGER_AUTOMATIC;
 }
 
 /** What the extension needs from a JSON-RPC connection: a LanguageClient, or a bare

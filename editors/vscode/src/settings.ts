@@ -1,43 +1,90 @@
 // VS Code settings (lspCopilot.*) -> the server's settings (initializationOptions and
-// workspace/didChangeConfiguration). Only server settings the user has set are sent, so
-// the server's own defaults stay the single source of truth.
+// workspace/didChangeConfiguration). Every server setting is declared in package.json,
+// generated from the server's own table (scripts/gen-docs.py); only those the user has set
+// are sent, so the server stays the one source of truth for defaults.
 
 export const SECTION = 'lspCopilot';
 
-/** Server settings the extension exposes, with the JSON type each must have. */
-export const SERVER_SETTINGS: Readonly<Record<string, 'boolean' | 'string' | 'number'>> = {
-  enable: 'boolean',
-  model: 'string',
-  device: 'string',
-  maxPromptTokens: 'number',
-  maxTokensSingleLine: 'number',
-  maxTokensMultiLine: 'number',
-  temperature: 'number',
-  cpuKvCacheGib: 'number',
-  gpuMemoryUtilization: 'number',
-  maxModelLen: 'number',
-  speculativeMethod: 'string',
-};
-
 /** Settings that belong to the extension alone and are never sent to the server. */
-export const CLIENT_SETTINGS = ['serverPath', 'serverArgs', 'trace.server'] as const;
+export const CLIENT_SETTINGS: readonly string[] = ['serverPath', 'serverArgs', 'trace.server'];
+
+type JsonType = 'string' | 'boolean' | 'integer' | 'number' | 'array' | 'object' | 'null';
+
+interface Manifest {
+  contributes: { configuration: { properties: Record<string, { type?: JsonType | JsonType[] }> } };
+}
+
+// package.json sits two folders above out/src/, in the repository and in the .vsix alike.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const manifest = require('../../package.json') as Manifest;
+
+/** Server settings the extension exposes (all of them), with the JSON types each may take. */
+export const SERVER_SETTINGS: Readonly<Record<string, readonly JsonType[]>> = Object.fromEntries(
+  Object.entries(manifest.contributes.configuration.properties)
+    .map(([key, schema]): [string, JsonType[]] => [key.slice(SECTION.length + 1), [schema.type ?? []].flat()])
+    .filter(([key]) => !CLIENT_SETTINGS.includes(key)),
+);
+
+export interface Inspected {
+  globalValue?: unknown;
+  workspaceValue?: unknown;
+  workspaceFolderValue?: unknown;
+  globalLanguageValue?: unknown;
+  workspaceLanguageValue?: unknown;
+  workspaceFolderLanguageValue?: unknown;
+}
 
 export interface ConfigLike {
   get<T>(key: string): T | undefined;
+  /** VS Code's WorkspaceConfiguration.inspect: where a value was set, if anywhere. */
+  inspect?(key: string): Inspected | undefined;
 }
 
-export type ServerSettings = Record<string, boolean | string | number>;
+export type ServerSettings = Record<string, unknown>;
 
-/** The server settings present in `config` (null / unset / wrongly typed ones are left out). */
+function hasType(value: unknown, type: JsonType): boolean {
+  switch (type) {
+    case 'null':
+      return value === null;
+    case 'integer':
+      return Number.isInteger(value);
+    case 'array':
+      return Array.isArray(value);
+    case 'object':
+      return typeof value === 'object' && value !== null && !Array.isArray(value);
+    default:
+      return typeof value === type;
+  }
+}
+
+function userSet(info: Inspected | undefined): boolean {
+  return (
+    info !== undefined &&
+    [
+      info.globalValue,
+      info.workspaceValue,
+      info.workspaceFolderValue,
+      info.globalLanguageValue,
+      info.workspaceLanguageValue,
+      info.workspaceFolderLanguageValue,
+    ].some((v) => v !== undefined)
+  );
+}
+
+/** The server settings the user has set in `config` (null and wrongly typed ones are left
+ * out). Without `inspect` (a plain object), a value counts as set unless empty or null. */
 export function serverSettings(config: ConfigLike): ServerSettings {
   const out: ServerSettings = {};
-  for (const [key, type] of Object.entries(SERVER_SETTINGS)) {
-    const value = config.get<unknown>(key);
-    if (value === null || value === undefined || value === '') {
+  for (const [key, types] of Object.entries(SERVER_SETTINGS)) {
+    if (config.inspect ? !userSet(config.inspect(key)) : false) {
       continue;
     }
-    if (typeof value === type) {
-      out[key] = value as boolean | string | number;
+    const value = config.get<unknown>(key);
+    if (value === null || value === undefined || (!config.inspect && value === '')) {
+      continue;
+    }
+    if (types.some((type) => hasType(value, type))) {
+      out[key] = value;
     }
   }
   return out;

@@ -70,6 +70,10 @@ export class FakeConfig {
   get<T>(key: string): T | undefined {
     return this.values[key] as T | undefined;
   }
+  /** As VS Code: where the value was set (here: globally, if at all). */
+  inspect(key: string): { globalValue?: unknown } | undefined {
+    return key in this.values ? { globalValue: this.values[key] } : {};
+  }
   async update(key: string, value: unknown): Promise<void> {
     this.values[key] = value;
     const event = { affectsConfiguration: (section: string) => section === 'lspCopilot' || section === `lspCopilot.${key}` };
@@ -82,6 +86,7 @@ export class FakeConfig {
 export const vscodeMock = {
   config: new FakeConfig({}),
   commands: new Map<string, (...args: any[]) => unknown>(),
+  executed: [] as string[],
   items: [] as FakeItem[],
   messages: [] as Array<{ level: string; text: string }>,
   opened: [] as Array<{ language: string; content: string }>,
@@ -90,6 +95,7 @@ export const vscodeMock = {
   reset(values: Record<string, unknown>): void {
     this.config = new FakeConfig(values);
     this.commands.clear();
+    this.executed.length = 0;
     this.items.length = 0;
     this.messages.length = 0;
     this.opened.length = 0;
@@ -101,7 +107,20 @@ export const vscodeMock = {
 
 const disposable = { dispose: () => undefined };
 
+// Base classes vscode-languageclient's converters extend when they load (the protocol tests
+// run its real code converter).
+class Base {}
+
 const vscode = {
+  CompletionItem: class extends Base {},
+  CodeLens: class extends Base {},
+  DocumentLink: class extends Base {},
+  CodeAction: class extends Base {},
+  Diagnostic: class extends Base {},
+  CallHierarchyItem: class extends Base {},
+  TypeHierarchyItem: class extends Base {},
+  SymbolInformation: class extends Base {},
+  InlayHint: class extends Base {},
   StatusBarAlignment: { Left: 1, Right: 2 },
   ConfigurationTarget: { Global: 1, Workspace: 2, WorkspaceFolder: 3 },
   window: {
@@ -121,7 +140,10 @@ const vscode = {
       vscodeMock.commands.set(name, fn);
       return disposable;
     },
-    executeCommand: async (name: string, ...args: any[]) => vscodeMock.commands.get(name)?.(...args),
+    executeCommand: async (name: string, ...args: any[]) => {
+      vscodeMock.executed.push(name);
+      return vscodeMock.commands.get(name)?.(...args);
+    },
   },
   workspace: {
     get workspaceFolders() {

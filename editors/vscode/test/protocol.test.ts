@@ -11,13 +11,21 @@ import { after, before, describe, test } from 'node:test';
 import { createProtocolConnection, ProtocolConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-languageserver-protocol/node';
 import * as extension from '../src/extension';
 import { Feedback } from '../src/feedback';
+import { createConverter } from 'vscode-languageclient/lib/common/codeConverter';
 import { Rpc, Stats } from '../src/protocol';
+import { resolveServerCommand } from '../src/serverPath';
 import { settingsPayload } from '../src/settings';
 import { Item, ProgressValue, Status } from '../src/status';
 import { attach, fetchStats, ShowMessageParams, waitForEngine } from '../src/wiring';
 
 const ROOT = path.resolve(__dirname, '../../../..');
-const SERVER = process.env.LSP_COPILOT_SERVER ?? path.join(ROOT, '.venv/bin/lsp-copilot');
+// The server as the extension finds it: LSP_COPILOT_SERVER stands for the serverPath
+// setting, then a .venv of the repository this folder is in (the workspace), then PATH.
+const FOUND = resolveServerCommand(process.env.LSP_COPILOT_SERVER, [ROOT], process.env.PATH);
+if (FOUND === undefined) {
+  throw new Error('lsp-copilot not found: put it on PATH, in ../../.venv, or set LSP_COPILOT_SERVER');
+}
+const SERVER: string = FOUND;
 const READY_TIMEOUT_MS = Number(process.env.LSP_COPILOT_READY_TIMEOUT_MS ?? 300_000);
 const LOG_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'lsp-copilot-vscode-'));
 
@@ -113,7 +121,9 @@ describe('against the real server and engine', { timeout: READY_TIMEOUT_MS + 120
   let s: Session;
   before(async () => {
     vscodeMock.reset({ serverPath: SERVER, enable: true });
-    s = await startServer('engine', { maxTokensSingleLine: 16, serverPath: SERVER });
+    // Four suggestions (a small model's samples often repeat its first answer), and time for
+    // them on a busy machine.
+    s = await startServer('engine', { maxTokensSingleLine: 16, maxSuggestions: 4, requestTimeoutMs: 120_000, serverPath: SERVER });
   });
   after(async () => {
     if (s) {
@@ -181,6 +191,81 @@ describe('against the real server and engine', { timeout: READY_TIMEOUT_MS + 120
     assert.ok(stats.requests >= 2, `requests = ${stats.requests}`);
     // The server counted the feedback: the params have the shape it reads.
     assert.ok((stats.shown as number) >= 1 && (stats.accepted as number) >= 1, `shown ${stats.shown}, accepted ${stats.accepted}`);
+  });
+
+  // VS Code's own request path: the extension's middleware around vscode-languageclient's
+  // real code converter (VS Code's context in, LSP params out) and the real server.
+  const converter = createConverter();
+  const viaClient = (document: any, position: any) => async (_d: unknown, _p: unknown, sent: any) => {
+    const params = converter.asInlineCompletionParams(document, position, sent);
+    const result: any = await s.conn.sendRequest('textDocument/inlineCompletion', params);
+    return (Array.isArray(result) ? result : result.items).map((i: any) => ({ insertText: i.insertText, range: i.range }));
+  };
+  const middleware = () => {
+    const feedback = new Feedback((method, params) => void s.conn.sendNotification(method, params));
+    const client = extension.createClient(SERVER, ['serve'], {} as any, s.status, feedback) as unknown as FakeClient;
+    return client.clientOptions.middleware.provideInlineCompletionItems;
+  };
+
+  test('Alt+\\ (an explicit request) gets several suggestions; typing gets one', async () => {
+    // Lists with two common answers: the model's samples differ from its first answer at
+    // one of them at least (which one depends on the model and the machine).
+    const spots = [
+      { name: 'colors.py', text: 'PRIMARY_COLORS = ["red", \n', position: { line: 0, character: 25 } },
+      { name: 'fruit.py', text: 'def basket():\n    """Fruit for the week."""\n    return ["apple", \n', position: { line: 2, character: 21 } },
+      { name: 'days.py', text: 'WEEKEND = ["saturday", \n', position: { line: 0, character: 23 } },
+    ];
+    const provide = middleware();
+    const token = { isCancellationRequested: false };
+    let items: any[] = [];
+    let spot = spots[0];
+    for (spot of spots) {
+      const uri = `file:///tmp/lsp-copilot-vscode-test/${spot.name}`;
+      await s.conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text: spot.text } });
+      const document = { uri: { toString: () => uri } };
+      const before = await fetchStats(s.rpc);
+      const invoke = { triggerKind: 0 }; // vscode.InlineCompletionTriggerKind.Invoke
+      items = await provide(document, spot.position, invoke, token, viaClient(document, spot.position));
+      const middle = await fetchStats(s.rpc);
+      assert.equal((middle.explicit_requests as number) - (before.explicit_requests as number), 1, 'counted as explicit');
+      const automatic = { triggerKind: 1 }; // vscode.InlineCompletionTriggerKind.Automatic
+      const one = await provide(document, spot.position, automatic, token, viaClient(document, spot.position));
+      const after = await fetchStats(s.rpc);
+      assert.ok(one.length <= 1, `typing gets at most one: ${JSON.stringify(one)}`);
+      assert.equal(after.explicit_requests, middle.explicit_requests, 'an automatic request is not explicit');
+      if (items.length >= 2) {
+        break;
+      }
+    }
+    assert.ok(items.length >= 2 && items.length <= 4, `several suggestions at ${spot.name}: ${JSON.stringify(items)}`);
+    assert.equal(new Set(items.map((i: any) => i.insertText.trimEnd())).size, items.length, 'distinct');
+  });
+
+  test('accept next word (Ctrl+Right): the rest of the same suggestion follows', async () => {
+    const uri = 'file:///tmp/lsp-copilot-vscode-test/price.py';
+    const text = 'def total_price(items, tax):\n    subtotal = sum(item.price for item in items)\n    return ';
+    await s.conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text } });
+    const document = { uri: { toString: () => uri } };
+    const position = { line: 2, character: 11 };
+    const provide = middleware();
+    const token = { isCancellationRequested: false };
+    const automatic = { triggerKind: 1 };
+    const [item] = await provide(document, position, { triggerKind: 0 }, token, viaClient(document, position));
+    assert.ok(item && typeof item.insertText === 'string' && item.range, 'a plain-text item with a range at the cursor');
+    // What VS Code's acceptNextWord inserts: up to the end of the next word.
+    const word = /^\s*[\w]+|^\s*\W/.exec(item.insertText)![0];
+    assert.ok(word.length < item.insertText.length, `more than one word: ${item.insertText}`);
+    await s.conn.sendNotification('textDocument/didChange', {
+      textDocument: { uri, version: 2 },
+      contentChanges: [{ range: item.range, text: word }],
+    });
+    const before = await fetchStats(s.rpc);
+    // VS Code then asks again at the new position (automatically) and keeps what extends it.
+    const next = { line: 2, character: 11 + word.length };
+    const rest = await provide(document, next, automatic, token, viaClient(document, next));
+    const after = await fetchStats(s.rpc);
+    assert.deepEqual(rest.map((i: any) => i.insertText), [item.insertText.slice(word.length)]);
+    assert.equal(after.engine_requests, before.engine_requests, 'answered from the suggestion on screen');
   });
 
   test('textDocument/completion gives an item with a textEdit', async () => {

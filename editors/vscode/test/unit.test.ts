@@ -4,9 +4,10 @@ import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { beforeEach, describe, test } from 'node:test';
 import { Feedback } from '../src/feedback';
-import { DID_ACCEPT, DID_REJECT, DID_SHOW, FeedbackParams, Stats } from '../src/protocol';
+import * as fs from 'node:fs';
+import { DID_ACCEPT, DID_REJECT, DID_SHOW, FeedbackParams, lspTriggerKind, Stats } from '../src/protocol';
 import { resolveServerCommand } from '../src/serverPath';
-import { serverSettings, settingsPayload } from '../src/settings';
+import { CLIENT_SETTINGS, SERVER_SETTINGS, serverSettings, settingsPayload } from '../src/settings';
 import { Item, Status } from '../src/status';
 import * as extension from '../src/extension';
 
@@ -23,6 +24,41 @@ describe('settings', () => {
     const config = { get: <T>(key: string) => ({ enable: false, model: '', temperature: 0.2, maxPromptTokens: null, serverPath: '/x', device: 3 } as Record<string, unknown>)[key] as T };
     assert.deepEqual(serverSettings(config), { enable: false, temperature: 0.2 });
     assert.deepEqual(settingsPayload(config), { lspCopilot: { enable: false, temperature: 0.2 } });
+  });
+});
+
+describe('settings from package.json', () => {
+  const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8'));
+  const properties: Record<string, any> = manifest.contributes.configuration.properties;
+  test('every declared setting but the extension\'s own goes to the server', () => {
+    const declared = Object.keys(properties).map((k) => k.slice('lspCopilot.'.length));
+    assert.deepEqual(Object.keys(SERVER_SETTINGS).sort(), declared.filter((k) => !CLIENT_SETTINGS.includes(k)).sort());
+    // The server's table has more than sixty; among them those a user reaches for first.
+    assert.ok(Object.keys(SERVER_SETTINGS).length > 60);
+    for (const name of ['maxSuggestions', 'disabledLanguages', 'deadlineMs', 'engineBackend', 'contextBudgets']) {
+      assert.ok(name in SERVER_SETTINGS, name);
+    }
+  });
+  test('only what the user set is sent, whatever its JSON type', () => {
+    const values: Record<string, unknown> = {
+      maxSuggestions: 2, disabledLanguages: ['markdown'], contextBudgets: { explicit: 4096 },
+      gpuMemoryUtilization: null, maxTokensSingleLine: 1.5, serverPath: '/x', logLevel: '',
+    };
+    const config = {
+      // VS Code returns the declared default for what the user did not set.
+      get: <T>(key: string) => (key in values ? values[key] : properties[`lspCopilot.${key}`]?.default) as T,
+      inspect: (key: string) => (key in values ? { workspaceValue: values[key] } : {}),
+    };
+    assert.deepEqual(serverSettings(config), {
+      maxSuggestions: 2, disabledLanguages: ['markdown'], contextBudgets: { explicit: 4096 }, logLevel: '',
+    });
+  });
+});
+
+describe('trigger kinds', () => {
+  test('VS Code\'s Invoke (0) and Automatic (1) become LSP 3.18\'s Invoked (1) and Automatic (2)', () => {
+    assert.equal(lspTriggerKind(0), 1);
+    assert.equal(lspTriggerKind(1), 2);
   });
 });
 
@@ -104,7 +140,7 @@ describe('activate() with a mocked vscode', () => {
     assert.deepEqual(client.clientOptions.initializationOptions, { lspCopilot: { enable: true, temperature: 0.1 } });
     assert.ok(client.proposed, 'registerProposedFeatures() was called');
     assert.ok(client.started);
-    for (const name of ['lspCopilot.enable', 'lspCopilot.disable', 'lspCopilot.toggle', 'lspCopilot.showStats', 'lspCopilot.showLog']) {
+    for (const name of ['lspCopilot.enable', 'lspCopilot.disable', 'lspCopilot.toggle', 'lspCopilot.showStats', 'lspCopilot.showLog', 'lspCopilot.suggest']) {
       assert.ok(vscodeMock.commands.has(name), name);
     }
     await extension.deactivate();
@@ -160,6 +196,27 @@ describe('activate() with a mocked vscode', () => {
     const command = (items[0] as any).command;
     await vscodeMock.commands.get(command.command)!(...command.arguments);
     assert.deepEqual(client.notifications.at(-1), { method: 'lspCopilot/didAccept', params: args });
+    await extension.deactivate();
+  });
+
+  test('suggest asks VS Code for an explicit request; the middleware sends it as Invoked', async () => {
+    await extension.activate({ subscriptions: [] } as any);
+    const [client] = FakeClient.instances;
+    await vscodeMock.commands.get('lspCopilot.suggest')!();
+    assert.deepEqual(vscodeMock.executed, ['editor.action.inlineSuggest.trigger']);
+    const provide = client.clientOptions.middleware.provideInlineCompletionItems;
+    const document = { uri: { toString: () => 'file:///w/a.py' } };
+    const kinds: number[] = [];
+    const next = async (_d: unknown, _p: unknown, context: { triggerKind: number }) => {
+      kinds.push(context.triggerKind);
+      return [{ insertText: 'a + b' }, { insertText: 'b + a' }];
+    };
+    const token = { isCancellationRequested: false };
+    const items = await provide(document, { line: 1, character: 11 }, { triggerKind: 0 }, token, next);
+    await provide(document, { line: 1, character: 11 }, { triggerKind: 1 }, token, next);
+    assert.deepEqual(kinds, [1, 2]);
+    // Every item accepts through the extension's command, with its own text.
+    assert.deepEqual(items.map((i: any) => i.command.arguments[0].text), ['a + b', 'b + a']);
     await extension.deactivate();
   });
 

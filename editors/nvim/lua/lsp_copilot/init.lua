@@ -1,5 +1,6 @@
 -- lsp-copilot for Neovim: starts `lsp-copilot serve` for programming filetypes and shows
--- its inline completions as ghost text; <Tab> accepts.
+-- its inline completions as ghost text; <Tab> accepts, <M-Right> / <M-C-Right> accept the
+-- next word / line, <M-\> asks for suggestions now (several), <M-]> / <M-[> cycle.
 --   Neovim 0.12: vim.lsp.config / vim.lsp.enable and vim.lsp.inline_completion.
 --   Neovim 0.10, 0.11: ghost text of our own (lsp_copilot.ghost), from
 --   textDocument/inlineCompletion requested as the user types.
@@ -18,6 +19,11 @@ M.name = 'lsp_copilot'
 ---@field ghost_text? 'auto'|'native'|'extmark' native needs Neovim 0.12 (auto: native when available)
 ---@field accept_key? string|false insert-mode key that accepts (default <Tab>; falls back to the key itself)
 ---@field dismiss_key? string|false insert-mode key that dismisses (default <C-]>)
+---@field suggest_key? string|false insert-mode key that asks for suggestions now, an explicit request (default <M-\>)
+---@field next_key? string|false insert-mode key: the next suggestion (default <M-]>)
+---@field prev_key? string|false insert-mode key: the previous suggestion (default <M-[>)
+---@field accept_word_key? string|false insert-mode key: accept the next word (default <M-Right>)
+---@field accept_line_key? string|false insert-mode key: accept the next line (default <M-C-Right>)
 ---@field debounce_ms? integer extmark ghost text: wait this long after a keystroke (default 150)
 
 M.default_filetypes = {
@@ -173,11 +179,80 @@ function M.accept()
   return true
 end
 
---- Apply a vim.lsp.inline_completion item (what Neovim's default does), then tell the server.
----@param item vim.lsp.inline_completion.Item
-function M._accept_native(item)
+--- Neovim 0.12's inline completion object for `bufnr`: it has no public way to make an
+--- explicit request, so this reaches for its (private) instance; nil where that changed.
+---@param bufnr integer
+local function native_completor(bufnr)
+  local ok, capability = pcall(require, 'vim.lsp._capability')
+  local class = ok and type(capability.all) == 'table' and capability.all.inline_completion
+  local completor = class and class.active and class.active[bufnr]
+  if completor and type(completor.request) == 'function' then
+    return completor
+  end
+end
+
+--- Ask for suggestions now (triggerKind Invoked: never cut short, several of them).
+---@return boolean
+function M.suggest()
   local bufnr = vim.api.nvim_get_current_buf()
-  local text = type(item.insert_text) == 'string' and item.insert_text or item.insert_text.value
+  local client = M.client(bufnr)
+  if not client then
+    return false
+  end
+  local completor = M.native() and native_completor(bufnr)
+  if completor then
+    -- Drop the automatic request pending or under way: its answer would replace this one.
+    pcall(completor.reset_timer, completor)
+    pcall(completor.abort, completor)
+    completor:request(1)
+  else
+    ghost.request(client, bufnr, 1)
+  end
+  return true
+end
+
+--- Show the suggestion `count` away (negative: back); with a single one on screen, ask
+--- for more first (an explicit request), as VS Code does.
+---@param count integer
+---@return boolean
+function M.select(count)
+  if not M.native() then
+    return ghost.select(count)
+  end
+  local bufnr = vim.api.nvim_get_current_buf()
+  local completor = native_completor(bufnr)
+  if completor and completor.current and completor:count_items() < 2 then
+    M._select_after = count -- once the answer is in (see watch_inline_results)
+    pcall(completor.reset_timer, completor)
+    completor:request(1)
+    return true
+  end
+  vim.lsp.inline_completion.select({ bufnr = bufnr, count = count })
+  return true
+end
+
+--- Accept the next word or line of the suggestion on screen.
+---@param what 'word'|'line'
+---@return boolean
+function M.accept_part(what)
+  if M.native() then
+    return vim.lsp.inline_completion.get({
+      on_accept = function(item)
+        M._accept_native(item, what)
+      end,
+    })
+  end
+  return ghost.accept_part(what)
+end
+
+--- Apply a vim.lsp.inline_completion item (what Neovim's default does), or its next word
+--- or line, then tell the server (acceptedChars for a part).
+---@param item vim.lsp.inline_completion.Item
+---@param what? 'word'|'line'
+function M._accept_native(item, what)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local full = type(item.insert_text) == 'string' and item.insert_text or item.insert_text.value
+  local text = what and ghost.next_part(full, what) or full
   local lines = vim.split(text, '\n', { plain = true })
   local row, col, end_row, end_col
   if item.range then
@@ -191,7 +266,13 @@ function M._accept_native(item)
   vim.api.nvim_win_set_cursor(0, { row + #lines, (#lines == 1 and col or 0) + #lines[#lines] })
   local client = vim.lsp.get_client_by_id(item.client_id)
   if client then
-    feedback.accepted(client)
+    -- The item taken (the user may have cycled away from the first one shown).
+    local params = vim.tbl_extend('force', feedback.pending(client.id) or {
+      uri = vim.uri_from_bufnr(bufnr), position = { line = row, character = col } }, { text = full })
+    if #text < #full then
+      params.acceptedChars = ghost.units(text, client.offset_encoding)
+    end
+    feedback.accepted(client, params)
   end
 end
 
@@ -202,6 +283,16 @@ local function watch_inline_results(client)
   local request = client.request
   ---@diagnostic disable-next-line: duplicate-set-field
   client.request = function(self, method, params, handler, bufnr)
+    if method == 'textDocument/inlineCompletion' and handler
+      and params.textDocument.uri ~= vim.uri_from_bufnr(vim.api.nvim_get_current_buf()) then
+      -- Neovim 0.12's inline completion asks for every attached buffer when the cursor
+      -- moves in any of them, each with the current window's position: a wasted engine
+      -- call, and an answer whose range may not exist in that buffer. Answer it here.
+      vim.schedule(function()
+        handler(nil, { items = {} }, { method = method, client_id = self.id, bufnr = bufnr })
+      end)
+      return true, nil
+    end
     if method == 'textDocument/inlineCompletion' and handler then
       local started = vim.uv.hrtime()
       local inner = handler
@@ -216,7 +307,13 @@ local function watch_inline_results(client)
         else
           feedback.dismissed(self)
         end
-        return inner(err, result, ctx, config)
+        local out = inner(err, result, ctx, config)
+        local count = M._select_after
+        if count and params.context and params.context.triggerKind == 1 then
+          M._select_after = nil
+          vim.lsp.inline_completion.select({ bufnr = ctx and ctx.bufnr, count = count })
+        end
+        return out
       end
     end
     return request(self, method, params, handler, bufnr)
@@ -313,6 +410,11 @@ function M.setup(opts)
     ghost_text = 'auto',
     accept_key = '<Tab>',
     dismiss_key = '<C-]>',
+    suggest_key = '<M-\\>',
+    next_key = '<M-]>',
+    prev_key = '<M-[>',
+    accept_word_key = '<M-Right>',
+    accept_line_key = '<M-C-Right>',
     debounce_ms = 150,
     settings = {},
   }, opts or {})
@@ -369,6 +471,30 @@ function M.setup(opts)
         vim.lsp.inline_completion.enable(true, { bufnr = 0 })
       end
     end, { desc = 'lsp-copilot: dismiss the suggestion' })
+  end
+
+  local keys = {
+    { 'suggest_key', M.suggest, 'ask for suggestions now' },
+    { 'next_key', function() M.select(1) end, 'the next suggestion' },
+    { 'prev_key', function() M.select(-1) end, 'the previous suggestion' },
+    { 'accept_word_key', function() M.accept_part('word') end, 'accept the next word' },
+    { 'accept_line_key', function() M.accept_part('line') end, 'accept the next line' },
+  }
+  for _, key in ipairs(keys) do
+    if M.options[key[1]] then
+      vim.keymap.set('i', M.options[key[1]], key[2], { desc = 'lsp-copilot: ' .. key[3] })
+    end
+  end
+  for name, fn in pairs({
+    LspCopilotSuggest = M.suggest,
+    LspCopilotNext = function() M.select(1) end,
+    LspCopilotPrev = function() M.select(-1) end,
+    LspCopilotAcceptWord = function() M.accept_part('word') end,
+    LspCopilotAcceptLine = function() M.accept_part('line') end,
+  }) do
+    vim.api.nvim_create_user_command(name, function()
+      fn()
+    end, { desc = 'lsp-copilot: ' .. name })
   end
 
   vim.api.nvim_create_user_command('LspCopilotStats', show_stats, { desc = 'lsp-copilot: show server stats' })

@@ -1,0 +1,97 @@
+"""Several suggestions and partial accepts, through the real protocol and engine."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from tests.e2e.conftest import stats
+from tests.e2e.test_engine_server import _edit, _inline, _open, _parses_with, _uri
+
+pytestmark = pytest.mark.engine
+
+# A list with two common answers (red, green, blue; red, blue, yellow): the model's samples
+# differ from its first answer.
+SOURCE = 'PRIMARY_COLORS = ["red", \n'
+COL = len('PRIMARY_COLORS = ["red", ')
+
+
+def _configure(client: LanguageClient, **settings: object) -> None:
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"lspCopilot": settings}))
+
+
+async def test_explicit_request_answers_several_whole_distinct_items(
+    engine_client: LanguageClient,
+) -> None:
+    """maxSuggestions: an explicit request gets the first suggestion plus sampled
+    alternatives, each whole, no two alike; an automatic one at the same place gets one.
+    (Four: a small model's samples often repeat its first answer.)"""
+    uri = _uri("e2e_alternatives.py")
+    _open(engine_client, uri, SOURCE)
+    _configure(engine_client, maxSuggestions=4, maxTokensMultiLine=24,
+               requestTimeoutMs=240_000)
+    try:
+        before = await stats(engine_client)
+        result = await _inline(engine_client, uri, 0, COL,
+                               types.InlineCompletionTriggerKind.Invoked)
+        after = await stats(engine_client)
+    finally:
+        _configure(engine_client, maxSuggestions=3, maxTokensMultiLine=64,
+                   requestTimeoutMs=30_000)
+    texts = [item.insert_text for item in result.items]
+    assert 2 <= len(texts) <= 4, texts
+    assert len({t.rstrip() for t in texts}) == len(texts), texts
+    for text in texts:
+        assert isinstance(text, str) and text.strip() and _parses_with(SOURCE, 0, COL, text), text
+    # Each item carries its own text in the accept command.
+    assert [item.command.arguments[0]["text"] for item in result.items] == texts
+    assert after["alternatives"] - before["alternatives"] == len(texts) - 1
+    assert after["engine_requests"] - before["engine_requests"] == 4  # first + 3 sampled
+    # The same place, automatic: one suggestion (typed-through/cache may answer it).
+    again = await _inline(engine_client, uri, 0, COL)
+    assert len(again.items) <= 1
+
+
+async def test_partial_accept_counts_and_the_rest_follows(engine_client: LanguageClient) -> None:
+    """A client accepts the next word (VS Code's "accept next word", Neovim and Emacs'
+    commands): didAccept carries acceptedChars, the stats count it, and the request at the
+    end of the accepted word answers the rest of the same suggestion without the engine."""
+    uri = _uri("e2e_partial.py")
+    text = ("def total_price(items, tax):\n"
+            "    subtotal = sum(item.price for item in items)\n    return ")
+    _open(engine_client, uri, text)
+    col = len("    return ")
+    _configure(engine_client, requestTimeoutMs=240_000)  # time enough on a busy machine
+    try:
+        shown = await _inline(engine_client, uri, 2, col,
+                              types.InlineCompletionTriggerKind.Invoked)
+    finally:
+        _configure(engine_client, requestTimeoutMs=30_000)
+    suggestion = shown.items[0].insert_text
+    word = re.match(r"\s*\w+|\s*\W", suggestion)
+    assert word is not None and len(word.group(0)) < len(suggestion), suggestion
+    part = word.group(0)
+    before = await stats(engine_client)
+    _edit(engine_client, uri, 2, 2, col, part)  # the editor inserts the word
+    engine_client.protocol.notify("lspCopilot/didAccept", {
+        "uri": uri, "position": {"line": 2, "character": col}, "text": suggestion,
+        "acceptedChars": len(part)})
+    rest = await _inline(engine_client, uri, 2, col + len(part))
+    after = await stats(engine_client)
+    assert after["partial_accepts"] == before["partial_accepts"] + 1
+    assert after["accepted_chars"] == before["accepted_chars"] + len(part)
+    assert after["accepted"] == before["accepted"]
+    assert [item.insert_text for item in rest.items] == [suggestion[len(part):]]
+    assert after["typed_through"] == before["typed_through"] + 1
+    assert after["engine_requests"] == before["engine_requests"]
+    # Then the rest, whole: didAccept without acceptedChars counts an accept.
+    engine_client.protocol.notify("lspCopilot/didAccept", {
+        "uri": uri, "position": {"line": 2, "character": col + len(part)},
+        "text": suggestion[len(part):]})
+    final = await stats(engine_client)
+    assert final["accepted"] == after["accepted"] + 1
+    assert final["accepted_chars"] == after["accepted_chars"] + len(suggestion) - len(part)

@@ -1,0 +1,201 @@
+"""Several suggestions for an explicit request, and partial accepts (feedback).
+
+A FAKE engine whose reply depends on the sampling seed checks the logic: which requests
+go out, when, and what comes back. tests/e2e/test_suggestions.py checks the same through
+the real engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from types import SimpleNamespace
+from typing import Any
+
+from lsp_copilot.alternatives import alternative_requests, distinct
+from lsp_copilot.completion import Completer
+from lsp_copilot.config import Settings
+from lsp_copilot.documents.store import DocumentStore, Snapshot
+from lsp_copilot.engine.base import EngineRequest, EngineResult
+from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.handlers import feedback
+from lsp_copilot.telemetry import Telemetry
+from tests.support.fakes import FakeEngine
+
+URI = "file:///w/calc.py"
+SOURCE = "def add(a, b):\n    return "
+
+
+class SeededEngine(FakeEngine):
+    """Replies by seed (None: the first, greedy request); records each request and whether
+    the greedy one had streamed text when it came."""
+
+    def __init__(self, replies: dict[int | None, str], step_s: float = 0.01) -> None:
+        super().__init__(step_s=step_s)
+        self.replies = replies
+        self.requests: list[EngineRequest] = []
+        self.greedy_text_when: list[str] = []
+        self._greedy = ""
+        self.three_started = asyncio.Event()  # the first request and two alternatives
+
+    async def generate(self, request: EngineRequest) -> EngineResult:
+        self.requests.append(request)
+        self.greedy_text_when.append(self._greedy)
+        if len(self.requests) == 3:
+            self.three_started.set()
+        reply = self.replies[request.seed]
+        text = ""
+        try:
+            for i in range(0, len(reply), 2):
+                await asyncio.sleep(self.step_s)
+                text = reply[: i + 2]
+                if request.seed is None:
+                    self._greedy = text
+                cut = request.stop_at(text) if request.stop_at else None
+                if cut is not None:
+                    return EngineResult(text=text[:cut], stopped_early=True)
+        except asyncio.CancelledError:
+            self.aborted += 1
+            raise
+        return EngineResult(text=text)
+
+
+async def _completer(engine: FakeEngine, **settings: Any) -> Completer:
+    manager = EngineManager(factory=lambda s, report: engine)
+    assert (await manager.start(Settings())).ok
+    s = Settings(**{"debounce_mode": "off", "deadline_ms": 0, **settings})
+    return Completer(manager, Telemetry(), lambda: s, lambda: None)
+
+
+def _snap(text: str) -> Snapshot:
+    store = DocumentStore()
+    store.open(URI, "python", 1, text)
+    return store.snapshot(URI)
+
+
+def test_distinct_keeps_order_drops_repeats_and_blanks() -> None:
+    assert distinct(["a + b", "", "a + b  ", "b + a", "  ", "a - b"], 3) == [
+        "a + b", "b + a", "a - b"]
+    assert distinct(["x", "y", "z"], 2) == ["x", "y"]
+
+
+def test_alternative_requests_are_sampled_with_seeds_at_a_lower_priority() -> None:
+    base = EngineRequest(request_id="r", prompt="p", max_tokens=8, priority=0)
+    alts = alternative_requests(base, 2, 0.8)
+    assert [(a.seed, a.temperature, a.priority) for a in alts] == [(1, 0.8, 2), (2, 0.8, 2)]
+    assert len({a.request_id for a in alts}) == 2 and base.seed is None
+
+
+async def test_explicit_request_answers_distinct_alternatives() -> None:
+    engine = SeededEngine({None: " a + b\n", 1: " b + a\n", 2: " a + b\n"})
+    completer = await _completer(engine)
+    outcome = await completer.complete(_snap(SOURCE), len(SOURCE), explicit=True)
+    assert outcome.text == "a + b" and outcome.alternatives == ["b + a"]  # seed 2 repeats
+    assert [r.seed for r in engine.requests] == [None, 1, 2]
+    assert engine.requests[0].temperature == 0.0
+    # The alternatives came once the first generation had text (its prompt prefilled).
+    assert engine.greedy_text_when[0] == "" and all(engine.greedy_text_when[1:])
+    assert completer.telemetry.counters["alternatives"] == 1
+    assert completer.telemetry.counters["engine_requests"] == 3
+
+
+async def test_alternatives_are_post_processed_like_the_first() -> None:
+    # An alternative that repeats the line above once cleaned up, one that only differs
+    # by trailing blanks, and one that is a fragment (an open call) are all left out.
+    engine = SeededEngine({None: " a + b\n", 1: " a + b   \n", 2: " max(a,\n"})
+    completer = await _completer(engine)
+    outcome = await completer.complete(_snap(SOURCE), len(SOURCE), explicit=True)
+    assert outcome.text == "a + b" and outcome.alternatives == []
+
+
+async def test_automatic_requests_and_max_suggestions_1_get_one() -> None:
+    engine = SeededEngine({None: " a + b\n", 1: " b + a\n", 2: " a - b\n"})
+    completer = await _completer(engine)
+    auto = await completer.complete(_snap(SOURCE), len(SOURCE))
+    assert auto.text == "a + b" and auto.alternatives == [] and len(engine.requests) == 1
+    one = await _completer(engine, max_suggestions=1, cache=False)
+    outcome = await one.complete(_snap(SOURCE + " "), len(SOURCE) + 1, explicit=True)
+    assert outcome.alternatives == [] and len(engine.requests) == 2
+
+
+async def test_cancelling_the_request_cancels_its_alternatives() -> None:
+    engine = SeededEngine({None: " a + b\n", 1: " b" + " + b" * 40 + "\n",
+                           2: " a" + " - a" * 40 + "\n"}, step_s=0.02)
+    completer = await _completer(engine)
+    task = asyncio.ensure_future(completer.complete(_snap(SOURCE), len(SOURCE), explicit=True))
+    await engine.three_started.wait()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert engine.aborted >= 2  # both alternatives aborted, not left running
+
+
+async def test_typing_through_follows_the_suggestion_the_user_took() -> None:
+    engine = SeededEngine({None: " a + b\n", 1: " a * b\n", 2: " a + b\n"})
+    completer = await _completer(engine)
+    outcome = await completer.complete(_snap(SOURCE), len(SOURCE), explicit=True)
+    assert outcome.alternatives == ["a * b"]
+    completer.prefer(URI, "a * b")  # didAccept of part of the second item
+    typed = SOURCE + "a "
+    rest = await completer.complete(_snap(typed), len(typed))
+    assert rest.source == "typed_through" and rest.text == "* b"
+
+
+def _server(encoding: str = "utf-16") -> Any:
+    preferred: list[tuple[str, str]] = []
+    return SimpleNamespace(
+        encoding=encoding, telemetry=Telemetry(), settings=Settings(prefetch=False),
+        completer=SimpleNamespace(prefer=lambda uri, text: preferred.append((uri, text))),
+        preferred=preferred)
+
+
+def test_did_accept_counts_partial_and_whole_accepts() -> None:
+    ls = _server()
+    at = {"uri": URI, "position": {"line": 1, "character": 11}}
+    feedback.did_accept(ls, {**at, "text": "total(values)\n", "acceptedChars": 5})
+    feedback.did_accept(ls, {**at, "text": "(values)\n", "acceptedChars": 9})  # all of it
+    feedback.did_accept(ls, {**at, "text": "a + b"})  # no acceptedChars: the whole text
+    counters = ls.telemetry.counters
+    assert counters["partial_accepts"] == 1 and counters["accepted"] == 2
+    assert counters["accepted_chars"] == 5 + 9 + 5
+    assert ls.preferred == [(URI, "total(values)\n")]
+
+
+def test_accepted_chars_are_counted_in_the_position_encoding() -> None:
+    text = "naïve = '😀' + x"
+    for encoding, units, chars in (("utf-16", 11, 10), ("utf-8", 14, 10), ("utf-16", 10, 9)):
+        ls = _server(encoding)
+        feedback.did_accept(ls, {"uri": URI, "position": {"line": 0, "character": 0},
+                                 "text": text, "acceptedChars": units})
+        assert ls.telemetry.counters["accepted_chars"] == chars, encoding
+    ls = _server()
+    feedback.accept_command(ls, [{"uri": URI, "position": {"line": 0, "character": 0},
+                                  "text": "abc", "acceptedChars": 2}])
+    assert ls.telemetry.counters["partial_accepts"] == 1
+
+
+async def test_an_alternative_still_running_long_after_the_first_is_left_out(
+    monkeypatch: Any,
+) -> None:
+    """The user waits for the first suggestion, not for the slowest sample: past the wait
+    (as long again as the first took, at least ALTERNATIVES_MIN_WAIT_S) a sample is aborted
+    and the answer has the others."""
+    from lsp_copilot import completion
+
+    monkeypatch.setattr(completion, "ALTERNATIVES_MIN_WAIT_S", 0.2)
+    engine = SeededEngine({None: " a + b\n", 1: " b + a\n", 2: " a" + " - a" * 300 + "\n"})
+    completer = await _completer(engine)
+    outcome = await completer.complete(_snap(SOURCE), len(SOURCE), explicit=True)
+    assert outcome.text == "a + b" and outcome.alternatives == ["b + a"]
+    assert engine.aborted == 1  # the slow one, aborted before the answer went out
+
+
+async def test_an_alternative_the_safety_check_would_cut_is_not_offered() -> None:
+    """Alternatives pass the same safety check as the first suggestion (default: block)."""
+    source = "import os\n\n\ndef run(cmd):\n    return "
+    engine = SeededEngine({None: " cmd.strip()\n", 1: " os.system(cmd)\n", 2: " len(cmd)\n"})
+    completer = await _completer(engine)
+    store = DocumentStore()
+    store.open(URI, "python", 1, source)
+    outcome = await completer.complete(store.snapshot(URI), len(source), explicit=True)
+    assert outcome.text == "cmd.strip()" and outcome.alternatives == ["len(cmd)"]
