@@ -12,6 +12,8 @@ import contextlib
 from types import SimpleNamespace
 from typing import Any
 
+from lsp_copilot.acceptance.store import OutcomeStore
+from lsp_copilot.acceptance.tracker import Tracker
 from lsp_copilot.alternatives import alternative_requests, distinct
 from lsp_copilot.completion import Completer
 from lsp_copilot.config import Settings
@@ -145,6 +147,7 @@ def _server(encoding: str = "utf-16") -> Any:
     preferred: list[tuple[str, str]] = []
     return SimpleNamespace(
         encoding=encoding, telemetry=Telemetry(), settings=Settings(prefetch=False),
+        acceptance=Tracker(OutcomeStore(max_rows=0)),  # records nothing here
         completer=SimpleNamespace(prefer=lambda uri, text: preferred.append((uri, text))),
         preferred=preferred)
 
