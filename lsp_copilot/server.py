@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import traceback
@@ -128,6 +129,7 @@ class CopilotServer(LanguageServer):
         self.engines.notify = self._engine_notice
         self.cache: CompletionCache | None = None
         self.routes = Routes(self.engines)
+        self.engine_load: asyncio.Task[None] | None = None  # the engines' load under way
         self.completer = Completer(
             self.engines, self.telemetry, lambda: self.settings, lambda: self.cache,
             routes=self.routes,

@@ -108,7 +108,9 @@ async def _load_engine(
 
 
 def _spawn(ls: CopilotServer, pending: asyncio.Task[LoadResult] | None = None) -> None:
-    task = asyncio.ensure_future(_load_engine(ls, pending))
+    if pending is None and ls.engine_load is not None and not ls.engine_load.done():
+        return  # a load is under way (a settings change right after `initialized`)
+    ls.engine_load = task = asyncio.ensure_future(_load_engine(ls, pending))
     _background.add(task)
     task.add_done_callback(_background.discard)
 
@@ -132,7 +134,8 @@ async def did_change_configuration(
         await ls.engines.shutdown()
         await ls.routes.shutdown()
         _spawn(ls)
-    elif ls.settings.engine_backend == "embedded":  # routes changed: load or stop those
+    elif ls.engines.state == "ready" and ls.settings.engine_backend == "embedded":
+        # routes may have changed: load or stop theirs (a load under way starts them itself)
         await ls.routes.start(ls.settings, detect(ls.settings.device).device, log.info)
 
 

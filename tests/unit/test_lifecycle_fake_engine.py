@@ -1,0 +1,30 @@
+"""Engine loading around `initialized` (a FAKE engine: the scheduling of loads only)."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from lsp_copilot.config import Settings
+from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.handlers import lifecycle
+from lsp_copilot.server import create_server
+from tests.support.fakes import FakeEngine
+
+
+async def test_a_settings_change_right_after_initialized_loads_the_engine_once() -> None:
+    """Neovim sends didChangeConfiguration at once: seen loading two engines side by side."""
+    loads: list[str] = []
+
+    def factory(settings: Settings, report: object) -> FakeEngine:
+        loads.append(settings.model)
+        return FakeEngine()
+
+    ls = create_server(EngineManager(factory=factory))
+    ls.protocol.client_capabilities = types.ClientCapabilities()
+    lifecycle._spawn(ls)  # what `initialized` does
+    await lifecycle.did_change_configuration(ls, types.DidChangeConfigurationParams(
+        settings={"lspCopilot": {"maxTokensSingleLine": 20, "routes": {}}}))
+    assert ls.engine_load is not None
+    await ls.engine_load
+    assert loads == [""] and ls.engines.state == "ready"
+    await ls.engines.shutdown()
