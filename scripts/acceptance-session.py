@@ -40,6 +40,7 @@ from lsp_copilot.bench_typing import (  # noqa: E402
     PAUSE_MS,
     Script,
     _drain,
+    _plain,
     make_scripts,
     workspace_without_answers,
 )
@@ -47,14 +48,6 @@ from lsp_copilot.bench_typing import (  # noqa: E402
 WAIT_S = 3.0  # --wait
 SHORT = 3
 WORD = 4
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "_asdict"):
-        return {k: _plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _words(suggestion: str, truth: str) -> int:
