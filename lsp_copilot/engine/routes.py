@@ -65,7 +65,7 @@ def _for_model(settings: Settings, model: str) -> Settings:
 class _Extra:
     model: str
     manager: EngineManager
-    task: asyncio.Task[Any] | None = field(default=None, repr=False)
+    task: asyncio.Task[Any] | None = field(default=None, repr=False)  # its load, kept alive
 
 
 class Routes:
@@ -78,10 +78,6 @@ class Routes:
         self._plan: dict[str, str] = dict.fromkeys(ROUTE_KINDS, MAIN)
         self._extras: dict[str, _Extra] = {}
         self._answered: dict[tuple[str, str], int] = {}  # (kind, route) -> requests
-
-    @property
-    def plan(self) -> dict[str, str]:
-        return dict(self._plan)
 
     def expect(self, settings: Settings, device: str) -> None:
         """Take the plan now, before its engines load: stats then say they are loading."""
