@@ -48,10 +48,11 @@ async def _complete(ls: CopilotServer, uri: str, position: types.Position,
               outcome.mode, len(outcome.text), outcome.source,
               f" ({outcome.reason})" if outcome.reason else "")
     if track and outcome.text:
-        outcome.id = _track(ls, snapshot, offset, position, outcome, explicit, started)
+        # The first answer last: the tracker follows typing-through from the latest one.
         outcome.alternative_ids = [
             _track(ls, snapshot, offset, position, dataclasses.replace(outcome, text=text),
                    explicit, started) for text in outcome.alternatives]
+        outcome.id = _track(ls, snapshot, offset, position, outcome, explicit, started)
     else:
         outcome.alternative_ids = [""] * len(outcome.alternatives)
     return outcome
