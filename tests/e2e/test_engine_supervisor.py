@@ -101,6 +101,7 @@ def _messages(client: LanguageClient, kind: types.MessageType) -> list[str]:
 async def supervised(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
     await initialize(lsp_client, "visual-studio-code", {"lspCopilot": {
         "routes": {},  # one engine: these tests kill and freeze it
+        "maxSuggestions": 1,  # one engine call per request
         "cache": False, "typingThrough": False, "merge": False,  # each request: the engine
         # A shared 2-core machine can take 30-60 s per completion: the deadline is tested
         # on its own; here it must not end the requests that check the engine is back.

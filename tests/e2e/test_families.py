@@ -47,13 +47,21 @@ def _open(client: LanguageClient, uri: str, text: str) -> None:
 async def _complete_and_count(client: LanguageClient, uri: str, text: str
                               ) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     lines = text.split("\n")
-    before = await stats(client)
-    result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri),
-        position=types.Position(len(lines) - 1, len(lines[-1])),
-        context=types.InlineCompletionContext(
-            trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
-    return result, before, await stats(client)
+    # One suggestion: sampled alternatives would be more engine calls than the one counted.
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"lspCopilot": {"maxSuggestions": 1}}))
+    try:
+        before = await stats(client)
+        result = await client.text_document_inline_completion_async(
+            types.InlineCompletionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                position=types.Position(len(lines) - 1, len(lines[-1])),
+                context=types.InlineCompletionContext(
+                    trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
+        return result, before, await stats(client)
+    finally:
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"lspCopilot": {"maxSuggestions": 3}}))
 
 
 def _delta(before: dict[str, Any], after: dict[str, Any], key: str) -> int:

@@ -133,7 +133,8 @@ def vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 def remote_settings(url: str, **extra: Any) -> dict[str, Any]:
     return {"lspCopilot": {"engine": {"backend": "remote"}, "remoteUrl": url,
                            "remoteApiKeyEnv": "LSP_COPILOT_TEST_GOOD_KEY",
-                           "cache": False, **SLOW_MACHINE, **extra}}
+                           # one suggestion: each test counts the engine calls it makes
+                           "cache": False, "maxSuggestions": 1, **SLOW_MACHINE, **extra}}
 
 
 @pytest_lsp.fixture(scope="session",
