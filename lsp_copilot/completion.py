@@ -361,10 +361,11 @@ class Completer:
             self.telemetry.count("not_whole")  # the text rules kept it; the syntax did not
         candidates = [text]
         if pending:
-            # Those still running get as long again as the first took (at least 1 s).
+            # They start when the first has ended and run side by side: they get twice as
+            # long as the first took (at least 1 s), then those still running are dropped.
             t_alt = time.perf_counter()
             done, _ = await asyncio.wait(
-                pending, timeout=max(ALTERNATIVES_MIN_WAIT_S, t_alt - started))
+                pending, timeout=max(ALTERNATIVES_MIN_WAIT_S, 2 * (t_alt - started)))
             waited += (time.perf_counter() - t_alt) * 1000
             results = [t.result() for t in done if not t.cancelled() and t.exception() is None]
             trace["alternatives_late"] = len(pending) - len(done)
@@ -677,6 +678,8 @@ class Completer:
             self.telemetry.count("engine_stopped_early")
         if not cacheable():  # an answer cut by the deadline: not the model's whole answer
             self.telemetry.count("deadline_answers")
-        elif cache is not None:
+        elif cache is not None and result.finish_reason != "length":
+            # Cut by maxTokens, the text is whole only as post-processing trims it knowing
+            # so; read back from the cache it was judged complete, and dropped.
             cache.put(key, result.text)
         return result
