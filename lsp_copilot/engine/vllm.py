@@ -17,7 +17,13 @@ from lsp_copilot.config import Settings
 from lsp_copilot.context.budget import TokenCounter, token_counter
 from lsp_copilot.engine import defaults
 from lsp_copilot.engine import device as device_mod
-from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult, EngineUnavailable
+from lsp_copilot.engine.base import (
+    EngineInfo,
+    EngineRequest,
+    EngineResult,
+    EngineUnavailable,
+    TokenChoice,
+)
 from lsp_copilot.engine.defaults import CPU_BLOCK_SIZE as CPU_BLOCK_SIZE
 from lsp_copilot.engine.device import GpuInfo
 from lsp_copilot.engine.fit import model_shape
@@ -169,6 +175,7 @@ class VllmEngine:
             speculative=None if settings.speculative_method == "none" else (
                 settings.speculative_method),
             template=detect_family(model),
+            token_choices=True,
         )
         encoder = PromptEncoder.for_model(model) or PromptEncoder.for_hf_tokenizer(
             getattr(llm, "tokenizer", None))  # a hub id: the tokenizer vLLM loaded
@@ -186,6 +193,7 @@ class VllmEngine:
             temperature=request.temperature,
             stop_token_ids=list(request.stop_token_ids) or None,
             seed=request.seed,
+            logprobs=request.token_choices or None,
             output_kind=RequestOutputKind.DELTA,
         )
         result = EngineResult()
@@ -205,6 +213,8 @@ class VllmEngine:
                 for completion in out.outputs:
                     if result.first_token_ms is None and completion.token_ids:
                         result.first_token_ms = (time.perf_counter() - started) * 1000
+                    if request.token_choices and completion.logprobs:
+                        result.token_choices += tuple(map(_likeliest, completion.logprobs))
                     result.generated_tokens += len(completion.token_ids)
                     text += completion.text
                     if completion.finish_reason:
@@ -313,3 +323,10 @@ class VllmEngine:
             # AsyncLLM.__del__ shuts down a second time, which at interpreter exit (module
             # globals already gone) prints a TypeError; it is done, so make __del__ a no-op.
             llm.__class__ = type("ClosedAsyncLLM", (type(llm),), {"__del__": lambda _: None})
+
+
+def _likeliest(logprobs: dict[int, Any]) -> tuple[TokenChoice, ...]:
+    """vLLM's logprobs of one position (the sampled token plus the top ones), best first."""
+    ranked = sorted(logprobs.items(), key=lambda item: -item[1].logprob)
+    return tuple(TokenChoice(token_id, lp.decoded_token or "", lp.logprob)
+                 for token_id, lp in ranked)

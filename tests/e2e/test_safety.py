@@ -44,7 +44,8 @@ async def test_a_suggestion_with_a_dangerous_call_is_blocked(
     # The same answer again (the completion cache has it), now under the default.
     blocked = await _inline(engine_client, uri, 5, 11, invoked)
     after = await stats(engine_client)
-    assert not blocked.items
+    # Nothing shown calls os.system (an alternative that does not may lead instead).
+    assert not any("os.system" in item.insert_text for item in blocked.items), blocked.items
     assert after["safety_blocked"] == before["safety_blocked"] + 1
     rules = after["safety_rules"]["shell_command"]
     assert rules["blocked"] == before["safety_rules"]["shell_command"]["blocked"] + 1

@@ -27,9 +27,8 @@ def _configure(client: LanguageClient, **settings: object) -> None:
 async def test_explicit_request_answers_several_whole_distinct_items(
     engine_client: LanguageClient,
 ) -> None:
-    """maxSuggestions: an explicit request gets the first suggestion plus sampled
-    alternatives, each whole, no two alike; an automatic one at the same place gets one.
-    (Four: a small model's samples often repeat its first answer.)"""
+    """maxSuggestions: an explicit request gets the first suggestion plus alternatives,
+    each whole, no two alike; an automatic one at the same place gets one."""
     uri = _uri("e2e_alternatives.py")
     _open(engine_client, uri, SOURCE)
     _configure(engine_client, maxSuggestions=4, maxTokensMultiLine=24,
@@ -50,7 +49,9 @@ async def test_explicit_request_answers_several_whole_distinct_items(
     # Each item carries its own text in the accept command.
     assert [item.command.arguments[0]["text"] for item in result.items] == texts
     assert after["alternatives"] - before["alternatives"] == len(texts) - 1
-    assert after["engine_requests"] - before["engine_requests"] == 4  # first + 3 sampled
+    # The first, the request that lists where to branch, and one per alternative shown
+    # (at most three more: branches the model gave nothing usable for are not shown).
+    assert len(texts) + 1 <= after["engine_requests"] - before["engine_requests"] <= 5
     # The same place, automatic: one suggestion (typed-through/cache may answer it).
     again = await _inline(engine_client, uri, 0, COL)
     assert len(again.items) <= 1

@@ -14,11 +14,18 @@ from typing import Any
 
 from lsp_copilot.acceptance.store import OutcomeStore
 from lsp_copilot.acceptance.tracker import Tracker
-from lsp_copilot.alternatives import alternative_requests, distinct
+from lsp_copilot.alternatives import (
+    BRANCH_DEPTH,
+    Branch,
+    alternative_requests,
+    branch_request,
+    branches,
+    distinct,
+)
 from lsp_copilot.completion import Completer
 from lsp_copilot.config import Settings
 from lsp_copilot.documents.store import DocumentStore, Snapshot
-from lsp_copilot.engine.base import EngineRequest, EngineResult
+from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult, TokenChoice
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.handlers import feedback
 from lsp_copilot.telemetry import Telemetry
@@ -86,6 +93,87 @@ def test_alternative_requests_are_sampled_with_seeds_at_a_lower_priority() -> No
     alts = alternative_requests(base, 2, 0.8)
     assert [(a.seed, a.temperature, a.priority) for a in alts] == [(1, 0.8, 2), (2, 0.8, 2)]
     assert len({a.request_id for a in alts}) == 2 and base.seed is None
+
+
+def _choice(token_id: int, text: str, logprob: float) -> TokenChoice:
+    return TokenChoice(token_id, text, logprob)
+
+
+def test_branches_leave_the_greedy_path_where_the_model_hesitates() -> None:
+    """The likeliest departures over the first positions, by joint probability: here the
+    second token's runner-up beats the first token's."""
+    positions = [
+        (_choice(1, ' "', -0.01), _choice(2, ' blue', -3.0)),
+        (_choice(3, "blue", -0.7), _choice(4, "green", -0.9), _choice(5, "yellow", -2.5)),
+        (_choice(6, '",', -0.01), _choice(7, '"]', -4.0)),
+    ]
+    request = EngineRequest(request_id="r", prompt="p", max_tokens=8)
+    found = branches(positions, request, 3)
+    assert [(b.token_ids, b.text) for b in found] == [
+        ((1, 4), ' "green'), ((1, 5), ' "yellow'), ((2,), ' blue')]
+    assert found[0].logprob == -0.01 + -0.9
+
+
+def test_branches_skip_respellings_stop_tokens_and_what_follows_the_end() -> None:
+    positions = [
+        # "os" + ".system" spells the greedy " os.system" another way once stripped.
+        (_choice(1, " os", -0.1), _choice(2, "os", -0.5), _choice(3, " run", -1.0),
+         _choice(9, "<eos>", -1.5), _choice(4, "\ufffd", -2.0)),
+        (_choice(5, ".system\n", -0.1), _choice(6, ".popen", -0.3)),
+        (_choice(7, "x", -0.1), _choice(8, "y", -0.2)),  # after the line ended: no branch
+    ]
+    request = EngineRequest(request_id="r", prompt="p", max_tokens=8, stop=("\n",),
+                            stop_token_ids=(9,))
+    assert [b.text for b in branches(positions, request, 5)] == [" os.popen", " run"]
+
+
+def test_a_branch_request_continues_from_the_branch_greedily() -> None:
+    seen: list[str] = []
+
+    def stop_at(text: str) -> int | None:
+        seen.append(text)
+        return text.find(";") if ";" in text else None
+
+    request = EngineRequest(request_id="r", prompt="p", max_tokens=8, temperature=0.5,
+                            prompt_token_ids=(10, 11), stop_at=stop_at)
+    branch = branch_request(request, Branch((1, 4), ' "green', -1.0), 2)
+    assert branch.prompt_token_ids == (10, 11, 1, 4) and branch.prompt == 'p "green'
+    assert branch.max_tokens == 6 and branch.temperature == 0.0 and branch.seed is None
+    assert branch.request_id == "r-alt2" and branch.priority == 2
+    assert branch.stop_at is not None and branch.stop_at('", "blue"];') == len('", "blue"]')
+    assert seen == [' "green", "blue"];']  # the rule saw the whole text
+
+
+class BranchingEngine(FakeEngine):
+    """Lists token choices like vLLM and answers each branch by the text it was given."""
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        super().__init__()
+        self.info = EngineInfo("fake", "fake-model", "cpu", True, None, token_choices=True)
+        self.answers = answers
+        self.requests: list[EngineRequest] = []
+
+    async def generate(self, request: EngineRequest) -> EngineResult:
+        self.requests.append(request)
+        head = request.prompt[len(self.requests[0].prompt):]
+        reply = self.answers[head]
+        await asyncio.sleep(0)
+        if request.token_choices:
+            return EngineResult(text=reply[:4], token_choices=(
+                (_choice(1, " a", -0.1), _choice(2, " b", -1.0), _choice(3, " max", -2.0)),
+                (_choice(4, " +", -0.1), _choice(5, " -", -3.0))))
+        return EngineResult(text=reply)
+
+
+async def test_explicit_request_alternatives_branch_greedily_from_listed_tokens() -> None:
+    engine = BranchingEngine({"": " a + b\n", " b": " + a\n", " max": "(a, b)\n"})
+    completer = await _completer(engine)
+    outcome = await completer.complete(_snap(SOURCE), len(SOURCE), explicit=True)
+    assert outcome.text == "a + b" and outcome.alternatives == ["b + a", "max(a, b)"]
+    first, listing, *rest = engine.requests
+    assert listing.token_choices == 3 and listing.max_tokens == BRANCH_DEPTH
+    assert sorted(r.prompt[len(first.prompt):] for r in rest) == [" b", " max"]
+    assert all(r.temperature == 0.0 and r.seed is None for r in engine.requests)
 
 
 async def test_explicit_request_answers_distinct_alternatives() -> None:

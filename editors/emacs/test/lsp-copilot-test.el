@@ -161,6 +161,12 @@
                                            (format "%s (2/%d)" (nth 1 items) (length items))))
                                "M-n shows the second (2/n)"
                                (overlay-get lsp-copilot--overlay 'after-string))
+      (let ((ids (plist-get lsp-copilot--suggestion :ids))
+            (id (plist-get (plist-get lsp-copilot--suggestion :params) :id)))
+        (lsp-copilot-test--check (and (stringp id) (equal id (nth 1 ids))
+                                      (not (equal id (car ids))))
+                                 "feedback after M-n names the second suggestion's id"
+                                 (list id ids)))
       (let* ((second (nth 1 items))
              (word (lsp-copilot-next-part second 'word))
              (rest (substring second (length word))))
