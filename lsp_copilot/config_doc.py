@@ -128,6 +128,10 @@ def _json_default(value: Any) -> Any:
     return value
 
 
+VSCODE_LANGUAGE_OVERRIDABLE = frozenset({"enable"})
+"""Settings VS Code users may set in a ``[language]`` scope (its native per-language switch)."""
+
+
 def vscode_configuration() -> dict[str, Any]:
     """``contributes.configuration`` of the VS Code extension: the extension's own settings,
     then every server setting with its schema, the server's default and its doc. The
@@ -139,12 +143,17 @@ def vscode_configuration() -> dict[str, Any]:
     for i, f in enumerate(dataclasses.fields(Settings)):
         doc = f.metadata["doc"] + (" Changing it restarts the engine."
                                    if f.name in ENGINE_FIELDS else "")
+        if f.name in VSCODE_LANGUAGE_OVERRIDABLE:
+            doc += (" In VS Code it may also be set per language (`\"[markdown]\": "
+                    "{\"lspCopilot.enable\": false}`): the extension sends such languages "
+                    "as disabledLanguages.")
         properties[f"{VSCODE_SECTION}.{camel(f.name)}"] = {
             **json_schema(f.metadata["check"]),
             "default": _json_default(f.default),
             "markdownDescription": doc,
             "order": offset + i,
-        }
+        } | ({"scope": "language-overridable"} if f.name in VSCODE_LANGUAGE_OVERRIDABLE
+             else {})
     return {"title": "lsp-copilot", "properties": properties}
 
 

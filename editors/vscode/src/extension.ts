@@ -40,6 +40,16 @@ function config(): vscode.WorkspaceConfiguration {
   return vscode.workspace.getConfiguration(SECTION);
 }
 
+/** Languages whose `[language]` settings turn `lspCopilot.enable` off. */
+function languagesOff(): string[] {
+  const ids = config().inspect('enable')?.languageIds ?? [];
+  return ids.filter((languageId) => vscode.workspace.getConfiguration(SECTION, { languageId }).get<boolean>('enable') === false);
+}
+
+function payload(): ReturnType<typeof settingsPayload> {
+  return settingsPayload(config(), languagesOff());
+}
+
 function showMessage(params: ShowMessageParams): void {
   switch (params.type) {
     case MessageType.Error:
@@ -67,7 +77,7 @@ export function createClient(
   const serverOptions: ServerOptions = { command, args, transport: TransportKind.stdio };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
-    initializationOptions: settingsPayload(config()),
+    initializationOptions: payload(),
     outputChannel: output,
     middleware: {
       provideInlineCompletionItems: async (document, position, context, token, next) => {
@@ -203,7 +213,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       } else {
         status.onDisabled();
       }
-      await client?.sendNotification('workspace/didChangeConfiguration', { settings: settingsPayload(config()) });
+      await client?.sendNotification('workspace/didChangeConfiguration', { settings: payload() });
     }),
   );
   await start();

@@ -90,7 +90,17 @@ export function serverSettings(config: ConfigLike): ServerSettings {
   return out;
 }
 
-/** initializationOptions / didChangeConfiguration settings, nested as the server accepts. */
-export function settingsPayload(config: ConfigLike): { lspCopilot: ServerSettings } {
-  return { lspCopilot: serverSettings(config) };
+/** initializationOptions / didChangeConfiguration settings, nested as the server accepts.
+ * `languagesOff`: languages whose `[language]` scope sets `lspCopilot.enable` to false (VS
+ * Code's native per-language switch); they join `disabledLanguages`. */
+export function settingsPayload(
+  config: ConfigLike,
+  languagesOff: readonly string[] = [],
+): { lspCopilot: ServerSettings } {
+  const settings = serverSettings(config);
+  if (languagesOff.length > 0) {
+    const listed = Array.isArray(settings.disabledLanguages) ? (settings.disabledLanguages as string[]) : [];
+    settings.disabledLanguages = [...new Set([...listed, ...languagesOff])];
+  }
+  return { lspCopilot: settings };
 }

@@ -55,6 +55,23 @@ describe('settings from package.json', () => {
   });
 });
 
+describe('per-language switch', () => {
+  test('lspCopilot.enable may be set per language in VS Code', () => {
+    const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8'));
+    assert.equal(manifest.contributes.configuration.properties['lspCopilot.enable'].scope, 'language-overridable');
+  });
+  test('languages turned off in their [language] scope join disabledLanguages', () => {
+    const set = (values: Record<string, unknown>) => ({
+      get: <T>(key: string) => values[key] as T,
+      inspect: (key: string) => (key in values ? { globalValue: values[key] } : {}),
+    });
+    assert.deepEqual(settingsPayload(set({ disabledLanguages: ['markdown'] }), ['plaintext', 'markdown']).lspCopilot,
+      { disabledLanguages: ['markdown', 'plaintext'] });
+    assert.deepEqual(settingsPayload(set({}), ['json']).lspCopilot, { disabledLanguages: ['json'] });
+    assert.deepEqual(settingsPayload(set({ temperature: 0.2 })).lspCopilot, { temperature: 0.2 });
+  });
+});
+
 describe('trigger kinds', () => {
   test('VS Code\'s Invoke (0) and Automatic (1) become LSP 3.18\'s Invoked (1) and Automatic (2)', () => {
     assert.equal(lspTriggerKind(0), 1);
