@@ -233,13 +233,21 @@ def _budgets(value: Any) -> str | None:
 ROUTE_KINDS = ("singleLine", "multiLine", "explicit", "prefetch")
 
 
+def _route(value: Any) -> bool:
+    """"main", a model, or a non-empty list of them (tried in order)."""
+    names = [value] if isinstance(value, str) else value
+    return isinstance(names, list | tuple) and bool(names) and all(
+        isinstance(n, str) and n.strip() for n in names)
+
+
 def _routes(value: Any) -> str | None:
     pairs = value.items() if isinstance(value, Mapping) else value
     ok = value is None or (isinstance(value, Mapping | tuple) and all(
-        isinstance(p, tuple | list) and len(p) == 2 and p[0] in ROUTE_KINDS
-        and isinstance(p[1], str) and p[1].strip() for p in pairs))
+        isinstance(p, tuple | list) and len(p) == 2 and p[0] in ROUTE_KINDS and _route(p[1])
+        for p in pairs))
     return None if ok else (f"must be null or an object with some of {', '.join(ROUTE_KINDS)}"
-                            " mapped to \"main\" or a model (preset name or folder)")
+                            " mapped to \"main\", a model (preset name or folder) or a list "
+                            "of them to fall back through")
 
 
 def _opt_str(value: Any) -> str | None:
@@ -259,7 +267,8 @@ def _experiment(value: Any) -> str | None:
 _with_schema(_budgets, type=["object", "null"], additionalProperties=False, properties={
     key: {"type": "integer", "minimum": 64, "maximum": 1_000_000} for key in BUDGET_KEYS})
 _with_schema(_routes, type=["object", "null"], additionalProperties=False, properties={
-    kind: {"type": "string", "minLength": 1} for kind in ROUTE_KINDS})
+    kind: {"type": ["string", "array"], "minLength": 1, "minItems": 1,
+           "items": {"type": "string", "minLength": 1}} for kind in ROUTE_KINDS})
 _with_schema(_opt_str, type=["string", "null"])
 _with_schema(_experiment, type=["object", "null"], minProperties=2, maxProperties=2,
              additionalProperties={"type": "object"})
@@ -283,14 +292,16 @@ class Settings:
         "name, a local Hugging Face folder, or a hub id.",
         _is_str,
     )
-    routes: tuple[tuple[str, str], ...] | None = _setting(
+    routes: tuple[tuple[str, str | tuple[str, ...]], ...] | None = _setting(
         None,
         "Which engine answers each kind of request (singleLine, multiLine, explicit, "
-        "prefetch): \"main\" (the `model` setting's engine) or another model (preset name or "
-        "folder), loaded as a second embedded engine; a kind whose engine is not ready falls "
-        "back to the main one. null: on a CPU with `model` empty, typing (singleLine, "
-        "multiLine, prefetch) goes to smollm2-135m and explicit requests to the default code "
-        "model; elsewhere everything to the main engine.",
+        "prefetch): \"main\" (the `model` setting's engine, or the remote backend) or "
+        "another model (preset name or folder), loaded as another embedded engine, or a "
+        "list of them: a request goes to the first that is ready and whose circuit breaker "
+        "is closed (breakerFailures), and \"main\" is always the last resort. null: on a "
+        "CPU with `model` empty, typing (singleLine, multiLine, prefetch) goes to "
+        "smollm2-135m and explicit requests to the default code model; elsewhere everything "
+        "to the main engine.",
         _routes,
     )
     device: str = _setting(
@@ -552,9 +563,24 @@ class Settings:
         20_000, "An engine that does not answer a health check within this is restarted.",
         _int_range(50, 3_600_000)
     )
+    breaker_failures: int = _setting(
+        3, "Failed or timed-out engine calls within breakerWindowMs that open the engine's "
+        "circuit breaker: no requests go to it (they take the next engine of their route) "
+        "until, breakerCooldownMs later, one probe answers. 0: never opens.",
+        _int_range(0, 1000)
+    )
+    breaker_window_ms: int = _setting(
+        30_000, "How far back failures count for breakerFailures.", _int_range(100, 3_600_000)
+    )
+    breaker_cooldown_ms: int = _setting(
+        10_000, "How long an open breaker keeps requests away before one probe; also the "
+        "longest wait between tries to reach a remote backend that went down.",
+        _int_range(100, 3_600_000)
+    )
     engine_max_restarts: int = _setting(
         3, "Automatic engine restarts within 10 minutes; past that it stays down until the "
-        "lspCopilot.restartEngine command.", _int_range(0, 1000)
+        "lspCopilot.restartEngine command (a remote backend is tried again until it is "
+        "back).", _int_range(0, 1000)
     )
 
     safety: str = _setting(
@@ -716,6 +742,7 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
             values[name] = f.default
         else:
             if isinstance(value, Mapping):  # (kept hashable, like the settings' lists)
-                value = tuple(sorted(value.items()))
+                value = tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                                     for k, v in value.items()))
             values[name] = tuple(value) if isinstance(value, list) else value
     return dataclasses.replace(base, **values), errors

@@ -21,6 +21,7 @@ from typing import Any
 
 from lsp_copilot.config import Settings
 from lsp_copilot.engine.base import Engine, EngineInfo, EngineUnavailable
+from lsp_copilot.engine.breaker import OPEN, Breaker
 from lsp_copilot.engine.supervisor import RestartPolicy, SupervisedEngine
 from lsp_copilot.telemetry import Telemetry
 
@@ -138,6 +139,7 @@ class EngineManager:
         self._recovery: asyncio.Task[None] | None = None
         self._failures: deque[float] = deque()
         self._last_progress = 0.0  # when a generation last streamed text (monotonic)
+        self.breaker = Breaker(clock=clock)
 
     @property
     def info(self) -> EngineInfo | None:
@@ -168,6 +170,20 @@ class EngineManager:
 
     def progress(self) -> None:
         self._last_progress = time.monotonic()
+
+    def outcome(self, ok: bool | None) -> None:
+        if self.breaker.record(ok) == OPEN:
+            self.count("breaker_opened")
+            log.warning("%d engine calls failed within %g s: no requests for %g s",
+                        self.breaker.failures, self.breaker.window_s, self.breaker.cooldown_s)
+
+    def available(self) -> bool:
+        """Ready, and its breaker lets a request through (see engine/breaker.py)."""
+        s = self.settings
+        self.breaker.failures = s.breaker_failures
+        self.breaker.window_s = s.breaker_window_ms / 1000
+        self.breaker.cooldown_s = s.breaker_cooldown_ms / 1000
+        return self.state == "ready" and self.breaker.allow()
 
     # -- loading ----------------------------------------------------------------------
 
@@ -246,6 +262,7 @@ class EngineManager:
     def _arm(self, engine: Engine) -> None:
         """A new life: a fresh 'down' future for its calls, and a monitor for it."""
         self._epoch += 1
+        self.breaker.reset()
         self._down = asyncio.get_running_loop().create_future()
         self._suspect = asyncio.Event()
         self._monitor = asyncio.ensure_future(self._watch(engine, self._epoch, self._suspect))
@@ -317,7 +334,10 @@ class EngineManager:
             while self._failures and now - self._failures[0] > self.policy.window_s:
                 self._failures.popleft()
             allowed = self.settings.engine_max_restarts
-            if len(self._failures) > allowed:
+            # A remote backend is not ours to restart: we wait for it to be back, however
+            # long that takes, trying again at most every breakerCooldownMs.
+            remote = self.settings.engine_backend == "remote"
+            if len(self._failures) > allowed and not remote:
                 self.state = "failed"
                 self.error = (
                     f"the engine stopped ({reason}) and {len(self._failures) - 1} restart(s) "
@@ -333,10 +353,13 @@ class EngineManager:
                 return
             attempt += 1
             delay = self.policy.delay(attempt)
+            if remote:
+                delay = min(delay, self.settings.breaker_cooldown_ms / 1000)
             if attempt == 1:  # once per incident
                 self.notify("warning", f"lsp-copilot: the engine stopped ({reason}); "
-                            f"restarting it in {delay:g} s. Suggestions are empty until "
-                            "it is back.")
+                            f"{'trying it again' if remote else 'restarting it'} in "
+                            f"{delay:g} s. Until it is back, suggestions come from the next "
+                            "engine of their route (`routes`), if there is one.")
             await self._sleep(delay)
             if self.state != "restarting":  # shut down or retried meanwhile
                 return

@@ -38,24 +38,36 @@ def route_kind(mode: str, explicit: bool, prefetch: bool) -> str:
     return "multiLine" if mode == "multi-line" else "singleLine"
 
 
-def plan(settings: Settings, device: str) -> dict[str, str]:
-    """Each kind's engine: ``main`` or the model (preset name or folder) of another one."""
+def chains(settings: Settings, device: str) -> dict[str, tuple[str, ...]]:
+    """Each kind's engines in the order they are tried: ``main`` or the model (preset name
+    or folder) of another one; ``main`` is in every chain (last, unless named earlier)."""
     if settings.routes is not None:
         chosen = dict(settings.routes)
-        out = {kind: chosen.get(kind, MAIN) or MAIN for kind in ROUTE_KINDS}
+        given = {kind: chosen.get(kind, MAIN) for kind in ROUTE_KINDS}
+        out = {kind: (names,) if isinstance(names, str) else tuple(names)
+               for kind, names in given.items()}
     else:
-        out = dict.fromkeys(ROUTE_KINDS, MAIN)
+        out = {kind: (MAIN,) for kind in ROUTE_KINDS}
         typing = typing_preset(device)
         if typing is not None and not settings.model and settings.engine_backend == "embedded":
-            out.update(singleLine=typing.name, multiLine=typing.name, prefetch=typing.name)
+            out.update(singleLine=(typing.name,), multiLine=(typing.name,),
+                       prefetch=(typing.name,))
     main = settings.model or default_preset(device).name  # named again: not a second engine
-    return {kind: MAIN if model in (MAIN, main) else model for kind, model in out.items()}
+    named = {kind: tuple(dict.fromkeys(MAIN if m in (MAIN, main, "") else m for m in names))
+             for kind, names in out.items()}
+    return {kind: names if MAIN in names else (*names, MAIN) for kind, names in named.items()}
+
+
+def plan(settings: Settings, device: str) -> dict[str, str]:
+    """Each kind's first engine: ``main`` or the model of another one."""
+    return {kind: names[0] for kind, names in chains(settings, device).items()}
 
 
 def _for_model(settings: Settings, model: str) -> Settings:
-    """The settings of another route's engine: the main engine's, with its model; a draft
-    model (or EAGLE head) belongs to the main model, so this one speculates by n-grams."""
-    routed = dataclasses.replace(settings, model=model)
+    """The settings of another route's engine: the main engine's, with its model, embedded
+    (a remote main engine's fallback runs here); a draft model (or EAGLE head) belongs to
+    the main model, so this one speculates by n-grams."""
+    routed = dataclasses.replace(settings, model=model, engine_backend="embedded")
     if settings.speculative_method in ("draft_model", "eagle", "eagle3", "mtp"):
         routed = dataclasses.replace(routed, speculative_method="ngram")
     return routed
@@ -75,19 +87,24 @@ class Routes:
                  make_manager: Callable[[], EngineManager] = EngineManager) -> None:
         self.main = main
         self._make_manager = make_manager
-        self._plan: dict[str, str] = dict.fromkeys(ROUTE_KINDS, MAIN)
+        self._chains: dict[str, tuple[str, ...]] = {kind: (MAIN,) for kind in ROUTE_KINDS}
         self._extras: dict[str, _Extra] = {}
         self._answered: dict[tuple[str, str], int] = {}  # (kind, route) -> requests
+        self._away: dict[str, str] = {}  # first route of a chain -> where its requests went
+
+    @property
+    def _plan(self) -> dict[str, str]:
+        return {kind: names[0] for kind, names in self._chains.items()}
 
     def expect(self, settings: Settings, device: str) -> None:
         """Take the plan now, before its engines load: stats then say they are loading."""
-        self._plan = plan(settings, device)
+        self._chains = chains(settings, device)
 
     async def start(self, settings: Settings, device: str, report: Reporter) -> None:
         """Load the engines the plan names that are not running; stop those it no longer
         names. The main engine is the caller's (it loads first and is never stopped here)."""
-        self._plan = plan(settings, device)
-        wanted = {m for m in self._plan.values() if m != MAIN}
+        self._chains = chains(settings, device)
+        wanted = {m for names in self._chains.values() for m in names if m != MAIN}
         for model in [m for m in self._extras if m not in wanted]:
             await self._extras.pop(model).manager.shutdown()
         for model in sorted(wanted - set(self._extras)):
@@ -104,37 +121,74 @@ class Routes:
         for extra in self._extras.values():
             extra.manager.settings = _for_model(settings, extra.model)
 
+    def _manager(self, route: str) -> EngineManager | None:
+        extra = self._extras.get(route)
+        return self.main if route == MAIN else extra.manager if extra is not None else None
+
     def engine_for(self, kind: str, *, count: bool = True) -> tuple[Engine, str]:
-        """The engine for ``kind`` and the route that answers: its own if that engine is
-        ready, else the main engine (``route_fallbacks`` counts those)."""
-        model = self._plan.get(kind, MAIN)
-        extra = self._extras.get(model)
-        engine: Engine | None = None
-        if extra is not None:
+        """The engine for ``kind`` and the route that answers: the first of its chain that
+        is ready and whose breaker lets the request through; ``route_fallbacks`` counts
+        the requests a later one took. The user hears once when a chain's first engine is
+        passed over and once when it answers again."""
+        names = self._chains.get(kind, (MAIN,))
+        for name in names:
+            manager = self._manager(name)
+            if manager is None or not manager.available():
+                continue
             try:
-                engine = extra.manager.engine()
+                engine = manager.engine()
             except EngineUnavailable:
-                if count:
-                    self.main.count("route_fallbacks")
-                model = MAIN
-        if engine is None:
-            model = MAIN
-            engine = self.main.engine()
-        if count:
-            self._answered[kind, model] = self._answered.get((kind, model), 0) + 1
-        return engine, model
+                continue
+            if count:
+                self._answered[kind, name] = self._answered.get((kind, name), 0) + 1
+                self._tell(names[0], name)
+            return engine, name
+        raise EngineUnavailable(self._why_none(names))
+
+    def _tell(self, first: str, answering: str) -> None:
+        if answering != first:
+            self.main.count("route_fallbacks")
+            manager = self._manager(first)
+            if manager is None or manager.state in ("idle", "loading"):
+                return  # not yet there (the typing engine loads after the main one)
+            if self._away.get(first) != answering:
+                self._away[first] = answering
+                self.main.notify("warning", f"lsp-copilot: {self._label(first)} is not "
+                                 f"answering; suggestions come from {self._label(answering)} "
+                                 "until it is back.")
+        elif self._away.pop(first, None) is not None:
+            self.main.notify("info", f"lsp-copilot: {self._label(first)} answers again.")
+
+    def _label(self, route: str) -> str:
+        manager = self._manager(route)
+        info = manager.info if manager is not None else None
+        model = info.model if info is not None else route
+        return f"the {info.backend} engine ({model})" if info is not None else model
+
+    def _why_none(self, names: tuple[str, ...]) -> str:
+        """Why no engine of a chain can take a request (the answer's reason)."""
+        reasons = []
+        for name in names:
+            manager = self._manager(name)
+            if manager is None:
+                reasons.append(f"{name} is not loaded")
+            elif manager.state != "ready":
+                reasons.append(manager.error or f"{name} is {manager.state}")
+            else:
+                reasons.append(f"{name} failed {manager.breaker.failures} times in a row; "
+                               "trying it again shortly")
+        return "; ".join(reasons)
 
     def manager_for(self, kind: str) -> EngineManager:
-        """The manager of the engine ``kind``'s route names (loading or not)."""
-        extra = self._extras.get(self._plan.get(kind, MAIN))
-        return extra.manager if extra is not None else self.main
+        """The manager of the first engine ``kind``'s route names (loading or not)."""
+        return self._manager(self._plan.get(kind, MAIN)) or self.main
 
     def managers(self) -> list[EngineManager]:
         return [self.main, *(e.manager for e in self._extras.values())]
 
     def stats(self) -> dict[str, Any]:
         """Per kind: the route its plan names, that engine's model and state, and how many
-        requests each route answered (``main`` also counts fallbacks)."""
+        requests each route answered (a fallback counts for the route that took it)."""
         out: dict[str, Any] = {}
         for kind, model in self._plan.items():
             extra = self._extras.get(model)
@@ -142,12 +196,18 @@ class Routes:
             info = manager.info if extra is not None or model == MAIN else None
             state = manager.state if extra is not None or model == MAIN else "loading"
             out[kind] = {"route": model, "model": info.model if info else None,
-                         "state": state,
+                         "state": state, "breaker": manager.breaker.state,
+                         "fallbacks": [self._state(name) for name in self._chains[kind][1:]],
                          # a list: route names are no identifiers (clients map objects)
                          "answered": [{"route": route, "requests": n}
                                       for (k, route), n in sorted(self._answered.items())
                                       if k == kind]}
         return out
+
+    def _state(self, route: str) -> dict[str, Any]:
+        manager = self._manager(route)
+        return {"route": route, "state": manager.state if manager else "loading",
+                "breaker": manager.breaker.state if manager else "closed"}
 
     async def shutdown(self) -> None:
         extras, self._extras = list(self._extras.values()), {}

