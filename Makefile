@@ -32,9 +32,10 @@ test: install-dev lint
 	$(BIN)/lsp-copilot model prepare
 	$(BIN)/pytest -q -p no:cacheprovider tests
 	$(MAKE) editors-test
+	$(MAKE) check-user-install
 
 # A fresh virtual environment with `pip install '.[cpu]'`, then doctor and context, run
-# from outside the clone (about 7 minutes with a cold pip cache: not part of `make test`).
+# from outside the clone (about 7 minutes with a cold pip cache, 2 with a warm one).
 check-user-install:
 	./scripts/check-user-install.sh
 

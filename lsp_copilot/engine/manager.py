@@ -79,6 +79,12 @@ class EngineFactory:
         return VllmEngine.create(settings, model, display)
 
 
+def _unreachable(exc: BaseException) -> bool:
+    from lsp_copilot.engine.remote import RemoteRetryable
+
+    return isinstance(exc, RemoteRetryable)
+
+
 def explain_failure(exc: BaseException) -> str:
     """A reason and a fix the user can act on, not a traceback."""
     from lsp_copilot.engine.remote import RemoteError
@@ -140,6 +146,7 @@ class EngineManager:
         self._failures: deque[float] = deque()
         self._last_progress = 0.0  # when a generation last streamed text (monotonic)
         self.breaker = Breaker(clock=clock)
+        self._unreachable = False  # the last load failed for want of a connection
 
     @property
     def info(self) -> EngineInfo | None:
@@ -190,8 +197,19 @@ class EngineManager:
     def start(self, settings: Settings, report: Reporter = lambda _: None) -> asyncio.Task[Any]:
         """Begin loading in a worker thread; the returned task resolves to a LoadResult."""
         self.settings = settings
-        self._load_task = asyncio.ensure_future(self._load(settings, report))
+        self._load_task = asyncio.ensure_future(self._first_load(settings, report))
         return self._load_task
+
+    async def _first_load(self, settings: Settings, report: Reporter) -> LoadResult:
+        """The first load; a remote backend that cannot be reached yet (refused, or no
+        answer) is tried again until it is, meanwhile its requests take the next engine of
+        their route. A wrong key or model is no reason to try again."""
+        self._unreachable = False
+        result = await self._load(settings, report)
+        if not result.ok and self.state == "failed" and self._unreachable:
+            self.state = "restarting"
+            self._recovery = asyncio.ensure_future(self._recover(None, result.message))
+        return result
 
     async def wait_ready(self) -> LoadResult | None:
         return await self._load_task if self._load_task else None
@@ -211,6 +229,7 @@ class EngineManager:
         except BaseException as exc:  # SystemExit from a child, OOM, import errors...
             self.state = failed
             self.error = explain_failure(exc)
+            self._unreachable = _unreachable(exc)
             log.exception("engine failed to start")
             return LoadResult(False, self.error, time.perf_counter() - started)
         if self.state != "stopped":

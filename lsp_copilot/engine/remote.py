@@ -326,10 +326,10 @@ class RemoteEngine:
     def _list_models(client: httpx.Client, config: RemoteConfig) -> list[dict[str, Any]]:
         try:
             response = client.get("/v1/models")
-        except httpx.ConnectError as exc:
-            raise RemoteError(_connect_message(exc, config)) from None
+        except httpx.ConnectError as exc:  # (retryable: the deployment may come up later)
+            raise RemoteRetryable(_connect_message(exc, config)) from None
         except httpx.TimeoutException:
-            raise RemoteError(
+            raise RemoteRetryable(
                 f"no answer from {config.base_url} within "
                 f"{config.connect_timeout_s + config.first_token_timeout_s:.1f} s "
                 "(remoteConnectTimeoutMs, remoteFirstTokenTimeoutMs)") from None

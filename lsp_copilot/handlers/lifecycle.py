@@ -79,12 +79,12 @@ async def _load_engine(
             )
 
     if pending is None:
-        if ls.settings.engine_backend == "embedded":
-            ls.routes.expect(ls.settings, detect(ls.settings.device).device)
+        ls.routes.expect(ls.settings, detect(ls.settings.device).device)
         result = await ls.engines.start(ls.settings, report)
-        if result.ok and ls.settings.engine_backend == "embedded":
+        if result.ok or ls.settings.engine_backend == "remote":
             # Engines that other routes name load after the main one (two loads at once
             # would share the cores); until one is ready its requests go to the main one.
+            # (A remote main engine's fallbacks are embedded engines: they load here too.)
             await ls.routes.start(ls.settings, detect(ls.settings.device).device,
                                   lambda message: log.info("engine: %s", message))
     else:  # a load already under way (the retry command): report its progress

@@ -78,11 +78,12 @@ async def client(lsp_client: LanguageClient, deployment: Deployment):  # type: i
         "breakerFailures": 2, "breakerCooldownMs": 2_000,
         "healthCheckIntervalMs": 3_600_000,  # the breaker alone notices
         "remoteFirstTokenTimeoutMs": 8_000, "remoteTimeoutMs": 60_000,
-        "requestTimeoutMs": 120_000, "cache": False, "maxSuggestions": 1, "prefetch": False}}
+        "requestTimeoutMs": 120_000, "cache": False, "maxSuggestions": 1, "prefetch": False,
+        "logLevel": "debug"}}
     await initialize(lsp_client, "visual-studio-code", settings)
     deadline = time.monotonic() + 600
     while True:
-        s = await stats(lsp_client)
+        s = await asyncio.wait_for(stats(lsp_client), 60)
         fallbacks = s["routes"]["explicit"]["fallbacks"]
         if s["engine_state"] == "ready" and fallbacks and fallbacks[0]["state"] == "ready":
             break
@@ -98,13 +99,14 @@ def _answered(s: dict[str, Any]) -> dict[str, int]:
 
 async def _ask(client: LanguageClient, uri: str) -> tuple[str | None, str]:
     """One explicit request: the route that took it and its text."""
-    before = _answered(await stats(client))
-    result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri),
-        position=types.Position(1, len("    return ")),
-        context=types.InlineCompletionContext(
-            trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
-    after = _answered(await stats(client))
+    before = _answered(await asyncio.wait_for(stats(client), 60))
+    result = await asyncio.wait_for(client.text_document_inline_completion_async(
+        types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(1, len("    return ")),
+            context=types.InlineCompletionContext(
+                trigger_kind=types.InlineCompletionTriggerKind.Invoked))), 180)
+    after = _answered(await asyncio.wait_for(stats(client), 60))
     route = next((r for r, n in after.items() if n > before.get(r, 0)), None)
     items = result.items if isinstance(result, types.InlineCompletionList) else result or []
     text = items[0].insert_text if items else ""

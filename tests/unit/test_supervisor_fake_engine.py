@@ -309,3 +309,28 @@ async def test_fake_engine_slow_health_check_while_computing_is_not_restarted() 
 def test_restart_policy_doubles_up_to_a_cap() -> None:
     policy = RestartPolicy(backoff_s=1.0, backoff_max_s=10.0)
     assert [policy.delay(n) for n in range(1, 7)] == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+
+
+async def test_a_remote_backend_out_of_reach_is_tried_again_until_it_is_back() -> None:
+    """Refused or silent (not a wrong key): tried again past engineMaxRestarts, every
+    breakerCooldownMs at most, from the first load on; a wrong key stays failed."""
+    from lsp_copilot.engine.remote import RemoteError, RemoteRetryable
+
+    clock = FakeClock()
+    refused = RemoteRetryable("cannot connect to http://gpu-box:8000")
+    good = FakeEngine("remote")
+    factory = Factory(*[refused] * 6, good)
+    manager, notices = _manager(factory, clock)
+    remote = replace(SETTINGS, engine_backend="remote", breaker_cooldown_ms=4_000)
+    result = await manager.start(remote)
+    assert not result.ok and manager.state == "restarting"
+    await _until(lambda: manager.state == "ready")
+    assert factory.calls == 7  # more than engineMaxRestarts (3) allows a local engine
+    assert clock.backoffs() == [1.0, 2.0, 4.0, 4.0, 4.0, 4.0]  # capped at the cooldown
+    assert [level for level, _ in notices] == ["warning", "info"]
+    await manager.shutdown()
+
+    manager, _ = _manager(Factory(RemoteError("refused the API key")), FakeClock())
+    assert not (await manager.start(remote)).ok
+    await asyncio.sleep(0.05)
+    assert manager.state == "failed"
