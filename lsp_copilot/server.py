@@ -203,8 +203,11 @@ class CopilotServer(LanguageServer):
                       "the server could not handle; it was skipped (details in the log).")
 
     def _engine_notice(self, level: str, message: str) -> None:
-        """The supervisor's news: trouble pops up (showMessage), recovery goes to the log."""
-        if level == "info":
+        """The supervisor's news: trouble pops up (showMessage), recovery goes to the log,
+        except the end of a fallback the user was shown ("back": an info popup)."""
+        if level == "back":
+            self.show(types.MessageType.Info, message)
+        elif level == "info":
             log.info(message)
             self.window_log_message(
                 types.LogMessageParams(type=types.MessageType.Info, message=message))

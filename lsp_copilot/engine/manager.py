@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 
 Reporter = Callable[[str], None]
 Notifier = Callable[[str, str], None]
-"""(level: info | warning | error, message): how the user is told about the engine."""
+"""(level: info | back | warning | error, message): how the user is told about the engine
+(back: an engine that was passed over answers again)."""
 
 RESTART_COMMAND = "lspCopilot.restartEngine"
 DISPOSE_TIMEOUT_S = 15.0
@@ -230,7 +231,10 @@ class EngineManager:
             self.state = failed
             self.error = explain_failure(exc)
             self._unreachable = _unreachable(exc)
-            log.exception("engine failed to start")
+            if self._unreachable:  # tried again and again: one line each, no traceback
+                log.warning("engine failed to start: %s", self.error)
+            else:
+                log.exception("engine failed to start")
             return LoadResult(False, self.error, time.perf_counter() - started)
         if self.state != "stopped":
             report("warming up")

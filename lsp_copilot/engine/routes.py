@@ -157,13 +157,19 @@ class Routes:
                                  f"answering; suggestions come from {self._label(answering)} "
                                  "until it is back.")
         elif self._away.pop(first, None) is not None:
-            self.main.notify("info", f"lsp-copilot: {self._label(first)} answers again.")
+            self.main.notify("back", f"lsp-copilot: {self._label(first)} answers again.")
 
     def _label(self, route: str) -> str:
+        """The engine as the user knows it: the remote backend, or an embedded model."""
         manager = self._manager(route)
         info = manager.info if manager is not None else None
-        model = info.model if info is not None else route
-        return f"the {info.backend} engine ({model})" if info is not None else model
+        if info is not None:
+            kind = "remote backend" if info.backend == "remote" else "embedded engine"
+            return f"the {kind} ({info.model})"
+        if route == MAIN and self.main.settings.engine_backend == "remote":
+            return f"the remote backend ({self.main.settings.remote_url})"
+        return f"the embedded engine ({self.main.settings.model or 'default model'})" if (
+            route == MAIN) else f"the embedded engine ({route})"
 
     def _why_none(self, names: tuple[str, ...]) -> str:
         """Why no engine of a chain can take a request (the answer's reason)."""

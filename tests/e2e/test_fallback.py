@@ -1,9 +1,11 @@
 """Fallback through the real protocol: the main engine is a REAL `vllm serve` (remote
 backend), every route falls back to an embedded engine (SmolLM2-135M). The deployment is
 paused (SIGSTOP: it takes connections and answers nothing), resumed, stopped and started
-again; the circuit breaker alone notices (health checks are off here), requests go to the
-embedded engine while it is open, and come back once a probe answers. The editor hears
-once when its suggestions fall back and once when they are back."""
+again; the circuit breaker notices (periodic health checks are off here), requests go to the
+embedded engine while it is open, and come back once a probe answers. (A failed call
+also has the supervisor check the deployment's health at once: a paused one is taken out
+until it answers again, which falls back the same way.) The editor hears once when its
+suggestions fall back and once when they are back."""
 
 from __future__ import annotations
 
@@ -25,7 +27,9 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from tests.e2e import vllm_serve
 from tests.e2e.conftest import ROOT, SERVER, initialize, stats
 
-pytestmark = pytest.mark.engine
+# The server fixture is per module, so the test runs on the module's event loop (its client
+# answers only there).
+pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="module")]
 
 KEY = secrets.token_hex(16)
 ENV = {**os.environ, "LSP_COPILOT_TEST_FALLBACK_KEY": KEY}
@@ -78,8 +82,7 @@ async def client(lsp_client: LanguageClient, deployment: Deployment):  # type: i
         "breakerFailures": 2, "breakerCooldownMs": 2_000,
         "healthCheckIntervalMs": 3_600_000,  # the breaker alone notices
         "remoteFirstTokenTimeoutMs": 8_000, "remoteTimeoutMs": 60_000,
-        "requestTimeoutMs": 120_000, "cache": False, "maxSuggestions": 1, "prefetch": False,
-        "logLevel": "debug"}}
+        "requestTimeoutMs": 120_000, "cache": False, "maxSuggestions": 1, "prefetch": False}}
     await initialize(lsp_client, "visual-studio-code", settings)
     deadline = time.monotonic() + 600
     while True:

@@ -169,14 +169,16 @@ async def test_a_failing_engine_opens_its_breaker_and_its_requests_fall_back_and
     assert main.breaker.state == "open" and main.telemetry.counters["breaker_opened"] == 1
     assert ask() == "smollm2-135m" and ask() == "smollm2-135m"
     assert [level for level, _ in told] == ["warning"]  # told once
-    assert "not answering" in told[0][1] and "smollm2-135m" in told[0][1]
+    assert told[0][1] == ("lsp-copilot: the embedded engine (remote-model) is not answering; "
+                          "suggestions come from the embedded engine (smollm2-135m) until it "
+                          "is back.")
     assert main.telemetry.counters["route_fallbacks"] == 2
     # Back: after the cooldown one request probes, its answer closes the breaker.
     remote.down = False
     clock[0] += 5
     await call()
     assert main.breaker.state == "closed" and ask() == MAIN
-    assert [level for level, _ in told] == ["warning", "info"]
+    assert [level for level, _ in told] == ["warning", "back"]
     assert "answers again" in told[1][1]
     stats = routes.stats()["singleLine"]
     assert stats["breaker"] == "closed" and stats["fallbacks"] == [
