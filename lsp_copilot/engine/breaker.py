@@ -30,15 +30,20 @@ class Breaker:
     _recent: deque[float] = field(default_factory=deque)
     _opened_at: float = 0.0
     _probing: bool = False
+    _probe_at: float = 0.0
 
     def allow(self) -> bool:
         """Whether a request may go to the engine now (a half-open breaker lets one)."""
         if self.state == CLOSED:
             return True
-        if self.state == OPEN and self.clock() - self._opened_at >= self.cooldown_s:
+        now = self.clock()
+        if self.state == OPEN and now - self._opened_at >= self.cooldown_s:
             self.state = HALF_OPEN
-        if self.state == HALF_OPEN and not self._probing:
-            self._probing = True
+        # A probe that never called the engine (answered from the cache) says nothing:
+        # after a cooldown another request probes.
+        if self.state == HALF_OPEN and (
+                not self._probing or now - self._probe_at >= self.cooldown_s):
+            self._probing, self._probe_at = True, now
             return True
         return False
 

@@ -47,6 +47,9 @@ def test_after_the_cooldown_one_probe_goes_through_and_its_answer_closes_it() ->
     clock.now += 0.1
     assert breaker.allow() and breaker.state == HALF_OPEN
     assert not breaker.allow()  # one probe at a time
+    clock.now += 10
+    assert breaker.allow()  # that probe never reached the engine (a cached answer)
+    assert not breaker.allow()
     assert breaker.record(True) == CLOSED
     assert breaker.allow() and breaker.allow()
 
