@@ -382,7 +382,6 @@ class Completer:
             results = [r for t in alts if t in done and not t.cancelled()  # in rank order
                        and t.exception() is None and (r := t.result()) is not None]
             trace["alternatives_late"] = len(alts) - len(done)
-
             candidates += [finalize(r.text, mode, cursor, snapshot, offset,
                                     r.finish_reason == "length") for r in results]
         text, warned, unsafe = self._review(snapshot, offset, text, settings.safety, prefetch)
@@ -456,7 +455,7 @@ class Completer:
                       uri: str | None) -> tuple[list[asyncio.Task[EngineResult | None]],
                                                 asyncio.Task[Any]]:
         """maxSuggestions - 1 alternatives to ``request`` (see alternatives.py), and the
-        task that lists the first tokens they branch from. They start once the document's
+        task that lists the tokens they branch from. They start once the document's
         generation (``uri``'s flight, if any) has ended: its prompt is then in the prefix
         cache, and on two cores the first answer is not slowed by them."""
         count = settings.max_suggestions - 1
