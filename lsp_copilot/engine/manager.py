@@ -209,7 +209,11 @@ class EngineManager:
         result = await self._load(settings, report)
         if not result.ok and self.state == "failed" and self._unreachable:
             self.state = "restarting"
-            self._recovery = asyncio.ensure_future(self._recover(None, result.message))
+            self.notify("warning", f"lsp-copilot: the engine could not start: {result.message} "
+                        "Trying it again until it answers; meanwhile suggestions come from "
+                        "the next engine of their route (`routes`), if there is one.")
+            self._recovery = asyncio.ensure_future(
+                self._recover(None, result.message, told=True))
         return result
 
     async def wait_ready(self) -> LoadResult | None:
@@ -347,7 +351,9 @@ class EngineManager:
         self.state, self.error = "restarting", f"the engine stopped: {reason}"
         self._recovery = asyncio.ensure_future(self._recover(old, reason))
 
-    async def _recover(self, old: Engine | None, reason: str) -> None:
+    async def _recover(self, old: Engine | None, reason: str, told: bool = False) -> None:
+        """Restart with backoff until the engine is back or too many restarts failed;
+        ``told``: the user already heard why (the first notice is not repeated)."""
         if old is not None:
             await self._dispose(old)
         attempt = 0
@@ -378,7 +384,7 @@ class EngineManager:
             delay = self.policy.delay(attempt)
             if remote:
                 delay = min(delay, self.settings.breaker_cooldown_ms / 1000)
-            if attempt == 1:  # once per incident
+            if attempt == 1 and not told:  # once per incident
                 self.notify("warning", f"lsp-copilot: the engine stopped ({reason}); "
                             f"{'trying it again' if remote else 'restarting it'} in "
                             f"{delay:g} s. Until it is back, suggestions come from the next "

@@ -328,6 +328,7 @@ async def test_a_remote_backend_out_of_reach_is_tried_again_until_it_is_back() -
     assert factory.calls == 7  # more than engineMaxRestarts (3) allows a local engine
     assert clock.backoffs() == [1.0, 2.0, 4.0, 4.0, 4.0, 4.0]  # capped at the cooldown
     assert [level for level, _ in notices] == ["warning", "info"]
+    assert "could not start: remote backend: cannot connect" in notices[0][1]
     await manager.shutdown()
 
     manager, _ = _manager(Factory(RemoteError("refused the API key")), FakeClock())
