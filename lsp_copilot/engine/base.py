@@ -34,7 +34,10 @@ class EngineInfo:
     token_choices: bool = False  # lists the likeliest tokens (alternatives branch from them)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """What users see (``token_choices`` is the pipeline's business, not theirs)."""
+        out = asdict(self)
+        del out["token_choices"]
+        return out
 
 
 @dataclass(frozen=True)
