@@ -33,7 +33,6 @@ from lsp_copilot.completion import Completer
 from lsp_copilot.config import Settings
 from lsp_copilot.context import Context, Layer
 from lsp_copilot.context.bench import _prefix_only
-from lsp_copilot.context.budget import TokenCounter
 from lsp_copilot.context.index import WorkspaceIndex
 from lsp_copilot.context.trigger import BLOCK_OPENERS, Mode, completion_mode
 from lsp_copilot.context.workspace import Workspace
@@ -43,6 +42,7 @@ from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.postprocess import parse_inserted
 from lsp_copilot.prompts import Template
 from lsp_copilot.telemetry import Telemetry
+from lsp_copilot.tokens import TokenCounter
 
 MAX_BODY_LINES = 6
 MAX_BODY_CHARS = 320

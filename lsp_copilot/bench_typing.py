@@ -24,6 +24,8 @@ from typing import Any
 
 from lsprotocol import types
 
+from lsp_copilot.protocol import STATS
+
 NAIVE = {"debounceMode": "off", "merge": False, "typingThrough": False, "cache": False,
          "prefetch": False}
 PAUSE_MS = 300
@@ -179,7 +181,7 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
     client.initialized(types.InitializedParams())
     # Every engine a route names, not only the main one: a second engine loading while the
     # keys are typed measures the load, not the typing.
-    while (s := _plain(await client.protocol.send_request_async("lspCopilot/stats", {})))[
+    while (s := _plain(await client.protocol.send_request_async(STATS, {})))[
             "engine_state"] == "loading" or any(
             r["state"] == "loading" for r in s.get("routes", {}).values()):
         await asyncio.sleep(0.5)
@@ -255,7 +257,7 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
         await asyncio.sleep(0.3)
         client.text_document_did_close(types.DidCloseTextDocumentParams(
             types.TextDocumentIdentifier(script.uri)))
-    after = _plain(await client.protocol.send_request_async("lspCopilot/stats", {}))
+    after = _plain(await client.protocol.send_request_async(STATS, {}))
     run.stats = {k: after[k] - before[k] for k in (
         "engine_requests", "engine_aborted", "generated_tokens", "prompt_tokens",
         "cached_prompt_tokens", "merged", "typed_through", "cache_hits", "superseded")}

@@ -16,7 +16,7 @@ from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
-from lsp_copilot import __version__
+from lsp_copilot import __version__, protocol
 from lsp_copilot.acceptance import experiment
 from lsp_copilot.acceptance.store import OutcomeStore
 from lsp_copilot.acceptance.tracker import Tracker
@@ -26,7 +26,7 @@ from lsp_copilot.config import Settings
 from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.buffer import Encoding
 from lsp_copilot.documents.store import DocumentStore
-from lsp_copilot.engine.manager import RESTART_COMMAND, EngineManager
+from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.routes import Routes
 from lsp_copilot.logs import EditorLog, Logs, request_scope
 from lsp_copilot.privacy import Privacy
@@ -35,9 +35,6 @@ from lsp_copilot.telemetry import Telemetry
 from lsp_copilot.warmup import Warmer
 
 log = logging.getLogger(__name__)
-
-STATS = "lspCopilot/stats"
-
 
 def choose_encoding(capabilities: types.ClientCapabilities) -> Encoding:
     """UTF-8 when the client offers it (no conversion at all), else LSP's mandatory UTF-16."""
@@ -274,10 +271,10 @@ def create_server(
     server.feature(
         types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=[".", "("])
     )(completion.completion)
-    server.feature(STATS)(stats.stats)
-    server.feature(feedback.DID_SHOW)(feedback.did_show)
-    server.feature(feedback.DID_ACCEPT)(feedback.did_accept)
-    server.feature(feedback.DID_REJECT)(feedback.did_reject)
-    server.command(feedback.ACCEPT_COMMAND)(feedback.accept_command)
-    server.command(RESTART_COMMAND)(lifecycle.restart_engine)
+    server.feature(protocol.STATS)(stats.stats)
+    server.feature(protocol.DID_SHOW)(feedback.did_show)
+    server.feature(protocol.DID_ACCEPT)(feedback.did_accept)
+    server.feature(protocol.DID_REJECT)(feedback.did_reject)
+    server.command(protocol.ACCEPT_COMMAND)(feedback.accept_command)
+    server.command(protocol.RESTART_COMMAND)(lifecycle.restart_engine)
     return server

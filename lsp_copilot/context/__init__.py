@@ -18,7 +18,6 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from lsp_copilot.context.budget import TokenCounter
 from lsp_copilot.context.grammars import LanguageQueries, queries_for
 from lsp_copilot.context.index import FAMILIES, MAX_FILE_BYTES, FileEntry, WorkspaceIndex
 from lsp_copilot.context.scopes import enclosing_scopes, render_scopes
@@ -35,6 +34,7 @@ from lsp_copilot.context.window import Window, cursor_window
 from lsp_copilot.context.workspace import Workspace, uri_to_path
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.prompts import Template
+from lsp_copilot.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 

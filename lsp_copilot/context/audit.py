@@ -13,13 +13,13 @@ from typing import Any
 from lsp_copilot.budgets import Budgets, budgets_for, local_device
 from lsp_copilot.config import Settings
 from lsp_copilot.context import build_context
-from lsp_copilot.context.budget import TokenCounter, fallback_counter, token_counter
 from lsp_copilot.context.index import WorkspaceIndex
 from lsp_copilot.context.trigger import completion_mode
 from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.languages import language_id_for_path
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.prompts import PromptEncoder, detect_family, template_for
+from lsp_copilot.tokens import TokenCounter, fallback_counter, token_counter
 
 
 def find_root(path: Path) -> Path:

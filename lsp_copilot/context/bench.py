@@ -26,12 +26,12 @@ from typing import Any
 from lsp_copilot.context import bench_languages, build_context
 from lsp_copilot.context.audit import engine_counter
 from lsp_copilot.context.bench_audit import LayerAudit
-from lsp_copilot.context.budget import TokenCounter
 from lsp_copilot.context.index import WorkspaceIndex
 from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.languages import language_id_for_path
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.prompts import template_for
+from lsp_copilot.tokens import TokenCounter
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 BUDGET = 1024

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsp_copilot.context import Context
-from lsp_copilot.context.budget import TokenCounter
 from lsp_copilot.context.index import WorkspaceIndex
+from lsp_copilot.tokens import TokenCounter
 
 SUMMARY_LAYERS = ("P2", "P3")
 """Layers made of definitions from the index (P1 is the cursor's own scopes, P4 snippets)."""

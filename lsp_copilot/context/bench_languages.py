@@ -28,10 +28,10 @@ from typing import Any
 import tree_sitter
 
 from lsp_copilot.context import build_context
-from lsp_copilot.context.budget import TokenCounter
 from lsp_copilot.documents.languages import ts_language
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.prompts import template_for
+from lsp_copilot.tokens import TokenCounter
 
 BUDGET = 1024
 LONG_LINES = 120

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from lsp_copilot.context.budget import TokenCounter
 from lsp_copilot.context.grammars import LanguageQueries
 from lsp_copilot.context.symbols import CONTAINER_KINDS, SameFile, body_of
+from lsp_copilot.tokens import TokenCounter
 
 SCOPE_KINDS = ("module", "class", "function")
 MAX_HEADER_ROWS = 64

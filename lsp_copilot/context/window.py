@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lsp_copilot.context.budget import TokenCounter
+from lsp_copilot.tokens import TokenCounter
 
 ANCHOR_LINES = 16
 SUFFIX_MAX_LINES = 200

@@ -23,6 +23,7 @@ from lsp_copilot.config import Settings
 from lsp_copilot.engine.base import Engine, EngineInfo, EngineUnavailable
 from lsp_copilot.engine.breaker import OPEN, Breaker
 from lsp_copilot.engine.supervisor import RestartPolicy, SupervisedEngine
+from lsp_copilot.protocol import RESTART_COMMAND
 from lsp_copilot.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,6 @@ Notifier = Callable[[str, str], None]
 """(level: info | back | warning | error, message): how the user is told about the engine
 (back: an engine that was passed over answers again)."""
 
-RESTART_COMMAND = "lspCopilot.restartEngine"
 DISPOSE_TIMEOUT_S = 15.0
 BUSY_SHARE = 0.05
 """An engine that used this share of a core during a timed-out health check is busy, not

@@ -33,9 +33,9 @@ from urllib.parse import urlsplit
 import httpx
 
 from lsp_copilot.config import Settings
-from lsp_copilot.context.budget import HFTokenCounter, TokenCounter, fallback_counter
 from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult
 from lsp_copilot.prompts import DEFAULT_TEMPLATE, PromptEncoder, detect_family, family_from_name
+from lsp_copilot.tokens import HFTokenCounter, TokenCounter, fallback_counter
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,6 @@ import contextlib
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from lsp_copilot.context.budget import TokenCounter
 from lsp_copilot.engine.base import (
     Engine,
     EngineDeadline,
@@ -24,6 +23,7 @@ from lsp_copilot.engine.base import (
     EngineRequest,
     EngineResult,
 )
+from lsp_copilot.tokens import TokenCounter
 
 ABORT_WAIT_S = 2.0
 """How long a cancelled request waits for the engine to confirm the abort."""

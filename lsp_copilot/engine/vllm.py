@@ -14,7 +14,6 @@ import time
 from typing import Any
 
 from lsp_copilot.config import Settings
-from lsp_copilot.context.budget import TokenCounter, token_counter
 from lsp_copilot.engine import defaults
 from lsp_copilot.engine import device as device_mod
 from lsp_copilot.engine.base import (
@@ -30,6 +29,7 @@ from lsp_copilot.engine.fit import model_shape
 from lsp_copilot.engine.validate import check_engine
 from lsp_copilot.process import install_orphan_guard, reap
 from lsp_copilot.prompts import PromptEncoder, detect_family
+from lsp_copilot.tokens import TokenCounter, token_counter
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from lsp_copilot.acceptance.tracker import keys_for
 from lsp_copilot.completion import Outcome
 from lsp_copilot.documents.buffer import PositionError
 from lsp_copilot.documents.store import DocumentError, Snapshot
-from lsp_copilot.handlers.feedback import ACCEPT_COMMAND
+from lsp_copilot.protocol import ACCEPT_COMMAND
 from lsp_copilot.scheduling import Superseded
 from lsp_copilot.server import CopilotServer
 

@@ -9,17 +9,11 @@ from typing import Any
 from lsp_copilot.acceptance.tracker import Suggestion
 from lsp_copilot.documents.buffer import PositionError
 from lsp_copilot.documents.store import DocumentError
+from lsp_copilot.protocol import ACCEPTED_CHARS
 from lsp_copilot.server import CopilotServer
 
 log = logging.getLogger(__name__)
 
-DID_SHOW = "lspCopilot/didShow"
-DID_ACCEPT = "lspCopilot/didAccept"
-DID_REJECT = "lspCopilot/didReject"
-ACCEPT_COMMAND = "lspCopilot.didAccept"
-"""The inline item's ``command``: clients run it when the user accepts the suggestion."""
-ACCEPTED_CHARS = "acceptedChars"
-"""didAccept's param for a partial accept: how much of ``text`` was taken (absent: all)."""
 
 PREFETCH_WAIT_S = 0.5
 _background: set[asyncio.Task[Any]] = set()

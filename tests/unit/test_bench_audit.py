@@ -6,11 +6,11 @@ from pathlib import Path
 
 from lsp_copilot.context import build_context, forget_bases
 from lsp_copilot.context.bench_audit import LayerAudit
-from lsp_copilot.context.budget import fallback_counter
 from lsp_copilot.context.index import WorkspaceIndex
 from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.prompts import template_for
+from lsp_copilot.tokens import fallback_counter
 
 
 def test_audit_counts_layers_and_summary_savings(tmp_path: Path) -> None:

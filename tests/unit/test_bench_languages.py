@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lsp_copilot.context import bench_languages
-from lsp_copilot.context.budget import fallback_counter
+from lsp_copilot.tokens import fallback_counter
 
 
 def _go_corpus(root: Path) -> Path:

@@ -1,9 +1,9 @@
 from lsp_copilot.context import BASE_MAX_LINES, build_context, forget_bases
-from lsp_copilot.context.budget import fallback_counter
 from lsp_copilot.context.trigger import completion_mode
 from lsp_copilot.context.window import ANCHOR_LINES, cursor_window
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.prompts import template_for
+from lsp_copilot.tokens import fallback_counter
 
 SOURCE = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(200))
 

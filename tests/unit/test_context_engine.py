@@ -10,12 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lsp_copilot.context import Layer, build_context
-from lsp_copilot.context.budget import fallback_counter
 from lsp_copilot.context.index import WorkspaceIndex
 from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.languages import language_id_for_path
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.prompts import template_for
+from lsp_copilot.tokens import fallback_counter
 
 FILES = {
     "pkg/__init__.py": "",

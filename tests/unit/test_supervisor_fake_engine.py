@@ -24,8 +24,9 @@ from lsp_copilot.engine.base import (
     EngineResult,
     EngineUnavailable,
 )
-from lsp_copilot.engine.manager import RESTART_COMMAND, EngineManager, Reporter
+from lsp_copilot.engine.manager import EngineManager, Reporter
 from lsp_copilot.engine.supervisor import RestartPolicy
+from lsp_copilot.protocol import RESTART_COMMAND
 
 
 class FakeEngine:

@@ -136,9 +136,9 @@ async def test_fake_engine_no_warm_up_when_busy_disabled_or_secret() -> None:
 async def test_fake_engine_with_token_ids_warms_exact_id_prefixes() -> None:
     """With the model's tokenizer the Completer sends token ids: the warm-up's chunks must
     be exact prefixes of those ids, a whole number of cache blocks apart."""
-    from lsp_copilot.context.budget import token_counter
     from lsp_copilot.engine.models import default_model_dir
     from lsp_copilot.prompts import PromptEncoder
+    from lsp_copilot.tokens import token_counter
 
     model = str(default_model_dir())
     engine = RecordingEngine()

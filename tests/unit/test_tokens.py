@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lsp_copilot.context.audit import engine_counter
-from lsp_copilot.context.budget import (
+from lsp_copilot.tokens import (
     HFTokenCounter,
     TokenCounter,
     count_by_pieces,
