@@ -85,11 +85,12 @@ class _Shown:
     mode: Mode
 
 
-ALTERNATIVES_MIN_WAIT_S = 2.0
+ALTERNATIVES_MIN_WAIT_S = 5.0
 """Alternatives still running when the first suggestion is ready get twice as long as it
-took, and at least this (on two cores, a short first answer takes well under a second,
-the listing request and three continuations side by side about a second more): then
-those still running are dropped, the first is never held for the slowest."""
+took, and at least this (on two cores, just after the engine loaded, the listing request
+and three continuations side by side took over 4 s where the first answer took 2): then
+those still running are dropped, the first is never held for the slowest. (They end as
+soon as they are done: on a GPU, in a fraction of a second.)"""
 
 JOIN_AHEAD_CHARS = 1
 """A request joins a generation only if it typed at most this much past its text."""

@@ -123,7 +123,7 @@ describe('against the real server and engine', { timeout: READY_TIMEOUT_MS + 120
     vscodeMock.reset({ serverPath: SERVER, enable: true });
     // Four suggestions (a small model's samples often repeat its first answer), and time for
     // them on a busy machine.
-    s = await startServer('engine', { maxTokensSingleLine: 16, maxSuggestions: 4, requestTimeoutMs: 120_000, serverPath: SERVER });
+    s = await startServer('engine', { maxTokensSingleLine: 48, maxSuggestions: 4, requestTimeoutMs: 120_000, serverPath: SERVER });
   });
   after(async () => {
     if (s) {
