@@ -85,9 +85,11 @@ class _Shown:
     mode: Mode
 
 
+ALTERNATIVES_WAIT_FACTOR = 3
 ALTERNATIVES_MIN_WAIT_S = 5.0
-"""Alternatives still running when the first suggestion is ready get twice as long as it
-took, and at least this (on two cores, just after the engine loaded, the listing request
+"""Alternatives still running when the first suggestion is ready get three times as long
+as it took (they are several continuations side by side, each about as long as the first
+answer), and at least this (on two cores, just after the engine loaded, the listing request
 and three continuations side by side took over 4 s where the first answer took 2): then
 those still running are dropped, the first is never held for the slowest. (They end as
 soon as they are done: on a GPU, in a fraction of a second.)"""
@@ -378,7 +380,8 @@ class Completer:
             # ALTERNATIVES_MIN_WAIT_S for how long they get).
             t_alt = time.perf_counter()
             done, _ = await asyncio.wait(
-                alts, timeout=max(ALTERNATIVES_MIN_WAIT_S, 2 * (t_alt - started)))
+                alts, timeout=max(ALTERNATIVES_MIN_WAIT_S,
+                                  ALTERNATIVES_WAIT_FACTOR * (t_alt - started)))
             waited += (time.perf_counter() - t_alt) * 1000
             results = [r for t in alts if t in done and not t.cancelled()  # in rank order
                        and t.exception() is None and (r := t.result()) is not None]
