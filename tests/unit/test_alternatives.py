@@ -269,7 +269,8 @@ async def test_an_alternative_still_running_long_after_the_first_is_left_out(
     monkeypatch: Any,
 ) -> None:
     """The user waits for the first suggestion, not for the slowest sample: past the wait
-    (as long again as the first took, at least ALTERNATIVES_MIN_WAIT_S) a sample is aborted
+    (ALTERNATIVES_WAIT_FACTOR times as long as the first took, at least
+    ALTERNATIVES_MIN_WAIT_S) a sample is aborted
     and the answer has the others."""
     from lsp_copilot import completion
 
