@@ -134,8 +134,10 @@ async def did_change_configuration(
         await ls.engines.shutdown()
         await ls.routes.shutdown()
         _spawn(ls)
-    elif ls.engines.state == "ready" and ls.settings.engine_backend == "embedded":
-        # routes may have changed: load or stop theirs (a load under way starts them itself)
+    elif ls.engines.state == "ready" or (
+            ls.settings.engine_backend == "remote" and ls.engines.state != "loading"):
+        # routes may have changed: load or stop theirs (a load under way starts them itself;
+        # a remote main engine's fallbacks load even while it is out of reach)
         await ls.routes.start(ls.settings, detect(ls.settings.device).device, log.info)
 
 
