@@ -25,7 +25,7 @@ demo: install-dev
 	$(BIN)/lsp-copilot complete tests/fixtures/demo/geometry.py:13:12 --json
 
 lint: install-dev
-	$(BIN)/ruff check lsp_copilot tests
+	$(BIN)/ruff check lsp_copilot benchmarks tests
 	$(BIN)/mypy
 
 test: install-dev lint

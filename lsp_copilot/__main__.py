@@ -1,5 +1,5 @@
 import sys
 
-from lsp_copilot.cli import main
+from lsp_copilot.cli.main import main
 
 sys.exit(main())

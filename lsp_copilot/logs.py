@@ -50,7 +50,7 @@ def default_log_file() -> Path:
     explicit = os.environ.get(LOG_FILE_ENV)
     if explicit:
         return Path(explicit).expanduser()
-    from lsp_copilot.engine.models import cache_dir
+    from lsp_copilot.models.folders import cache_dir
 
     return cache_dir() / "logs" / "lsp-copilot.log"
 

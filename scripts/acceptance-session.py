@@ -36,7 +36,7 @@ from lsprotocol import types
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lsp_copilot.bench_typing import (  # noqa: E402
+from benchmarks.typing_replay import (  # noqa: E402
     PAUSE_MS,
     Script,
     _drain,

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lsp_copilot.config import ENGINE_FIELDS, Settings, _camel_to_snake, parse_settings
+from lsp_copilot.settings.core import ENGINE_FIELDS, Settings, _camel_to_snake, parse_settings
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ BUSY_TIMEOUT_S = 0.05
 
 def default_path() -> Path:
     """In the cache folder (LSP_COPILOT_CACHE_DIR, else XDG, else ~/.cache/lsp-copilot)."""
-    from lsp_copilot.engine.models import cache_dir
+    from lsp_copilot.models.folders import cache_dir
 
     return cache_dir() / FILE_NAME
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import tree_sitter
 
-from lsp_copilot.context.grammars import LanguageQueries, queries_for
 from lsp_copilot.context.imports import resolve
 from lsp_copilot.context.symbols import Definition, FileSymbols, extract
-from lsp_copilot.documents.languages import extensions, language_for
+from lsp_copilot.language.grammars import LanguageQueries, queries_for
+from lsp_copilot.language.ids import extensions, language_for
 from lsp_copilot.privacy import secret_reason
 
 log = logging.getLogger(__name__)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from lsp_copilot.context.grammars import LanguageQueries
 from lsp_copilot.context.symbols import CONTAINER_KINDS, SameFile, body_of
+from lsp_copilot.language.grammars import LanguageQueries
 from lsp_copilot.tokens import TokenCounter
 
 SCOPE_KINDS = ("module", "class", "function")

@@ -18,7 +18,7 @@ from typing import NamedTuple, Protocol
 
 import tree_sitter
 
-from lsp_copilot.context.grammars import LanguageQueries
+from lsp_copilot.language.grammars import LanguageQueries
 
 
 class Starts(Protocol):

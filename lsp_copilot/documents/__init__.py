@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from lsp_copilot.documents.buffer import Buffer, ByteEdit, Encoding, PositionError
-from lsp_copilot.documents.languages import (
+from lsp_copilot.documents.store import DocumentError, DocumentStore, Snapshot
+from lsp_copilot.documents.tree import SyntaxTree
+from lsp_copilot.language.ids import (
     available_grammars,
     language_for,
     language_id_for_path,
     parser_for,
     ts_language,
 )
-from lsp_copilot.documents.store import DocumentError, DocumentStore, Snapshot
-from lsp_copilot.documents.tree import SyntaxTree
 
 __all__ = [
     "Buffer",

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import tree_sitter
 
 from lsp_copilot.documents.buffer import Buffer, ByteEdit, Encoding, PositionError
-from lsp_copilot.documents.languages import language_for, parser_for
 from lsp_copilot.documents.tree import SyntaxTree
+from lsp_copilot.language.ids import language_for, parser_for
 
 Range = tuple[int, int, int, int]
 Change = tuple[Range | None, str]

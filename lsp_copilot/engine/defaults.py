@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lsp_copilot.config import Settings
 from lsp_copilot.engine.device import GpuInfo
 from lsp_copilot.engine.fit import MAX_UTILIZATION, ModelShape, utilization_for
+from lsp_copilot.settings.core import Settings
 
 CPU_BLOCK_SIZE = 32
 """On CPU vLLM defaults to 128-token blocks; 32 lets far more of a prompt hit the cache."""

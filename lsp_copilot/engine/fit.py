@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lsp_copilot.config import Settings
 from lsp_copilot.engine.device import GpuInfo
+from lsp_copilot.settings.core import Settings
 
 GIB = 2**30
 OVERHEAD_BYTES = 2 * GIB

@@ -19,11 +19,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lsp_copilot.config import Settings
 from lsp_copilot.engine.base import Engine, EngineInfo, EngineUnavailable
 from lsp_copilot.engine.breaker import OPEN, Breaker
 from lsp_copilot.engine.supervisor import RestartPolicy, SupervisedEngine
-from lsp_copilot.protocol import RESTART_COMMAND
+from lsp_copilot.server.protocol import RESTART_COMMAND
+from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -67,11 +67,11 @@ class EngineFactory:
 
     def __call__(self, settings: Settings, report: Reporter) -> Engine:
         if settings.engine_backend == "remote":  # a shared vLLM deployment: no local load
-            from lsp_copilot.engine.remote import RemoteEngine
+            from lsp_copilot.engine.remote.backend import RemoteEngine
 
             return RemoteEngine.create(settings, report)
-        from lsp_copilot.engine.models import resolve_model
         from lsp_copilot.engine.vllm import VllmEngine, detect_device
+        from lsp_copilot.models.folders import resolve_model
 
         report("preparing model")
         model, preset = resolve_model(settings.model or None, detect_device(settings.device))
@@ -81,14 +81,14 @@ class EngineFactory:
 
 
 def _unreachable(exc: BaseException) -> bool:
-    from lsp_copilot.engine.remote import RemoteRetryable
+    from lsp_copilot.engine.remote.backend import RemoteRetryable
 
     return isinstance(exc, RemoteRetryable)
 
 
 def explain_failure(exc: BaseException) -> str:
     """A reason and a fix the user can act on, not a traceback."""
-    from lsp_copilot.engine.remote import RemoteError
+    from lsp_copilot.engine.remote.backend import RemoteError
 
     if isinstance(exc, RemoteError):  # already says what to fix (remote* settings)
         return f"remote backend: {exc}"

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lsp_copilot.config import ROUTE_KINDS, Settings
 from lsp_copilot.engine.base import Engine, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager, Reporter
 from lsp_copilot.models.presets import default_preset, typing_preset
+from lsp_copilot.settings.core import ROUTE_KINDS, Settings
 
 log = logging.getLogger(__name__)
 

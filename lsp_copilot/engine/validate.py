@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lsp_copilot.config import Settings, camel
 from lsp_copilot.engine.device import DeviceChoice, gpu_count, installed_vllm
+from lsp_copilot.settings.core import Settings, camel
 
 NEEDS_MODEL = ("draft_model", "eagle", "eagle3")
 """Methods whose proposer is a separate set of weights named by `speculativeModel`."""

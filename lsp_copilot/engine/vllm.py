@@ -13,7 +13,6 @@ import os
 import time
 from typing import Any
 
-from lsp_copilot.config import Settings
 from lsp_copilot.engine import defaults
 from lsp_copilot.engine import device as device_mod
 from lsp_copilot.engine.base import (
@@ -28,7 +27,8 @@ from lsp_copilot.engine.device import GpuInfo
 from lsp_copilot.engine.fit import model_shape
 from lsp_copilot.engine.validate import check_engine
 from lsp_copilot.process import install_orphan_guard, reap
-from lsp_copilot.prompts import PromptEncoder, detect_family
+from lsp_copilot.prompts.templates import PromptEncoder, detect_family
+from lsp_copilot.settings.core import Settings
 from lsp_copilot.tokens import TokenCounter, token_counter
 
 log = logging.getLogger(__name__)

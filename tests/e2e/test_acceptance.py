@@ -15,7 +15,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from lsp_copilot.acceptance import experiment
-from lsp_copilot.config import parse_settings
+from lsp_copilot.settings.core import parse_settings
 from tests.e2e.conftest import plain, stats
 from tests.e2e.test_engine_server import _edit, _inline, _open, _uri
 

@@ -390,7 +390,7 @@ async def test_accept_prefetches_the_next_suggestion(engine_client: LanguageClie
 
 
 def _parses_with(text: str, line: int, char: int, insert: str) -> bool:
-    from lsp_copilot.documents.languages import parser_for
+    from lsp_copilot.language.ids import parser_for
 
     lines = text.split("\n")
     lines[line] = lines[line][:char] + insert + lines[line][char:]

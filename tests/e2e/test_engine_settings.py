@@ -11,7 +11,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from lsp_copilot.engine.models import default_model_dir
+from lsp_copilot.models.folders import default_model_dir
 from tests.e2e.conftest import initialize, stats, wait_for_engine
 from tests.e2e.test_engine_server import _inline, _open, _uri
 

@@ -19,7 +19,7 @@ from tests.e2e.conftest import ROOT, stats
 
 pytestmark = pytest.mark.engine
 
-OTHER = '''from lsp_copilot.prompts import template_for
+OTHER = '''from lsp_copilot.prompts.templates import template_for
 
 
 def render_header(path):
@@ -27,7 +27,7 @@ def render_header(path):
     return "# " + path + "\\n"
 '''
 
-CODE = '''from lsp_copilot.prompts import template_for
+CODE = '''from lsp_copilot.prompts.templates import template_for
 
 SEPARATOR = "<|file_sep|>"  # control tokens spelled out in the code: must stay text
 MARKER = "<|endoftext|>"

@@ -63,7 +63,7 @@ def vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     if EXISTING:
         yield Served(EXISTING, Path(os.environ["LSP_COPILOT_TEST_VLLM_LOG"]))
         return
-    from lsp_copilot.engine.models import resolve_model
+    from lsp_copilot.models.folders import resolve_model
 
     model, _ = resolve_model(None)
     port = vllm_serve.free_port()
@@ -212,9 +212,9 @@ async def test_remote_cancel_closes_the_stream_and_vllm_aborts(
 
 async def test_remote_stats_count_cached_prompt_tokens(vllm: Served) -> None:
     """The real server's usage, including prefix-cache hits, reaches EngineResult."""
-    from lsp_copilot.config import parse_settings
     from lsp_copilot.engine.base import EngineRequest
-    from lsp_copilot.engine.remote import RemoteEngine
+    from lsp_copilot.engine.remote.backend import RemoteEngine
+    from lsp_copilot.settings.core import parse_settings
 
     os.environ["LSP_COPILOT_TEST_GOOD_KEY"] = GOOD_KEY
     settings, errors = parse_settings(remote_settings(vllm.url))

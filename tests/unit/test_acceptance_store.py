@@ -11,7 +11,7 @@ import pytest
 
 from lsp_copilot.acceptance import report
 from lsp_copilot.acceptance.store import OutcomeStore, Record, read
-from lsp_copilot.cli import main
+from lsp_copilot.cli.main import main
 
 
 def _rec(outcome: str, ts: float = 1000.0, **keys: str) -> Record:

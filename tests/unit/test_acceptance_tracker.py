@@ -9,7 +9,7 @@ import pytest
 from lsp_copilot.acceptance import experiment
 from lsp_copilot.acceptance.store import OutcomeStore, read
 from lsp_copilot.acceptance.tracker import MAX_OPEN, SETTLE_S, Tracker, keys_for, latency_bucket
-from lsp_copilot.config import Settings, parse_settings
+from lsp_copilot.settings.core import Settings, parse_settings
 from tests.support.fakes import FakeEngine
 from tests.unit.test_scheduling_fake_engine import _completer, _snap
 

@@ -14,7 +14,10 @@ from typing import Any
 
 from lsp_copilot.acceptance.store import OutcomeStore
 from lsp_copilot.acceptance.tracker import Tracker
-from lsp_copilot.alternatives import (
+from lsp_copilot.documents.store import DocumentStore, Snapshot
+from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult, TokenChoice
+from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.pipeline.alternatives import (
     BRANCH_DEPTH,
     Branch,
     alternative_requests,
@@ -22,12 +25,9 @@ from lsp_copilot.alternatives import (
     branches,
     distinct,
 )
-from lsp_copilot.completion import Completer
-from lsp_copilot.config import Settings
-from lsp_copilot.documents.store import DocumentStore, Snapshot
-from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult, TokenChoice
-from lsp_copilot.engine.manager import EngineManager
-from lsp_copilot.handlers import feedback
+from lsp_copilot.pipeline.completer import Completer
+from lsp_copilot.server.handlers import feedback
+from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
 from tests.support.fakes import FakeEngine
 
@@ -272,7 +272,7 @@ async def test_an_alternative_still_running_long_after_the_first_is_left_out(
     (ALTERNATIVES_WAIT_FACTOR times as long as the first took, at least
     ALTERNATIVES_MIN_WAIT_S) a sample is aborted
     and the answer has the others."""
-    from lsp_copilot import completion
+    from lsp_copilot.pipeline import completer as completion
 
     monkeypatch.setattr(completion, "ALTERNATIVES_MIN_WAIT_S", 0.2)
     engine = SeededEngine({None: " a + b\n", 1: " b + a\n", 2: " a" + " - a" * 300 + "\n"})

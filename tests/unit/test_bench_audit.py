@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lsp_copilot.context import build_context, forget_bases
-from lsp_copilot.context.bench_audit import LayerAudit
+from benchmarks.context_audit import LayerAudit
+from lsp_copilot.context.builder import build_context, forget_bases
 from lsp_copilot.context.index import WorkspaceIndex
 from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.store import DocumentStore
-from lsp_copilot.prompts import template_for
+from lsp_copilot.prompts.templates import template_for
 from lsp_copilot.tokens import fallback_counter
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_copilot.context import bench_languages
+from benchmarks import languages as bench_languages
 from lsp_copilot.tokens import fallback_counter
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lsp_copilot.bench_quality import cut_holes, prefix_only_context, summarize
-from lsp_copilot.context.audit import engine_counter
+from benchmarks.quality import cut_holes, prefix_only_context, summarize
+from lsp_copilot.cli.audit import engine_counter
 from lsp_copilot.context.index import WorkspaceIndex
 from lsp_copilot.documents.store import DocumentStore
-from lsp_copilot.prompts import template_for
+from lsp_copilot.prompts.templates import template_for
 
 GRAMMARS = Path(__file__).parent.parent / "fixtures" / "grammars"
 
@@ -62,7 +62,7 @@ def test_summary_ratio_and_parse_share() -> None:
 
 
 def test_cli_takes_bench_quality_with_an_optional_json_file() -> None:
-    from lsp_copilot.cli import build_parser
+    from lsp_copilot.cli.main import build_parser
 
     args = build_parser().parse_args(["bench", "quality", "--corpus", "src", "--count", "6",
                                       "--json", "out.json"])

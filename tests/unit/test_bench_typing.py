@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lsp_copilot.bench_typing import _whole, make_scripts, workspace_without_answers
+from benchmarks.typing_replay import _whole, make_scripts, workspace_without_answers
 
 BODY = ("def target(values):\n    total = 0\n    for value in values:\n"
         "        total += value * 2 if value > 0 else -value\n"

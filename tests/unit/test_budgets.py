@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from lsp_copilot.budgets import budgets_for, device_class
-from lsp_copilot.completion import Completer
-from lsp_copilot.config import Settings, parse_settings
-from lsp_copilot.context import Context
-from lsp_copilot.context import build_context as real_build_context
+from lsp_copilot.context.budgets import budgets_for, device_class
+from lsp_copilot.context.builder import Context
+from lsp_copilot.context.builder import build_context as real_build_context
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.pipeline.completer import Completer
+from lsp_copilot.settings.core import Settings, parse_settings
 from lsp_copilot.telemetry import Telemetry
 from tests.support.fakes import FakeEngine
 

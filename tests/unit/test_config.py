@@ -1,4 +1,4 @@
-from lsp_copilot.config import Settings, parse_settings, setting_docs
+from lsp_copilot.settings.core import Settings, parse_settings, setting_docs
 
 
 def test_defaults_and_docs_for_every_setting() -> None:
@@ -42,8 +42,8 @@ def test_engine_key_changes_only_for_engine_settings() -> None:
 
 
 def test_cache_clear_command(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from lsp_copilot.cache import CompletionCache
-    from lsp_copilot.cli import main
+    from lsp_copilot.cli.main import main
+    from lsp_copilot.pipeline.cache import CompletionCache
 
     cache = CompletionCache(tmp_path / "ws1")
     cache.put("k", "v")
@@ -56,8 +56,8 @@ def test_configuration_doc_is_current() -> None:
     """docs/configuration.md is generated: regenerate it with scripts/gen-docs.py."""
     from pathlib import Path
 
-    from lsp_copilot.config import setting_docs
-    from lsp_copilot.config_doc import DOC_PATH, configuration_markdown
+    from lsp_copilot.settings.core import setting_docs
+    from lsp_copilot.settings.doc import DOC_PATH, configuration_markdown
 
     doc = (Path(__file__).resolve().parents[2] / DOC_PATH).read_text()
     assert doc == configuration_markdown(), "run: python scripts/gen-docs.py"
@@ -79,8 +79,8 @@ def test_vscode_settings_are_current() -> None:
     import json
     from pathlib import Path
 
-    from lsp_copilot.config import camel, setting_docs
-    from lsp_copilot.config_doc import PACKAGE_PATH, package_json, vscode_configuration
+    from lsp_copilot.settings.core import camel, setting_docs
+    from lsp_copilot.settings.doc import PACKAGE_PATH, package_json, vscode_configuration
 
     text = (Path(__file__).resolve().parents[2] / PACKAGE_PATH).read_text()
     assert text == package_json(text), "run: python scripts/gen-docs.py"
@@ -94,8 +94,8 @@ def test_every_setting_declares_a_json_schema_its_default_fits() -> None:
     """The schema VS Code validates with agrees with the server's own check."""
     import dataclasses
 
-    from lsp_copilot.config import Settings, json_schema
-    from lsp_copilot.config_doc import _json_default
+    from lsp_copilot.settings.core import Settings, json_schema
+    from lsp_copilot.settings.doc import _json_default
 
     python_types = {"string": str, "boolean": bool, "integer": int, "number": (int, float),
                     "array": list, "object": dict, "null": type(None)}

@@ -1,8 +1,8 @@
-from lsp_copilot.context import BASE_MAX_LINES, build_context, forget_bases
-from lsp_copilot.context.trigger import completion_mode
+from lsp_copilot.context.builder import BASE_MAX_LINES, build_context, forget_bases
 from lsp_copilot.context.window import ANCHOR_LINES, cursor_window
 from lsp_copilot.documents.store import DocumentStore
-from lsp_copilot.prompts import template_for
+from lsp_copilot.language.trigger import completion_mode
+from lsp_copilot.prompts.templates import template_for
 from lsp_copilot.tokens import fallback_counter
 
 SOURCE = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(200))
@@ -116,7 +116,7 @@ def _layer(ctx, name: str):  # type: ignore[no-untyped-def]
 def test_multi_line_mode_gets_a_larger_window_for_prefix_only_and_fim() -> None:
     """The window grows with the mode: same cursor, multi-line sees more of the code around
     it than single-line, with any template, and neither goes over the budget."""
-    from lsp_copilot.prompts import TEMPLATES
+    from lsp_copilot.prompts.templates import TEMPLATES
 
     before = SOURCE + "class K:\n    def m(self):\n"
     _, snap = _snap(before + SOURCE.replace("def f", "def g"))

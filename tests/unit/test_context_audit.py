@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lsp_copilot.context.audit import audit, find_root, render_table
+from lsp_copilot.cli.audit import audit, find_root, render_table
 
 LAYER_KEYS = {"name": str, "source": str, "tokens": int, "truncated": bool, "text": str}
 TOP_KEYS = {"language": str, "mode": str, "budget_tokens": int, "prompt_tokens": int,

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lsp_copilot.context import Layer, build_context
+from lsp_copilot.context.builder import Layer, build_context
 from lsp_copilot.context.index import WorkspaceIndex
 from lsp_copilot.context.workspace import Workspace
-from lsp_copilot.documents.languages import language_id_for_path
 from lsp_copilot.documents.store import DocumentStore, Snapshot
-from lsp_copilot.prompts import template_for
+from lsp_copilot.language.ids import language_id_for_path
+from lsp_copilot.prompts.templates import template_for
 from lsp_copilot.tokens import fallback_counter
 
 FILES = {
@@ -254,7 +254,7 @@ def test_editing_this_document_keeps_other_buffers_recent_edits(
 ) -> None:
     """The first keystroke in a document must not push another buffer's recent edit out
     of P4: the prompt would change early, and the warm-up's prefill would be wasted."""
-    from lsp_copilot.context import RECENT_EDITS
+    from lsp_copilot.context.builder import RECENT_EDITS
 
     root, index = workspace
     others = {(root / f"other{i}.py").as_uri(): f"def helper_{i}():\n    return {i}\n"
@@ -277,8 +277,8 @@ def test_editing_this_document_keeps_other_buffers_recent_edits(
 def test_same_file_symbols_catch_up_after_a_pause() -> None:
     import time as _time
 
-    from lsp_copilot.context.grammars import queries_for
     from lsp_copilot.context.symbols import REFRESH_DELAY, file_symbols
+    from lsp_copilot.language.grammars import queries_for
 
     q = queries_for("python")
     assert q is not None
@@ -301,7 +301,7 @@ def test_same_file_symbols_catch_up_after_a_pause() -> None:
 def test_a_failing_layer_costs_the_layers_not_the_prompt(
     workspace: tuple[Path, WorkspaceIndex], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import lsp_copilot.context as context
+    import lsp_copilot.context.builder as context
 
     def boom(*args: object) -> None:
         raise RuntimeError("bug in a layer")

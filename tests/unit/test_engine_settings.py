@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from lsp_copilot.config import Settings, parse_settings
 from lsp_copilot.engine.manager import explain_failure
 from lsp_copilot.engine.validate import (
     EngineConfigError,
@@ -16,6 +15,7 @@ from lsp_copilot.engine.validate import (
     settings_problems,
 )
 from lsp_copilot.engine.vllm import engine_args, speculative_config
+from lsp_copilot.settings.core import Settings, parse_settings
 
 
 def _model(folder: Path, vocab: int = 49152, hidden: int = 576, heads: int = 9) -> str:

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_copilot import doctor
-from lsp_copilot.config import Settings, parse_settings
+from lsp_copilot.cli import doctor
 from lsp_copilot.engine import device, vllm
 from lsp_copilot.engine.device import GpuInfo, choose_device
 from lsp_copilot.engine.fit import fit_report, model_shape
@@ -21,6 +20,7 @@ from lsp_copilot.engine.validate import (
     version_problems,
 )
 from lsp_copilot.engine.vllm import engine_args, prepare_environment
+from lsp_copilot.settings.core import Settings, parse_settings
 
 GIB = 2**30
 
@@ -248,7 +248,7 @@ def test_doctor_previews_a_cuda_machine_without_loading_anything(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    from lsp_copilot import doctor
+    from lsp_copilot.cli import doctor
 
     monkeypatch.setattr(torch.cuda, "is_available", _never)
     monkeypatch.setattr(device, "nvml_gpus", lambda: None)
@@ -269,7 +269,7 @@ def test_doctor_imports_neither_vllm_nor_torch(tmp_path: Path) -> None:
     import sys
 
     found = tmp_path / "imported.json"
-    code = ("import sys, json\nfrom lsp_copilot.cli import main\n"
+    code = ("import sys, json\nfrom lsp_copilot.cli.main import main\n"
             "main(['doctor', '--json', '--device', 'cuda'])\nmain(['doctor', '--json'])\n"
             f"open({str(found)!r}, 'w').write(json.dumps(sorted(m for m in ('vllm', 'torch')"
             " if m in sys.modules)))")

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import tree_sitter
 
-from lsp_copilot.context.grammars import grammars_dir, queries_for, supported
 from lsp_copilot.context.symbols import extract, scopes_at
-from lsp_copilot.documents.languages import ts_language
+from lsp_copilot.language.grammars import grammars_dir, queries_for, supported
+from lsp_copilot.language.ids import ts_language
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "grammars"
 

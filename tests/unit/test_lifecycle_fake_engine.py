@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from lsp_copilot.config import Settings
 from lsp_copilot.engine.manager import EngineManager
-from lsp_copilot.handlers import lifecycle
-from lsp_copilot.server import create_server
+from lsp_copilot.server.app import create_server
+from lsp_copilot.server.handlers import lifecycle
+from lsp_copilot.settings.core import Settings
 from tests.support.fakes import FakeEngine
 
 

@@ -10,8 +10,8 @@ import sys
 import threading
 from pathlib import Path
 
-from lsp_copilot.config import parse_settings
 from lsp_copilot.logs import EditorLog, Logs, default_log_file, request_scope
+from lsp_copilot.settings.core import parse_settings
 
 
 def _lines(path: Path) -> list[str]:
@@ -139,7 +139,7 @@ def test_quiet_output_keeps_the_terminal_for_the_result(tmp_path: Path) -> None:
 
 
 def test_the_servers_log_follows_the_log_settings(tmp_path: Path) -> None:
-    from lsp_copilot.server import create_server
+    from lsp_copilot.server.app import create_server
 
     logs = Logs("info", None)
     logs.use_file(tmp_path / "first.log")

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from lsp_copilot.engine import models
-from lsp_copilot.engine.models import (
+from lsp_copilot.models import folders as models
+from lsp_copilot.models import source
+from lsp_copilot.models.folders import (
     MANIFEST_NAME,
     ModelError,
     cache_dir,
@@ -25,7 +26,6 @@ from lsp_copilot.engine.models import (
     resolve_model,
     verify_model,
 )
-from lsp_copilot.models import source
 from lsp_copilot.models.presets import PRESETS, UnknownPreset, default_preset, preset
 
 SMOL = preset("smollm2-135m")

@@ -1,7 +1,7 @@
-from lsp_copilot.completion import cursor_at
-from lsp_copilot.context.trigger import Mode, completion_mode
 from lsp_copilot.documents.store import DocumentStore, Snapshot
-from lsp_copilot.postprocess import Cursor, finalize, stop_rule
+from lsp_copilot.language.trigger import Mode, completion_mode
+from lsp_copilot.pipeline.completer import cursor_at
+from lsp_copilot.postprocess.finalize import Cursor, finalize, stop_rule
 
 
 def test_single_line_stops_at_first_newline() -> None:

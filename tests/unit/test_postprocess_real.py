@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from lsp_copilot import postprocess
-from lsp_copilot.completion import cursor_at
-from lsp_copilot.context.trigger import completion_mode
 from lsp_copilot.documents.store import DocumentStore
+from lsp_copilot.language.trigger import completion_mode
+from lsp_copilot.pipeline.completer import cursor_at
+from lsp_copilot.postprocess import finalize as postprocess
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "postprocess"
 MARK = "<|cursor|>"

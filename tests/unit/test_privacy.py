@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lsp_copilot.config import parse_settings
 from lsp_copilot.context.index import WorkspaceIndex
 from lsp_copilot.privacy import Privacy, secret_reason
+from lsp_copilot.settings.core import parse_settings
 
 
 def test_default_rules_by_name_and_content() -> None:
@@ -54,8 +54,8 @@ def test_index_skips_secret_files(tmp_path: Path) -> None:
 
 
 def test_secret_open_buffers_never_reach_other_prompts() -> None:
-    from lsp_copilot.handlers.lifecycle import _apply_settings
-    from lsp_copilot.server import create_server
+    from lsp_copilot.server.app import create_server
+    from lsp_copilot.server.handlers.lifecycle import _apply_settings
 
     ls = create_server()
     ls.store.open("file:///w/app.py", "python", 1, "def main():\n    pass\n")

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 
-from lsp_copilot.config import Settings, parse_settings
-from lsp_copilot.prompts import (
+from lsp_copilot.prompts.templates import (
     TEMPLATES,
     PromptEncoder,
     Special,
     detect_family,
     template_for,
 )
+from lsp_copilot.settings.core import Settings, parse_settings
 
 SMOLLM2 = Path.home() / ".cache" / "lsp-copilot" / "models" / "SmolLM2-135M"
 needs_smollm2 = pytest.mark.skipif(not (SMOLLM2 / "tokenizer.json").is_file(),
@@ -390,9 +390,9 @@ class _FakeEngine:
 
 
 async def _complete_fake(engine: _FakeEngine, **settings: Any) -> Any:
-    from lsp_copilot.completion import Completer
     from lsp_copilot.documents.store import DocumentStore
     from lsp_copilot.engine.manager import EngineManager
+    from lsp_copilot.pipeline.completer import Completer
     from lsp_copilot.telemetry import Telemetry
 
     manager = EngineManager(factory=lambda s, report: engine)  # type: ignore[arg-type,return-value]

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from lsp_copilot.config import Settings, parse_settings
 from lsp_copilot.engine.base import EngineRequest
 from lsp_copilot.engine.manager import EngineManager, explain_failure
-from lsp_copilot.engine.remote import RemoteEngine, RemoteError, routing_key
+from lsp_copilot.engine.remote.backend import RemoteEngine, RemoteError, routing_key
+from lsp_copilot.settings.core import Settings, parse_settings
 
 KEY = "test-key-5f1d0c9a"  # what the fake server expects; must never be logged
 
@@ -502,7 +502,7 @@ def test_issue_spelling_of_settings_maps_to_flat_ones() -> None:
     _, errors = parse_settings({"engine": {"backend": "cloud"}})
     assert errors and "engineBackend" in errors[0]
     assert "remote_url" in Settings().__dataclass_fields__  # restart on change:
-    from lsp_copilot.config import ENGINE_FIELDS
+    from lsp_copilot.settings.core import ENGINE_FIELDS
 
     assert {"engine_backend", "remote_url", "remote_api_key_env"} <= ENGINE_FIELDS
 

@@ -7,12 +7,12 @@ import contextlib
 import dataclasses
 import threading
 
-from lsp_copilot.completion import Completer
-from lsp_copilot.config import Settings, parse_settings
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.routes import MAIN, Routes, chains, plan, route_kind
+from lsp_copilot.pipeline.completer import Completer
+from lsp_copilot.settings.core import Settings, parse_settings
 from lsp_copilot.telemetry import Telemetry
 from tests.support.fakes import FakeEngine
 

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lsp_copilot import bench_safety
-from lsp_copilot.cli import main
-from lsp_copilot.config import Settings, parse_settings
+from benchmarks import safety as bench_safety
+from lsp_copilot.cli.main import main
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.postprocess.safety import (
     SafetyChecker,
@@ -18,6 +17,7 @@ from lsp_copilot.postprocess.safety import (
     scan_file,
     scan_text,
 )
+from lsp_copilot.settings.core import Settings, parse_settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "safety"
 RULES = {"eval", "shell_command", "unsafe_deserialization", "yaml_load", "sql_injection",
@@ -197,8 +197,8 @@ def test_bench_measures_false_positives_and_recall(tmp_path: Path) -> None:
 
 
 async def _complete(reply: str, source: str, **settings: object):  # type: ignore[no-untyped-def]
-    from lsp_copilot.completion import Completer
     from lsp_copilot.engine.manager import EngineManager
+    from lsp_copilot.pipeline.completer import Completer
     from lsp_copilot.telemetry import Telemetry
     from tests.support.fakes import FakeEngine
 

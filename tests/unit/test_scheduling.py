@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from lsp_copilot.scheduling import Scheduler, Superseded
+from lsp_copilot.pipeline.scheduling import Scheduler, Superseded
 from lsp_copilot.telemetry import Telemetry, percentile
 
 

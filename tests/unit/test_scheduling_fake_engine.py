@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from lsp_copilot.cache import CompletionCache
-from lsp_copilot.completion import Completer
-from lsp_copilot.config import Settings
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.pipeline.cache import CompletionCache
+from lsp_copilot.pipeline.completer import Completer
+from lsp_copilot.pipeline.scheduling import Debouncer
 from lsp_copilot.privacy import secret_reason
-from lsp_copilot.scheduling import Debouncer
+from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
 from tests.support.fakes import FakeEngine
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import tree_sitter
 
-from lsp_copilot.context import build_context, forget_bases
-from lsp_copilot.context.grammars import queries_for
+from lsp_copilot.context.builder import build_context, forget_bases
 from lsp_copilot.context.scopes import enclosing_scopes, render_scopes
 from lsp_copilot.context.symbols import file_symbols
-from lsp_copilot.documents.languages import ts_language
 from lsp_copilot.documents.store import DocumentStore
-from lsp_copilot.prompts import template_for
+from lsp_copilot.language.grammars import queries_for
+from lsp_copilot.language.ids import ts_language
+from lsp_copilot.prompts.templates import template_for
 from lsp_copilot.tokens import fallback_counter
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "scopes"

@@ -15,7 +15,6 @@ from dataclasses import replace
 
 import pytest
 
-from lsp_copilot.config import Settings
 from lsp_copilot.engine.base import (
     EngineDeadline,
     EngineDown,
@@ -26,7 +25,8 @@ from lsp_copilot.engine.base import (
 )
 from lsp_copilot.engine.manager import EngineManager, Reporter
 from lsp_copilot.engine.supervisor import RestartPolicy
-from lsp_copilot.protocol import RESTART_COMMAND
+from lsp_copilot.server.protocol import RESTART_COMMAND
+from lsp_copilot.settings.core import Settings
 
 
 class FakeEngine:
@@ -315,7 +315,7 @@ def test_restart_policy_doubles_up_to_a_cap() -> None:
 async def test_a_remote_backend_out_of_reach_is_tried_again_until_it_is_back() -> None:
     """Refused or silent (not a wrong key): tried again past engineMaxRestarts, every
     breakerCooldownMs at most, from the first load on; a wrong key stays failed."""
-    from lsp_copilot.engine.remote import RemoteError, RemoteRetryable
+    from lsp_copilot.engine.remote.backend import RemoteError, RemoteRetryable
 
     clock = FakeClock()
     refused = RemoteRetryable("cannot connect to http://gpu-box:8000")

@@ -10,13 +10,13 @@ import asyncio
 import itertools
 from pathlib import Path
 
-from lsp_copilot.completion import Completer
-from lsp_copilot.config import Settings
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.engine.base import EngineRequest, EngineResult
 from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.pipeline.completer import Completer
+from lsp_copilot.pipeline.warmup import PRIORITY, Warmer, chunks
+from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
-from lsp_copilot.warmup import PRIORITY, Warmer, chunks
 from tests.unit.test_scheduling_fake_engine import FakeEngine
 
 URI = "file:///w/shapes.py"
@@ -41,7 +41,7 @@ class RecordingEngine(FakeEngine):
 
 def _source() -> str:
     # Real code of a realistic size: a module of this repository.
-    path = Path(__file__).resolve().parents[2] / "lsp_copilot" / "completion.py"
+    path = Path(__file__).resolve().parents[2] / "lsp_copilot" / "pipeline" / "completer.py"
     return path.read_text()
 
 
@@ -136,8 +136,8 @@ async def test_fake_engine_no_warm_up_when_busy_disabled_or_secret() -> None:
 async def test_fake_engine_with_token_ids_warms_exact_id_prefixes() -> None:
     """With the model's tokenizer the Completer sends token ids: the warm-up's chunks must
     be exact prefixes of those ids, a whole number of cache blocks apart."""
-    from lsp_copilot.engine.models import default_model_dir
-    from lsp_copilot.prompts import PromptEncoder
+    from lsp_copilot.models.folders import default_model_dir
+    from lsp_copilot.prompts.templates import PromptEncoder
     from lsp_copilot.tokens import token_counter
 
     model = str(default_model_dir())

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_copilot.completion import cursor_at
-from lsp_copilot.context.trigger import completion_mode
 from lsp_copilot.documents.store import DocumentStore, Snapshot
-from lsp_copilot.postprocess import finalize, stop_rule
+from lsp_copilot.language.trigger import completion_mode
+from lsp_copilot.pipeline.completer import cursor_at
+from lsp_copilot.postprocess.finalize import finalize, stop_rule
 from lsp_copilot.postprocess.whole import WholeChecker, first_line_is_whole
 
 

@@ -1,0 +1,329 @@
+"""`lsp-copilot bench quality`: how good are the completions the whole pipeline gives?
+
+Holes are cut in real code (seeded, so runs are comparable): single-line holes take the
+rest of a line after its first token; multi-line holes take the body of a block after
+its opening line (the cursor on the body's first line, indented as an editor would).
+Each hole is filled twice, side by side, by the same engine through the server's own
+path (``Completer.complete``: mode, context with the workspace index of the corpus,
+template, stop rules, post-processing): once with our context, once with a prefix-only
+prompt of the same token budget. The removed text is hidden from the index as well.
+
+Reported per variant: exact match, edit similarity, the share of holes whose file still
+parses after the completion is inserted (tree-sitter, among files that parsed before),
+and the share of empty answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import json
+import random
+import statistics
+import sys
+import sysconfig
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.context import _prefix_only
+from lsp_copilot.context.budgets import budgets_for
+from lsp_copilot.context.builder import Context, Layer
+from lsp_copilot.context.index import WorkspaceIndex
+from lsp_copilot.context.workspace import Workspace
+from lsp_copilot.documents.store import DocumentStore, Snapshot
+from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.language.ids import language_id_for_path, parser_for
+from lsp_copilot.language.trigger import BLOCK_OPENERS, Mode, completion_mode
+from lsp_copilot.pipeline.completer import Completer
+from lsp_copilot.postprocess.finalize import parse_inserted
+from lsp_copilot.prompts.templates import Template
+from lsp_copilot.settings.core import Settings
+from lsp_copilot.telemetry import Telemetry
+from lsp_copilot.tokens import TokenCounter
+
+MAX_BODY_LINES = 6
+MAX_BODY_CHARS = 320
+_PROSE = ("#", "//", "/*", "*", '"', "'", "--")
+
+
+def default_corpus() -> Path:
+    return Path(sysconfig.get_paths()["stdlib"])
+
+
+@dataclass(frozen=True)
+class Hole:
+    rel: str  # path in the corpus
+    line: int  # 0-based line of the cursor in the masked text
+    column: int  # characters
+    kind: str  # single-line | multi-line
+    masked: str  # the file with the hole cut out (and the cursor's indentation typed)
+    expected: str
+    original: str
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _single(lines: list[str], rng: random.Random) -> tuple[int, int, list[str], str] | None:
+    candidates = [i for i, line in enumerate(lines)
+                  if i > 10 and 20 <= len(line.strip()) <= 100
+                  and not line.strip().startswith(_PROSE)]
+    if not candidates:
+        return None
+    i = rng.choice(candidates)
+    line = lines[i]
+    stripped = line.lstrip()
+    cut = len(line) - len(stripped) + (stripped.find(" ") + 1 or max(1, len(stripped) // 3))
+    masked = [*lines[:i], line[:cut], *lines[i + 1:]]
+    return i, cut, masked, line[cut:].rstrip()
+
+
+def _multi(lines: list[str], rng: random.Random) -> tuple[int, int, list[str], str] | None:
+    candidates = []
+    for i, line in enumerate(lines[:-2]):
+        head = line.rstrip()
+        if i <= 10 or not head.endswith(BLOCK_OPENERS) or head.lstrip().startswith(_PROSE):
+            continue
+        base = _indent(line)
+        end = i + 1
+        while end < len(lines) and lines[end].strip() and _indent(lines[end]) > base:
+            end += 1
+        body = lines[i + 1:end]
+        # A block that ends cleanly (at a line as indented as its opener), small enough
+        # for a multi-line answer, without blank lines inside.
+        if (not body or len(body) > MAX_BODY_LINES or end >= len(lines)
+                or (not lines[end].strip() and end + 1 < len(lines)
+                    and _indent(lines[end + 1]) > base)
+                or sum(len(b) for b in body) > MAX_BODY_CHARS):
+            continue
+        candidates.append((i, body, end))
+    if not candidates:
+        return None
+    i, body, end = rng.choice(candidates)
+    indent = body[0][: _indent(body[0])]
+    masked = [*lines[: i + 1], indent, *lines[end:]]
+    expected = "\n".join([body[0][len(indent):], *[b.rstrip() for b in body[1:]]])
+    return i + 1, len(indent), masked, expected
+
+
+def _in_prose(snapshot: Snapshot, offset: int) -> bool:
+    """Inside a comment or a string (a docstring's text): prose, not code."""
+    if snapshot.tree is None:
+        return False
+    node = snapshot.tree.root_node.descendant_for_byte_range(max(0, offset - 1), offset)
+    while node is not None:
+        if "comment" in node.type or "string" in node.type:
+            return True
+        node = node.parent
+    return False
+
+
+def cut_holes(index: WorkspaceIndex, count: int, seed: int = 0) -> list[Hole]:
+    """``count`` holes, half single-line and half multi-line, at most one per file."""
+    rng = random.Random(seed)
+    files = [f for f in index.files() if not {"test", "tests"} & set(f.split("/")[:-1])]
+    rng.shuffle(files)
+    store = DocumentStore()
+    quota = {"multi-line": count // 2, "single-line": count - count // 2}
+    holes: list[Hole] = []
+    for rel in files:
+        if not any(quota.values()):
+            break
+        try:
+            original = (index.root / rel).read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        lines = original.split("\n")
+        kind = "multi-line" if quota["multi-line"] >= quota["single-line"] else "single-line"
+        got = (_multi if kind == "multi-line" else _single)(lines, rng)
+        if got is None:
+            continue
+        line, column, masked_lines, expected = got
+        masked = "\n".join(masked_lines)
+        if not expected.strip():
+            continue
+        uri = (index.root / rel).as_uri()
+        store.open(uri, language_id_for_path(rel), 1, masked)
+        offset = store.get_offset(uri, line, column, "utf-32")
+        snapshot = store.snapshot(uri)
+        mode = completion_mode(snapshot, offset)
+        store.close(uri)
+        if mode != kind or _in_prose(snapshot, offset):
+            continue  # the server would not ask for this kind of completion here
+        quota[kind] -= 1
+        holes.append(Hole(rel, line, column, kind, masked, expected, original))
+    return holes
+
+
+def prefix_only_context(snapshot: Snapshot, offset: int, counter: TokenCounter,
+                        template: Template, budget: int, mode: Mode | None = None,
+                        **_: Any) -> Context:
+    """The baseline: whole lines before the cursor, as many as ``budget`` tokens hold."""
+    overhead = counter.count(template.render("", "")) if template.fim else 0
+    prefix = _prefix_only(snapshot.data, offset, counter, budget - overhead)
+    pieces = template.pieces(prefix, "")
+    prompt = "".join(pieces)
+    tokens = counter.count(prompt)
+    return Context(mode or "single-line", prompt, tokens, budget, counter.name, prefix, "",
+                   (Layer("P0 cursor window", snapshot.uri, tokens, False, prefix),), pieces)
+
+
+def _normal(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n").strip()
+
+
+def edit_similarity(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a, b).ratio()
+
+
+def _parses(snapshot: Snapshot, offset: int, text: str) -> bool:
+    tree = parse_inserted(snapshot, offset, text)
+    return tree is not None and not tree.root_node.has_error
+
+
+def _open_buffers(uri: str, text: str) -> Callable[[], list[tuple[str, str]]]:
+    return lambda: [(uri, text)]
+
+
+async def run_holes(holes: list[Hole], index: WorkspaceIndex, settings: Settings,
+                    manager: EngineManager, log: Path | None = None, explicit: bool = True,
+                    ) -> list[dict[str, Any]]:
+    """Fill every hole with both variants, interleaved (machine load hits both alike).
+    ``explicit``: as the user's explicit request (triggerKind Invoked) would be answered.
+
+    With ``log``, each hole's record is appended to it as a JSON line as soon as it is
+    done (a long run on a busy machine can be read, or stopped, half way)."""
+    telemetry = Telemetry()
+    ours = Completer(manager, telemetry, lambda: settings)
+    base = Completer(manager, telemetry, lambda: settings)
+    base.build_context = prefix_only_context
+    store = DocumentStore(settings.max_document_bytes)
+    records = []
+    for n, hole in enumerate(holes, start=1):
+        uri = (index.root / hole.rel).as_uri()
+        ours.workspace = Workspace(index, _open_buffers(uri, hole.masked))
+        index.update(hole.rel, hole.masked.encode())  # the index must not know the answer
+        try:
+            store.open(uri, language_id_for_path(hole.rel), 1, hole.masked)
+            snapshot = store.snapshot(uri)
+            offset = store.get_offset(uri, hole.line, hole.column, "utf-32")
+            parser = parser_for(snapshot.grammar) if snapshot.grammar else None
+            before_ok = parser is not None and not parser.parse(
+                hole.original.encode()).root_node.has_error  # a fresh parse of the file
+            record: dict[str, Any] = {"file": hole.rel, "line": hole.line + 1,
+                                      "column": hole.column + 1, "kind": hole.kind,
+                                      "expected": hole.expected, "parsed_before": before_ok}
+            for name, completer in (("ours", ours), ("prefix_only", base)):
+                started = time.perf_counter()
+                outcome = await completer.complete(snapshot, offset, explicit=explicit)
+                text = outcome.text
+                record[name] = {
+                    "completion": text, "raw": outcome.raw,
+                    "prompt_tokens": outcome.context.prompt_tokens if outcome.context else 0,
+                    "exact": _normal(text) == _normal(hole.expected),
+                    "similarity": round(edit_similarity(_normal(text),
+                                                        _normal(hole.expected)), 3),
+                    "parses": _parses(snapshot, offset, text),
+                    "seconds": round(time.perf_counter() - started, 2),
+                }
+                completer.forget(uri)
+            records.append(record)
+            store.close(uri)
+            if log is not None:
+                with log.open("a") as f:
+                    f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            print(f"hole {n}/{len(holes)} {hole.kind}: ours "
+                  f"{'exact' if record['ours']['exact'] else '-'}, prefix-only "
+                  f"{'exact' if record['prefix_only']['exact'] else '-'}",
+                  file=sys.stderr, flush=True)
+        finally:
+            index.update(hole.rel)
+    return records
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for kind in ("all", "single-line", "multi-line"):
+        rows = [r for r in records if kind == "all" or r["kind"] == kind]
+        if not rows:
+            continue
+        parsed = [r for r in rows if r["parsed_before"]]
+        entry: dict[str, Any] = {"holes": len(rows)}
+        for name in ("ours", "prefix_only"):
+            entry[name] = {
+                "exact_match": round(sum(r[name]["exact"] for r in rows) / len(rows), 3),
+                "edit_similarity": round(statistics.mean(r[name]["similarity"] for r in rows), 3),
+                "parses": round(sum(r[name]["parses"] for r in parsed) / len(parsed), 3)
+                if parsed else None,
+                "empty": round(sum(not r[name]["completion"].strip() for r in rows)
+                               / len(rows), 3),
+                "mean_prompt_tokens": round(statistics.mean(r[name]["prompt_tokens"]
+                                                            for r in rows), 1),
+            }
+        base_em = entry["prefix_only"]["exact_match"]
+        entry["exact_match_ratio"] = (round(entry["ours"]["exact_match"] / base_em, 2)
+                                      if base_em else None)
+        out[kind] = entry
+    return out
+
+
+async def bench_quality(corpus: Path, count: int, settings: Settings,
+                        seed: int = 0, log: Path | None = None) -> dict[str, Any]:
+    started = time.perf_counter()
+    index = WorkspaceIndex(corpus)
+    manager = EngineManager()
+    load = manager.start(settings)
+    await asyncio.to_thread(index.build)
+    result = await load
+    if not result.ok:
+        raise SystemExit(f"error: the engine could not start: {result.message}")
+    holes = cut_holes(index, count, seed)
+    if not holes:
+        raise SystemExit(f"error: no holes could be cut in {corpus} (no code files with a "
+                         "grammar in grammars/?)")
+    try:
+        records = await run_holes(holes, index, settings, manager, log)
+        info = manager.info
+    finally:
+        await manager.shutdown()
+    return {
+        "corpus": str(corpus),
+        "seed": seed,
+        "count": count,
+        "engine": info.as_dict() if info else None,
+        # The holes are explicit requests: their budget is contextBudgets' explicit one.
+        "budget_tokens": budgets_for(settings, info.device if info else "cpu").explicit,
+        "seconds": round(time.perf_counter() - started, 1),
+        "summary": summarize(records),
+        "holes": records,
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    """The side-by-side table printed by the command."""
+    lines = [f"corpus {result['corpus']} (seed {result['seed']}), model "
+             f"{(result['engine'] or {}).get('model')}, budget {result['budget_tokens']} "
+             f"tokens, {result['seconds']} s",
+             "holes        | variant     | exact match | edit sim | parses | empty | tokens"]
+    for kind, entry in result["summary"].items():
+        for name in ("ours", "prefix_only"):
+            m = entry[name]
+            lines.append(f"{kind:<12} | {name:<11} | {m['exact_match']:>11.3f} | "
+                         f"{m['edit_similarity']:>8.3f} | {m['parses'] or 0:>6.3f} | "
+                         f"{m['empty']:>5.3f} | {m['mean_prompt_tokens']:>6.0f}")
+        lines.append(f"{kind:<12} | {entry['holes']} holes, exact match ours / prefix-only: "
+                     f"{entry['exact_match_ratio']} (target >= 1.3)")
+    return "\n".join(lines)
+
+
+def run(corpus: Path | None, count: int, model: str | None, seed: int = 0,
+        log: Path | None = None) -> dict[str, Any]:
+    # The shipped settings, minus what would make holes depend on each other; each hole
+    # is an explicit request, answered as the editor's "suggest now" is.
+    settings = Settings(model=model or "", cache=False, merge=False, typing_through=False,
+                        prefetch=False)
+    return asyncio.run(bench_quality(corpus or default_corpus(), count, settings, seed, log))

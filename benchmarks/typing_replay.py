@@ -1,0 +1,376 @@
+"""`lsp-copilot bench typing`: replay human typing through the real protocol.
+
+It spawns `lsp-copilot serve` as an editor would and types real functions from a corpus
+character by character, with human gaps (bursts, pauses at line ends and after
+punctuation, a few typos fixed with backspace). Like VS Code, it sends an inline
+completion request per keystroke and cancels the previous one. The naive configuration
+(no debounce, merge, reuse, typing-through or cache) and the default one run side by
+side in one run, on the same keystrokes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from lsp_copilot.server.protocol import STATS
+
+NAIVE = {"debounceMode": "off", "merge": False, "typingThrough": False, "cache": False,
+         "prefetch": False}
+PAUSE_MS = 300
+
+
+@dataclass(frozen=True)
+class Key:
+    """One keystroke: insert ``text`` (or delete one character) then wait ``gap_ms``."""
+
+    text: str | None  # None: backspace
+    gap_ms: float
+
+
+@dataclass
+class Script:
+    uri: str
+    before: str  # the file up to the function: context the user is typing into
+    keys: list[Key]
+    rel: str = ""  # path in the corpus
+    after: str = ""  # the file after the function (on disk in the workspace, not typed)
+
+
+def _functions(path: Path) -> list[tuple[int, str]]:
+    """(offset, source) of top-level or method definitions of a reasonable size."""
+    text = path.read_text("utf-8", "replace")
+    out = []
+    lines = text.split("\n")
+    offset = 0
+    starts = []
+    for line in lines:
+        starts.append(offset)
+        offset += len(line) + 1
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        if not stripped.startswith("def ") or i < 30:
+            continue
+        indent = len(line) - len(stripped)
+        j = i + 1
+        while j < len(lines) and (not lines[j].strip() or
+                                  len(lines[j]) - len(lines[j].lstrip()) > indent):
+            j += 1
+        body = "\n".join(lines[i:j]).rstrip() + "\n"
+        if 150 <= len(body) <= 600 and '"""' not in body:
+            out.append((starts[i], body))
+    return out
+
+
+def make_scripts(corpus: Path, keystrokes: int, seed: int = 1) -> list[Script]:
+    rng = random.Random(seed)
+    files = sorted(p for p in corpus.rglob("*.py") if "test" not in str(p.relative_to(corpus))
+                   and 5_000 < p.stat().st_size < 150_000)
+    rng.shuffle(files)
+    scripts: list[Script] = []
+    total = 0
+    for path in files:
+        if total >= keystrokes:
+            break
+        found = _functions(path)
+        if not found:
+            continue
+        offset, body = rng.choice(found)
+        text = path.read_text("utf-8", "replace")
+        keys: list[Key] = []
+        for n, ch in enumerate(body):
+            if total + len(keys) >= keystrokes:
+                break
+            if ch == " " and body[max(0, n - 1)] in "\n ":
+                keys.append(Key(ch, 15))  # auto-indent-like runs of spaces are quick
+                continue
+            if ch.isalpha() and rng.random() < 0.02:  # a typo, noticed and fixed
+                keys.append(Key(rng.choice("qxz"), rng.uniform(120, 250)))
+                keys.append(Key(None, rng.uniform(150, 300)))
+            if ch == "\n":
+                gap = rng.uniform(500, 1500)  # end of line: think
+            elif ch in ".(:,=" and rng.random() < 0.35:
+                gap = rng.uniform(350, 900)  # after punctuation: sometimes look
+            else:
+                gap = rng.lognormvariate(4.7, 0.35)  # ~110 ms bursts
+            keys.append(Key(ch, gap))
+        total += len(keys)
+        rel = path.relative_to(corpus).as_posix()
+        scripts.append(Script(path.as_uri(), text[:offset], keys, rel,
+                              text[offset + len(body):]))
+    return scripts
+
+
+def workspace_without_answers(corpus: Path, scripts: list[Script], root: Path) -> None:
+    """A copy of the corpus's code where each typed function is missing from its file, and
+    point the scripts there: the answer must not reach the prompt from the disk (the
+    workspace index, this file's unseen code)."""
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(corpus, root, ignore=lambda d, names: [
+        n for n in names if not (n.endswith(".py") or (Path(d) / n).is_dir())])
+    for script in scripts:
+        path = root / script.rel
+        path.write_text(script.before + script.after, "utf-8")
+        script.uri = path.as_uri()
+
+
+@dataclass
+class Run:
+    name: str
+    keystrokes: int = 0
+    pauses: int = 0
+    pauses_with_suggestion: int = 0
+    pauses_whole: int = 0  # the typed part of the line + the first line is a statement
+    pauses_empty: int = 0  # answered in time, but with nothing to show
+    pauses_late: int = 0  # not answered before the next keystroke
+    latencies_ms: list[float] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    pause_keys: list[tuple[str, int, str]] = field(default_factory=list)  # uri, version, how
+    trace: list[dict[str, Any]] = field(default_factory=list)  # the server's request trace
+
+
+def _whole(text: str, suggestion: Any) -> bool:
+    """The pause's measure: the typed part of the line plus the suggestion's first line
+    parses as a statement or a block header (tree-sitter, in the file as typed)."""
+    from lsp_copilot.documents.store import DocumentStore
+    from lsp_copilot.postprocess.whole import first_line_is_whole
+
+    if not isinstance(suggestion, str):
+        return False
+    store = DocumentStore()
+    store.open("file:///pause.py", "python", 1, text)
+    return first_line_is_whole(store.snapshot("file:///pause.py"), len(text.encode()),
+                               suggestion)
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
+                  root: Path, cache_dir: Path) -> Run:
+    from pygls.lsp.client import LanguageClient
+
+    client = LanguageClient("bench-typing", "1")
+    trace_path = cache_dir.parent / f"trace-{name}.jsonl"
+    trace_path.unlink(missing_ok=True)
+    await client.start_io(sys.executable, "-m", "lsp_copilot", "serve",
+                          env={**os.environ, "LSP_COPILOT_TRACE": str(trace_path)})
+    server = client._server
+    drain: asyncio.Future[None] | None = None
+    if server is not None and server.stderr is not None:  # drain it: a full pipe blocks
+        drain = asyncio.ensure_future(_drain(server.stderr, trace_path.with_suffix(".log")))
+    await client.initialize_async(types.InitializeParams(
+        capabilities=types.ClientCapabilities(), root_uri=root.as_uri(),
+        initialization_options={**options, "cacheDir": str(cache_dir)}))
+    client.initialized(types.InitializedParams())
+    # Every engine a route names, not only the main one: a second engine loading while the
+    # keys are typed measures the load, not the typing.
+    while (s := _plain(await client.protocol.send_request_async(STATS, {})))[
+            "engine_state"] == "loading" or any(
+            r["state"] == "loading" for r in s.get("routes", {}).values()):
+        await asyncio.sleep(0.5)
+    if s["engine_state"] != "ready":
+        raise SystemExit(f"engine failed: {s['engine_error']}")
+    run = Run(name)
+    before = s
+    ids = iter(range(1, 10**9))
+    for script in scripts:
+        text = script.before
+        version = 1
+        client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+            script.uri, "python", version, text)))
+        line = text.count("\n")
+        col = len(text) - (text.rfind("\n") + 1)
+        pending: tuple[str, asyncio.Future[Any], float] | None = None
+        for key in script.keys:
+            if pending is not None and not pending[1].done():
+                client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=pending[0]))
+            start = types.Position(line, col)
+            if key.text is None:  # backspace: the previous character is ASCII here
+                start = types.Position(line, col - 1)
+                change = types.TextDocumentContentChangePartial(
+                    range=types.Range(start, types.Position(line, col)), text="")
+                col -= 1
+                text = text[:-1]
+            else:
+                change = types.TextDocumentContentChangePartial(
+                    range=types.Range(start, start), text=key.text)
+                text += key.text
+                if key.text == "\n":
+                    line, col = line + 1, 0
+                else:
+                    col += len(key.text)
+            version += 1
+            client.text_document_did_change(types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(version=version, uri=script.uri), [change]))
+            msg_id = f"bench-{next(ids)}"
+            sent = time.perf_counter()
+            fut = asyncio.ensure_future(client.protocol.send_request_async(
+                types.TEXT_DOCUMENT_INLINE_COMPLETION,
+                types.InlineCompletionParams(
+                    text_document=types.TextDocumentIdentifier(script.uri),
+                    position=types.Position(line, col),
+                    context=types.InlineCompletionContext(
+                        trigger_kind=types.InlineCompletionTriggerKind.Automatic)),
+                msg_id=msg_id))
+            answered: list[float] = []
+            fut.add_done_callback(lambda f, a=answered: a.append(time.perf_counter()))
+            # Cancelled requests end with an error: that is expected, not worth a log line.
+            fut.add_done_callback(lambda f: f.cancelled() or f.exception())
+            pending = (msg_id, fut, sent)
+            run.keystrokes += 1
+            await asyncio.sleep(key.gap_ms / 1000)
+            if key.gap_ms >= PAUSE_MS:
+                run.pauses += 1
+                if fut.done() and not fut.cancelled() and fut.exception() is None:
+                    result = fut.result()
+                    if result is not None and result.items and answered:
+                        run.pauses_with_suggestion += 1
+                        run.latencies_ms.append((answered[0] - sent) * 1000)
+                        how = "suggested"
+                        if _whole(text, result.items[0].insert_text):
+                            run.pauses_whole += 1
+                            how = "whole"
+                    else:
+                        run.pauses_empty += 1
+                        how = "empty"
+                else:
+                    run.pauses_late += 1
+                    how = "late"
+                run.pause_keys.append((script.uri, version, how))
+        await asyncio.sleep(0.3)
+        client.text_document_did_close(types.DidCloseTextDocumentParams(
+            types.TextDocumentIdentifier(script.uri)))
+    after = _plain(await client.protocol.send_request_async(STATS, {}))
+    run.stats = {k: after[k] - before[k] for k in (
+        "engine_requests", "engine_aborted", "generated_tokens", "prompt_tokens",
+        "cached_prompt_tokens", "merged", "typed_through", "cache_hits", "superseded")}
+    run.stats["server_ms_p99"] = after["server_ms"]["p99"]
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    if drain is not None:
+        await asyncio.wait_for(drain, 10)
+    if trace_path.exists():
+        run.trace = [json.loads(line) for line in trace_path.read_text().splitlines()]
+    return run
+
+
+async def _drain(stream: asyncio.StreamReader, path: Path) -> None:
+    with path.open("wb") as out:
+        while chunk := await stream.read(65536):
+            out.write(chunk)
+
+
+def _pause_breakdown(run: Run) -> dict[str, Any]:
+    """Why pauses were missed, from the server's trace of the pause's own request."""
+    by_key = {(r["uri"], r["version"]): r for r in run.trace if not r.get("prefetch")}
+    out: dict[str, Any] = {}
+    for how in ("whole", "suggested", "empty", "late"):
+        rows = [by_key.get((u, v), {}) for u, v, h in run.pause_keys if h == how]
+        if not rows:
+            continue
+
+        def med(name: str, rows: list[dict[str, Any]] = rows) -> float | None:
+            values = [r[name] for r in rows if isinstance(r.get(name), int | float)]
+            return round(statistics.median(values), 1) if values else None
+
+        sources: dict[str, int] = {}
+        for r in rows:
+            key = r.get("source") or r.get("status", "untraced")
+            sources[key] = sources.get(key, 0) + 1
+        out[how] = {"count": len(rows), "by_source": sources,
+                    "debounce_ms_p50": med("debounce_ms"), "engine_ms_p50": med("engine"),
+                    "first_token_ms_p50": med("first_token_ms"),
+                    "generated_tokens_p50": med("generated_tokens"),
+                    "uncached_prompt_tokens_p50": med("uncached"),
+                    "total_ms_p50": med("total")}
+    return out
+
+
+def _summary(run: Run) -> dict[str, Any]:
+    lat = sorted(run.latencies_ms)
+    s = run.stats
+    prompt = s["prompt_tokens"]
+    return {
+        "config": run.name,
+        "keystrokes": run.keystrokes,
+        "engine_calls_per_100_keys": round(100 * s["engine_requests"] / max(1, run.keystrokes),
+                                           1),
+        "generated_tokens": s["generated_tokens"],
+        "prompt_tokens": prompt,
+        "prompt_tokens_from_prefix_cache": s["cached_prompt_tokens"],
+        "prefix_cache_share": round(s["cached_prompt_tokens"] / prompt, 3) if prompt else None,
+        "latency_ms_p50": round(statistics.median(lat), 1) if lat else None,
+        "latency_ms_p99": round(lat[min(len(lat) - 1, int(0.99 * len(lat)))], 1)
+        if lat else None,
+        "pauses": run.pauses,
+        "pauses_with_suggestion": round(run.pauses_with_suggestion / max(1, run.pauses), 3),
+        "pauses_with_whole_statement": round(run.pauses_whole / max(1, run.pauses), 3),
+        "pauses_answered_empty": run.pauses_empty,
+        "pauses_not_answered_in_time": run.pauses_late,
+        "server_ms_p99": s["server_ms_p99"],
+        "merged": s["merged"], "typed_through": s["typed_through"],
+        "cache_hits": s["cache_hits"], "engine_aborted": s["engine_aborted"],
+        "pause_breakdown": _pause_breakdown(run),
+    }
+
+
+def _plot(runs: list[Run], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for run in runs:
+        if run.latencies_ms:
+            values = sorted(run.latencies_ms)
+            ax.plot(values, [i / len(values) for i in range(1, len(values) + 1)],
+                    label=f"{run.name} (n={len(values)})")
+    ax.set_xlabel("latency from the last keystroke to a suggestion (ms)")
+    ax.set_ylabel("share of pauses answered")
+    ax.set_title("lsp-copilot bench typing")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
+        model: str | None = None) -> list[dict[str, Any]]:
+    scripts = make_scripts(corpus, keystrokes)
+    root = cache_dir / "workspace"
+    workspace_without_answers(corpus, scripts, root)
+    chosen = {"model": model} if model else {}
+
+    async def both() -> list[Run]:
+        naive = await _replay("naive", {**NAIVE, **chosen}, scripts, root, cache_dir / "naive")
+        default = await _replay("default", chosen, scripts, root, cache_dir / "default")
+        return [naive, default]
+
+    runs = asyncio.run(both())
+    rows = [_summary(r) for r in runs]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "bench-typing.json").write_text(json.dumps(rows, indent=2))
+    for r in runs:  # the server's per-request trace: timings and counts, no text
+        (out_dir / f"trace-{r.name}.jsonl").write_text(
+            "".join(json.dumps(x) + "\n" for x in r.trace))
+    _plot(runs, out_dir / "bench-typing.png")
+    return rows

@@ -1,0 +1,71 @@
+"""The prompt's token budget for a request: by what the request asks and where it runs.
+
+A line typed at the keyboard wants an answer before the next key, a block (multi-line)
+can use more of the code around it, and an explicit request (the user asked and waits)
+more still. A GPU prefills thousands of tokens in a few milliseconds; two CPU cores take
+about a second per 300-500 tokens that miss the prefix cache (FACTS.md), so CPU budgets
+stay at the one measured for typing. ``contextBudgets`` overrides any of them; every
+budget is kept within ``maxModelLen`` minus the tokens the mode may generate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lsp_copilot.settings.core import BUDGET_KEYS, Settings
+
+GPU_DEFAULTS = {"singleLine": 2048, "multiLine": 6144, "explicit": 8192}
+"""Seed 004's sizes: about 2K tokens for a line, more for a block, most when asked."""
+
+
+def device_class(device: str) -> str:
+    """``gpu`` for CUDA and remote deployments (vLLM servers run on GPUs), else ``cpu``."""
+    return "gpu" if device.startswith(("cuda", "remote")) else "cpu"
+
+
+def local_device(setting: str) -> str:
+    """The device the engine would use here for ``setting``, without starting it (the
+    ``context`` command): the installed vLLM build and the GPUs NVML sees decide."""
+    from lsp_copilot.engine.device import detect
+
+    return detect(setting).device
+
+
+@dataclass(frozen=True)
+class Budgets:
+    device: str  # "cpu" or "gpu"
+    single_line: int
+    multi_line: int
+    explicit: int
+
+    def for_request(self, mode: str, explicit: bool = False) -> int:
+        if explicit:
+            return self.explicit
+        return self.multi_line if mode == "multi-line" else self.single_line
+
+    def as_dict(self) -> dict[str, Any]:
+        """What ``context --json`` and ``complete --json`` report under ``budgets``."""
+        return {"device": self.device, "singleLine": self.single_line,
+                "multiLine": self.multi_line, "explicit": self.explicit}
+
+
+def budgets_for(settings: Settings, device: str) -> Budgets:
+    """The budgets per mode for ``settings`` on ``device`` (an engine's device string)."""
+    kind = device_class(device)
+    if kind == "gpu":
+        chosen = dict(GPU_DEFAULTS)
+    else:
+        # Two cores: every kind keeps maxPromptTokens, the budget typing and the quality
+        # benchmark were measured with (an explicit request is not debounced or cut, and
+        # 450 more tokens would cost it about a second and a half of uncached prefill).
+        chosen = dict.fromkeys(BUDGET_KEYS, settings.max_prompt_tokens)
+    chosen.update(dict(settings.context_budgets or ()))
+    # A single line at the end of its line may generate as much as a block (a header that
+    # would stand alone gets its body), so every kind leaves room for the larger limit.
+    longest = max(settings.max_tokens_single_line, settings.max_tokens_multi_line)
+    room = settings.model_len("cpu" if kind == "cpu" else "cuda") - longest
+    return Budgets(kind, *(max(64, min(chosen[key], room)) for key in BUDGET_KEYS))
+
+
+__all__ = ["BUDGET_KEYS", "Budgets", "budgets_for", "device_class", "local_device"]

@@ -1,0 +1,69 @@
+"""Decide whether and how much to complete at the cursor: none, single-line or multi-line.
+
+The text around the cursor decides most cases; the ``@comment`` and ``@string`` captures of
+``grammars/<language>/scope.scm`` say whether the cursor is in prose (a word typed in a
+comment or a string gets no completion). Languages without queries fall back to node types.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from lsp_copilot.documents.store import Snapshot
+
+Mode = Literal["none", "single-line", "multi-line"]
+
+BLOCK_OPENERS = (":", "{", "(", "[", "=>", " do", " then", "->")
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _in_comment(snapshot: Snapshot, offset: int) -> bool:
+    if snapshot.tree is None:
+        return False
+    from lsp_copilot.context.symbols import scopes_at
+    from lsp_copilot.language.grammars import queries_for
+
+    q = queries_for(snapshot.grammar)
+    if q is not None:
+        scopes = scopes_at(q, snapshot.tree, offset)
+        return scopes.in_comment or scopes.in_string
+    node = snapshot.tree.root_node.descendant_for_byte_range(max(0, offset - 1), offset)
+    while node is not None:
+        if "comment" in node.type:
+            return True
+        node = node.parent
+    return False
+
+
+def _open_quote(before: str) -> bool:
+    """An unterminated string on the line (trees show it as an ERROR node, not a string)."""
+    return any(before.count(q) % 2 == 1 for q in ('"', "'", "`"))
+
+
+def completion_mode(snapshot: Snapshot, offset: int) -> Mode:
+    """Pick the mode from the line around ``offset`` (a byte offset into the snapshot)."""
+    data = snapshot.data
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    line_end = data.find(b"\n", offset)
+    if line_end < 0:
+        line_end = len(data)
+    before = data[line_start:offset].decode("utf-8", "replace")
+    after = data[offset:line_end].decode("utf-8", "replace").rstrip("\r")
+    if after[:1] and _is_word(after[0]) and before[-1:] and _is_word(before[-1]):
+        return "none"  # in the middle of a word: nothing sensible to insert
+    if before[-1:] and _is_word(before[-1]) and (
+            _in_comment(snapshot, offset) or _open_quote(before)):
+        return "none"  # typing prose in a comment
+    if after.strip():
+        return "single-line"
+    if before.strip():
+        return "single-line"
+    prev = data[:line_start].rstrip().decode("utf-8", "replace").splitlines()
+    if prev and prev[-1].rstrip().endswith(BLOCK_OPENERS):
+        return "multi-line"
+    # An empty line elsewhere: one line. A multi-line answer costs seconds on a CPU and
+    # mostly lands after the user has moved on (measured with `bench typing`).
+    return "single-line"

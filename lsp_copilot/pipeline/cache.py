@@ -1,0 +1,130 @@
+"""Completion cache: an in-memory LRU in front of a persistent ``diskcache`` layer.
+
+The key covers the model, the template, the generation parameters and the exact prompt,
+so a hit is exactly what the engine would have produced. Each workspace gets its own
+folder, readable by its owner only: no entry crosses workspaces or users.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def cache_root() -> Path:
+    from lsp_copilot.models.folders import cache_dir
+
+    return cache_dir() / "completions"
+
+
+def cache_key(*parts: object) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(repr(part).encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+def workspace_folder(root: Path, workspace: str) -> Path:
+    """One folder per workspace (hashed, so paths don't leak into names)."""
+    return root / hashlib.sha256(workspace.encode()).hexdigest()[:16]
+
+
+class CompletionCache:
+    """LRU (memory) + diskcache (disk, survives restarts); either layer may be off."""
+
+    def __init__(
+        self,
+        folder: Path | None,
+        memory_entries: int = 512,
+        disk_bytes: int = 64 * 1024 * 1024,
+        ttl_seconds: float = 7 * 24 * 3600,
+    ) -> None:
+        self._memory: OrderedDict[str, str] = OrderedDict()
+        self._memory_entries = memory_entries
+        self._ttl = ttl_seconds
+        self._disk: Any = None
+        self.folder = folder
+        if folder is not None:
+            try:
+                self._disk = self._open(folder, disk_bytes)
+            except Exception as exc:  # a read-only home, a full disk: memory only
+                log.warning("completion cache on disk disabled (%s): %s", folder, exc)
+
+    @staticmethod
+    def _open(folder: Path, disk_bytes: int) -> Any:
+        import diskcache
+
+        old = os.umask(0o077)  # files and folders created below: owner only
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.chmod(folder, 0o700)
+            cache = diskcache.Cache(
+                str(folder), size_limit=disk_bytes, eviction_policy="least-recently-used"
+            )
+        finally:
+            os.umask(old)
+        for path in folder.rglob("*"):
+            os.chmod(path, 0o700 if path.is_dir() else 0o600)
+        return cache
+
+    def get(self, key: str) -> str | None:
+        if key in self._memory:
+            self._memory.move_to_end(key)
+            return self._memory[key]
+        if self._disk is not None:
+            try:
+                value = self._disk.get(key)
+            except Exception:
+                log.exception("disk cache read failed")
+                value = None
+            if isinstance(value, str):
+                self._remember(key, value)
+                return value
+        return None
+
+    def put(self, key: str, value: str) -> None:
+        self._remember(key, value)
+        if self._disk is not None:
+            try:
+                old = os.umask(0o077)
+                try:
+                    self._disk.set(key, value, expire=self._ttl)
+                finally:
+                    os.umask(old)
+            except Exception:
+                log.exception("disk cache write failed")
+
+    def _remember(self, key: str, value: str) -> None:
+        self._memory[key] = value
+        self._memory.move_to_end(key)
+        while len(self._memory) > self._memory_entries:
+            self._memory.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._memory)
+
+    def close(self) -> None:
+        if self._disk is not None:
+            self._disk.close()
+            self._disk = None
+
+
+def clear_all(root: Path | None = None) -> int:
+    """Remove every workspace's cache; returns how many folders were removed."""
+    root = root or cache_root()
+    if not root.is_dir():
+        return 0
+    removed = 0
+    for child in root.iterdir():
+        if child.is_dir():
+            shutil.rmtree(child, ignore_errors=True)
+            removed += 1
+    return removed

@@ -1,0 +1,150 @@
+"""`textDocument/inlineCompletion` (ghost text) and `textDocument/completion` (one item)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+
+from lsp_copilot import heap
+from lsp_copilot.acceptance.tracker import keys_for
+from lsp_copilot.documents.buffer import PositionError
+from lsp_copilot.documents.store import DocumentError, Snapshot
+from lsp_copilot.pipeline.completer import Outcome
+from lsp_copilot.pipeline.scheduling import Superseded
+from lsp_copilot.server.app import CopilotServer
+from lsp_copilot.server.protocol import ACCEPT_COMMAND
+
+log = logging.getLogger(__name__)
+
+
+async def _complete(ls: CopilotServer, uri: str, position: types.Position,
+                    explicit: bool = False, track: bool = False) -> Outcome | None:
+    """Convert the position once, snapshot, run the pipeline; None when superseded.
+    ``explicit``: the user asked for a suggestion (never debounced or cut short,
+    and given the explicit budget of contextBudgets). ``track``: give the answer an id
+    that feedback names, for acceptance records."""
+    started = time.perf_counter()
+    try:
+        snapshot = ls.store.snapshot(uri)
+        offset = ls.store.get_offset(uri, position.line, position.character, ls.encoding)
+    except (DocumentError, PositionError) as exc:
+        ls.telemetry.count("rejected_input")
+        raise JsonRpcInvalidParams(str(exc)) from None
+    ls.warmer.cancel()  # a warm-up must never delay a real request
+    try:
+        outcome = await ls.scheduler.run(
+            uri, lambda: ls.completer.complete(snapshot, offset, explicit=explicit))
+    except Superseded:
+        log.debug("superseded by a newer request for %s", uri)
+        return None
+    for message in outcome.warnings:  # `safety: warn`: the user sees what the text adds
+        ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, message))
+    # One line per answer (never its text): the request id ties it to the engine's lines.
+    log.debug("%s:%d:%d %s, %d chars from %s%s", uri, position.line, position.character,
+              outcome.mode, len(outcome.text), outcome.source,
+              f" ({outcome.reason})" if outcome.reason else "")
+    if track and outcome.text:
+        # The first answer last: the tracker follows typing-through from the latest one.
+        outcome.alternative_ids = [
+            _track(ls, snapshot, offset, position, dataclasses.replace(outcome, text=text),
+                   explicit, started) for text in outcome.alternatives]
+        outcome.id = _track(ls, snapshot, offset, position, outcome, explicit, started)
+    else:
+        outcome.alternative_ids = [""] * len(outcome.alternatives)
+    return outcome
+
+
+def _track(ls: CopilotServer, snapshot: Snapshot, offset: int, position: types.Position,
+           outcome: Outcome, explicit: bool, started: float) -> str:
+    info = ls.engines.info
+    experiment = ls.completer.experiment
+    route = outcome.route or "main"  # "main" or the model another route names
+    model = route if route != "main" else info.model if info else ""
+    keys = keys_for(model, outcome.template, route, "explicit" if explicit else outcome.mode,
+                    snapshot.language_id, (time.perf_counter() - started) * 1000,
+                    experiment.label if experiment and outcome.arm else "", outcome.arm)
+    return ls.acceptance.suggested(uri=snapshot.uri, line=position.line,
+                                   character=position.character, text=outcome.text,
+                                   data=snapshot.data, offset=offset, keys=keys,
+                                   continued=outcome.source == "typed_through")
+
+
+async def inline_completion(
+    ls: CopilotServer, params: types.InlineCompletionParams
+) -> types.InlineCompletionList:
+    started = time.perf_counter()
+    ls.telemetry.count("requests")
+    explicit = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
+    if explicit:
+        ls.telemetry.count("explicit_requests")
+    outcome = await _complete(ls, params.text_document.uri, params.position, explicit,
+                              track=True)
+    ls.telemetry.answered(started)
+    heap.collect_young_soon()  # after the answer is out, not in the next request
+    if outcome is None or not outcome.text:
+        return types.InlineCompletionList(items=[])
+    # Explicit requests may carry alternatives (maxSuggestions): one item each, in order,
+    # each with the id its feedback names.
+    return types.InlineCompletionList(items=[
+        types.InlineCompletionItem(
+            insert_text=text,
+            range=types.Range(params.position, params.position),
+            command=types.Command(
+                title="lsp-copilot: accepted",
+                command=ACCEPT_COMMAND,
+                arguments=[{
+                    "uri": params.text_document.uri,
+                    "position": {"line": params.position.line,
+                                 "character": params.position.character},
+                    "text": text,
+                    "id": item_id,
+                }],
+            ),
+        )
+        for text, item_id in zip((outcome.text, *outcome.alternatives),
+                                 (outcome.id, *outcome.alternative_ids), strict=True)
+    ])
+
+
+def _word_before(line_before: str) -> str:
+    """ASCII identifier before the cursor: its length is the same in every encoding."""
+    n = len(line_before)
+    while n > 0 and (line_before[n - 1].isascii() and
+                     (line_before[n - 1].isalnum() or line_before[n - 1] == "_")):
+        n -= 1
+    return line_before[n:]
+
+
+async def completion(ls: CopilotServer, params: types.CompletionParams) -> types.CompletionList:
+    """One item carrying the suggestion, for clients without inline completion (eglot)."""
+    started = time.perf_counter()
+    ls.telemetry.count("requests")
+    outcome = await _complete(ls, params.text_document.uri, params.position)
+    ls.telemetry.answered(started)
+    if outcome is None or not outcome.text:
+        return types.CompletionList(is_incomplete=True, items=[])
+    pos = params.position
+    line_before = ""
+    if outcome.context is not None:
+        line_before = outcome.context.prefix.rsplit("\n", 1)[-1]
+    word = _word_before(line_before)
+    new_text = word + outcome.text
+    start = types.Position(pos.line, max(0, pos.character - len(word)))
+    first_line = new_text.split("\n", 1)[0].strip() or new_text.strip().split("\n", 1)[0]
+    item = types.CompletionItem(
+        label=first_line[:80] + ("…" if len(first_line) > 80 or "\n" in new_text.strip() else ""),
+        kind=types.CompletionItemKind.Text,
+        detail="lsp-copilot" + "".join(f" (warning: {f.rule})" for f in outcome.safety),
+        documentation=types.MarkupContent(
+            kind=types.MarkupKind.Markdown, value=f"```\n{new_text}\n```"),
+        filter_text=new_text,
+        sort_text="0",
+        preselect=True,
+        text_edit=types.TextEdit(range=types.Range(start, pos), new_text=new_text),
+        insert_text_format=types.InsertTextFormat.PlainText,
+    )
+    return types.CompletionList(is_incomplete=True, items=[item])

@@ -1,0 +1,169 @@
+"""initialize / initialized / shutdown / exit and settings changes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any
+
+from lsprotocol import types
+
+from lsp_copilot import heap
+from lsp_copilot.engine.device import detect
+from lsp_copilot.engine.manager import LoadResult
+from lsp_copilot.engine.validate import settings_problems
+from lsp_copilot.logs import source_text_logging
+from lsp_copilot.process import exit_now
+from lsp_copilot.server.app import CopilotServer
+from lsp_copilot.server.handlers import workspace
+from lsp_copilot.settings.core import parse_settings
+
+log = logging.getLogger(__name__)
+_background: set[asyncio.Task[Any]] = set()
+
+
+def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
+    """Merge settings; report bad values; return whether the engine must restart."""
+    info = ls.engines.info
+    device = info.device if info is not None else None
+    before = ls.settings.engine_key(device)
+    ls.settings, problems = parse_settings(raw, ls.settings)
+    if ls.settings.engine_backend != "remote":  # a deployment has its own engine settings
+        problems += settings_problems(ls.settings)  # combinations the engine load refuses
+    ls.store.max_parse_bytes = ls.settings.max_document_bytes
+    ls.apply_privacy()
+    problems += ls.apply_experiment()
+    source_text_logging(ls.settings.log_source_text)
+    ls.apply_log_settings()
+    ls.engines.settings = ls.settings
+    for problem in problems:
+        ls.show(types.MessageType.Warning, f"lsp-copilot: {problem}")
+    return ls.settings.engine_key(device) != before
+
+
+def initialize(ls: CopilotServer, params: types.InitializeParams) -> None:
+    if ls.logs is not None:  # from now on warnings reach the editor's log pane too
+        ls.editor_log.bind(asyncio.get_running_loop())
+        logging.getLogger().addHandler(ls.editor_log)
+    _apply_settings(ls, params.initialization_options)
+    folders = params.workspace_folders or []
+    workspace = params.root_uri or (folders[0].uri if folders else None) or "no-workspace"
+    ls.open_cache(workspace)
+
+
+async def _load_engine(
+    ls: CopilotServer, pending: asyncio.Task[LoadResult] | None = None
+) -> None:
+    """Load the engine with work-done progress; a failure is shown, never raised."""
+    token: str | None = None
+    caps = ls.client_capabilities.window
+    if caps is not None and caps.work_done_progress:
+        token = f"lsp-copilot-load-{uuid.uuid4().hex[:8]}"
+        try:
+            await ls.work_done_progress.create_async(token)
+            ls.work_done_progress.begin(
+                token, types.WorkDoneProgressBegin(title="lsp-copilot", message="starting engine")
+            )
+        except Exception:
+            log.warning("client refused a progress token; loading without progress")
+            token = None
+
+    loop = asyncio.get_running_loop()
+
+    def report(message: str) -> None:  # called from the loading thread
+        log.info("engine: %s", message)
+        if token is not None:
+            loop.call_soon_threadsafe(
+                ls.work_done_progress.report, token, types.WorkDoneProgressReport(message=message)
+            )
+
+    if pending is None:
+        ls.routes.expect(ls.settings, detect(ls.settings.device).device)
+        result = await ls.engines.start(ls.settings, report)
+        if result.ok or ls.settings.engine_backend == "remote":
+            # Engines that other routes name load after the main one (two loads at once
+            # would share the cores); until one is ready its requests go to the main one.
+            # (A remote main engine's fallbacks are embedded engines: they load here too.)
+            await ls.routes.start(ls.settings, detect(ls.settings.device).device,
+                                  lambda message: log.info("engine: %s", message))
+    else:  # a load already under way (the retry command): report its progress
+        ls.engines.report = report
+        result = await pending
+    if token is not None:
+        ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=result.message))
+    if result.ok:
+        heap.settle()  # before the first completion: the start-up's objects are long-lived
+        ls.window_log_message(
+            types.LogMessageParams(
+                type=types.MessageType.Info, message=f"lsp-copilot: engine {result.message}"
+            )
+        )
+    elif ls.engines.state == "failed":
+        ls.show(
+            types.MessageType.Error,
+            f"lsp-copilot: the engine could not start: {result.message} "
+            "Completions stay off until it is fixed.",
+        )
+
+
+def _spawn(ls: CopilotServer, pending: asyncio.Task[LoadResult] | None = None) -> None:
+    if pending is None and ls.engine_load is not None and not ls.engine_load.done():
+        return  # a load is under way (a settings change right after `initialized`)
+    ls.engine_load = task = asyncio.ensure_future(_load_engine(ls, pending))
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
+def initialized(ls: CopilotServer, params: types.InitializedParams) -> None:
+    workspace.start_index(ls)  # background thread: the context engine's workspace index
+    if ls.settings.enable:  # disabled: keep the GPU/RAM free until the user enables it
+        _spawn(ls)
+
+
+async def did_change_configuration(
+    ls: CopilotServer, params: types.DidChangeConfigurationParams
+) -> None:
+    engine_changed = _apply_settings(ls, params.settings)
+    if not ls.settings.enable:
+        return
+    if ls.engines.state in ("idle", "stopped"):
+        _spawn(ls)
+    elif engine_changed:
+        ls.show(types.MessageType.Info, "lsp-copilot: engine settings changed, restarting it")
+        await ls.engines.shutdown()
+        await ls.routes.shutdown()
+        _spawn(ls)
+    elif ls.engines.state == "ready" or (
+            ls.settings.engine_backend == "remote" and ls.engines.state != "loading"):
+        # routes may have changed: load or stop theirs (a load under way starts them itself;
+        # a remote main engine's fallbacks load even while it is out of reach)
+        await ls.routes.start(ls.settings, detect(ls.settings.device).device, log.info)
+
+
+def restart_engine(ls: CopilotServer, *args: Any) -> dict[str, Any]:
+    """``lspCopilot.restartEngine``: the user's retry after the engine stayed down (or a
+    restart of a working one). Answers at once; the load reports progress as at start."""
+    if not ls.settings.enable:
+        return {"state": ls.engines.state, "message": "completions are disabled (`enable`)"}
+    if ls.engines.state == "loading":
+        return {"state": "loading", "message": "the engine is already loading"}
+    _spawn(ls, ls.engines.retry())  # the state is "loading" from here on
+    return {"state": "loading", "message": "restarting the engine"}
+
+
+async def shutdown(ls: CopilotServer, params: None) -> None:
+    logging.getLogger().removeHandler(ls.editor_log)  # the client stops listening
+    ls.scheduler.cancel_all()
+    ls.acceptance.flush()  # what is still on screen gets its outcome (before a slow stop)
+    ls.acceptance.store.close()
+    await ls.engines.shutdown()
+    await ls.routes.shutdown()
+    if ls.cache is not None:
+        ls.cache.close()
+
+
+def exit_(ls: CopilotServer, params: None) -> None:
+    """Leave now: without waiting for a loading engine, and with no child left behind."""
+    log.info("exit received")
+    exit_now(0 if ls.protocol._shutdown else 1)
