@@ -26,5 +26,5 @@ async def test_a_settings_change_right_after_initialized_loads_the_engine_once()
         settings={"lspCopilot": {"maxTokensSingleLine": 20, "routes": {}}}))
     assert ls.engine_load is not None
     await ls.engine_load
-    assert loads == [""] and ls.engines.state == "ready"
-    await ls.engines.shutdown()
+    assert loads == [""] and ls.main_engine.state == "ready"
+    await ls.main_engine.shutdown()

@@ -61,10 +61,10 @@ def test_secret_open_buffers_never_reach_other_prompts() -> None:
     ls.store.open("file:///w/app.py", "python", 1, "def main():\n    pass\n")
     ls.store.open("file:///w/keys.py", "python", 1, "-----BEGIN PRIVATE KEY-----\n")
     ls.store.open("file:///w/team/notes.py", "python", 1, "x = 1\n")
-    assert [u for u, _ in ls.sources.documents()] == ["file:///w/app.py",
+    assert [u for u, _ in ls.context_workspace.documents()] == ["file:///w/app.py",
                                                        "file:///w/team/notes.py"]
     _apply_settings(ls, {"excludedFolders": ["team"]})
-    assert [u for u, _ in ls.sources.documents()] == ["file:///w/app.py"]
+    assert [u for u, _ in ls.context_workspace.documents()] == ["file:///w/app.py"]
 
 
 def test_markers_cover_every_content_rule() -> None:

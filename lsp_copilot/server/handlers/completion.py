@@ -15,8 +15,8 @@ from lsp_copilot.documents.buffer import PositionError
 from lsp_copilot.documents.store import DocumentError, Snapshot
 from lsp_copilot.pipeline.completer import Outcome
 from lsp_copilot.pipeline.scheduling import Superseded
-from lsp_copilot.server.app import CopilotServer
 from lsp_copilot.server.protocol import ACCEPT_COMMAND
+from lsp_copilot.server.state import CopilotServer
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ async def _complete(ls: CopilotServer, uri: str, position: types.Position,
 
 def _track(ls: CopilotServer, snapshot: Snapshot, offset: int, position: types.Position,
            outcome: Outcome, explicit: bool, started: float) -> str:
-    info = ls.engines.info
+    info = ls.main_engine.info
     experiment = ls.completer.experiment
     route = outcome.route or "main"  # "main" or the model another route names
     model = route if route != "main" else info.model if info else ""

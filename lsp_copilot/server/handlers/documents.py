@@ -8,17 +8,17 @@ from lsprotocol import types
 
 from lsp_copilot.documents.buffer import PositionError
 from lsp_copilot.documents.store import DocumentError
-from lsp_copilot.server.app import CopilotServer
+from lsp_copilot.server.state import CopilotServer
 
 log = logging.getLogger(__name__)
 
 
 def _tell_once(ls: CopilotServer, uri: str) -> None:
-    if uri in ls.told_once:
+    if uri in ls.told_unparsed:
         return
     reason = ls.store.unparsed_reason(uri)  # cheap: didChange runs on every keystroke
     if reason is not None:
-        ls.told_once.add(uri)
+        ls.told_unparsed.add(uri)
         why = "is binary" if reason == "binary" else (
             f"is larger than maxDocumentBytes ({ls.settings.max_document_bytes} bytes)")
         ls.show(types.MessageType.Info, f"lsp-copilot: {uri} {why}; no completions for it.")
@@ -27,7 +27,7 @@ def _tell_once(ls: CopilotServer, uri: str) -> None:
 def did_open(ls: CopilotServer, params: types.DidOpenTextDocumentParams) -> None:
     doc = params.text_document
     ls.store.open(doc.uri, doc.language_id, doc.version, doc.text)
-    ls.told_once.discard((doc.uri, "sync"))
+    ls.told_out_of_sync.discard(doc.uri)
     _tell_once(ls, doc.uri)
     ls.warmer.opened(ls.store.snapshot(doc.uri))  # background, lowest priority
 
@@ -46,15 +46,15 @@ def did_change(ls: CopilotServer, params: types.DidChangeTextDocumentParams) -> 
         ls.store.change(uri, params.text_document.version, changes, ls.encoding)
     except (DocumentError, PositionError) as exc:
         log.warning("didChange for %s not applied: %s", uri, exc)
-        if uri in ls.store and (uri, "sync") not in ls.told_once:
-            ls.told_once.add((uri, "sync"))
+        if uri in ls.store and uri not in ls.told_out_of_sync:
+            ls.told_out_of_sync.add(uri)
             ls.show(types.MessageType.Warning,
                     f"lsp-copilot: {uri} is out of sync with the editor ({exc}); "
                     "completions for it resume when the file is reopened.")
         return
     line = changes[-1][0][0] if changes and changes[-1][0] is not None else None
     data = ls.store.buffer(uri).data
-    ls.sources.edited(uri, data, line)  # recency, index (off the loop)
+    ls.context_workspace.edited(uri, data, line)  # recency, index (off the loop)
     ls.acceptance.changed(uri, data)  # a suggestion typed through, or left
     _tell_once(ls, uri)
 
@@ -64,5 +64,5 @@ def did_close(ls: CopilotServer, params: types.DidCloseTextDocumentParams) -> No
     ls.store.close(uri)
     ls.completer.forget(uri)
     ls.acceptance.closed(uri)
-    ls.told_once.discard(uri)
-    ls.told_once.discard((uri, "sync"))
+    ls.told_unparsed.discard(uri)
+    ls.told_out_of_sync.discard(uri)

@@ -9,14 +9,13 @@ from typing import Any
 from lsp_copilot.acceptance.tracker import Suggestion
 from lsp_copilot.documents.buffer import PositionError
 from lsp_copilot.documents.store import DocumentError
-from lsp_copilot.server.app import CopilotServer
 from lsp_copilot.server.protocol import ACCEPTED_CHARS
+from lsp_copilot.server.state import CopilotServer
 
 log = logging.getLogger(__name__)
 
 
 PREFETCH_WAIT_S = 0.5
-_background: set[asyncio.Task[Any]] = set()
 
 
 def _field(params: Any, name: str) -> Any:
@@ -81,9 +80,7 @@ def did_accept(ls: CopilotServer, params: Any) -> None:
     line, character = _field(position, "line"), _field(position, "character")
     if not isinstance(line, int) or not isinstance(character, int):
         return
-    task = asyncio.ensure_future(_prefetch(ls, uri, line, character, text))
-    _background.add(task)
-    task.add_done_callback(_background.discard)
+    ls.spawn(_prefetch(ls, uri, line, character, text))
 
 
 def accept_command(ls: CopilotServer, args: Any = None) -> None:

@@ -15,17 +15,16 @@ from lsp_copilot.engine.manager import LoadResult
 from lsp_copilot.engine.validate import settings_problems
 from lsp_copilot.logs import source_text_logging
 from lsp_copilot.process import exit_now
-from lsp_copilot.server.app import CopilotServer
 from lsp_copilot.server.handlers import workspace
+from lsp_copilot.server.state import CopilotServer
 from lsp_copilot.settings.core import parse_settings
 
 log = logging.getLogger(__name__)
-_background: set[asyncio.Task[Any]] = set()
 
 
 def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
     """Merge settings; report bad values; return whether the engine must restart."""
-    info = ls.engines.info
+    info = ls.main_engine.info
     device = info.device if info is not None else None
     before = ls.settings.engine_key(device)
     ls.settings, problems = parse_settings(raw, ls.settings)
@@ -36,7 +35,7 @@ def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
     problems += ls.apply_experiment()
     source_text_logging(ls.settings.log_source_text)
     ls.apply_log_settings()
-    ls.engines.settings = ls.settings
+    ls.main_engine.settings = ls.settings
     for problem in problems:
         ls.show(types.MessageType.Warning, f"lsp-copilot: {problem}")
     return ls.settings.engine_key(device) != before
@@ -80,7 +79,7 @@ async def _load_engine(
 
     if pending is None:
         ls.routes.expect(ls.settings, detect(ls.settings.device).device)
-        result = await ls.engines.start(ls.settings, report)
+        result = await ls.main_engine.start(ls.settings, report)
         if result.ok or ls.settings.engine_backend == "remote":
             # Engines that other routes name load after the main one (two loads at once
             # would share the cores); until one is ready its requests go to the main one.
@@ -88,7 +87,7 @@ async def _load_engine(
             await ls.routes.start(ls.settings, detect(ls.settings.device).device,
                                   lambda message: log.info("engine: %s", message))
     else:  # a load already under way (the retry command): report its progress
-        ls.engines.report = report
+        ls.main_engine.report = report
         result = await pending
     if token is not None:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=result.message))
@@ -99,7 +98,7 @@ async def _load_engine(
                 type=types.MessageType.Info, message=f"lsp-copilot: engine {result.message}"
             )
         )
-    elif ls.engines.state == "failed":
+    elif ls.main_engine.state == "failed":
         ls.show(
             types.MessageType.Error,
             f"lsp-copilot: the engine could not start: {result.message} "
@@ -110,9 +109,7 @@ async def _load_engine(
 def _spawn(ls: CopilotServer, pending: asyncio.Task[LoadResult] | None = None) -> None:
     if pending is None and ls.engine_load is not None and not ls.engine_load.done():
         return  # a load is under way (a settings change right after `initialized`)
-    ls.engine_load = task = asyncio.ensure_future(_load_engine(ls, pending))
-    _background.add(task)
-    task.add_done_callback(_background.discard)
+    ls.engine_load = ls.spawn(_load_engine(ls, pending))
 
 
 def initialized(ls: CopilotServer, params: types.InitializedParams) -> None:
@@ -127,15 +124,15 @@ async def did_change_configuration(
     engine_changed = _apply_settings(ls, params.settings)
     if not ls.settings.enable:
         return
-    if ls.engines.state in ("idle", "stopped"):
+    if ls.main_engine.state in ("idle", "stopped"):
         _spawn(ls)
     elif engine_changed:
         ls.show(types.MessageType.Info, "lsp-copilot: engine settings changed, restarting it")
-        await ls.engines.shutdown()
+        await ls.main_engine.shutdown()
         await ls.routes.shutdown()
         _spawn(ls)
-    elif ls.engines.state == "ready" or (
-            ls.settings.engine_backend == "remote" and ls.engines.state != "loading"):
+    elif ls.main_engine.state == "ready" or (
+            ls.settings.engine_backend == "remote" and ls.main_engine.state != "loading"):
         # routes may have changed: load or stop theirs (a load under way starts them itself;
         # a remote main engine's fallbacks load even while it is out of reach)
         await ls.routes.start(ls.settings, detect(ls.settings.device).device, log.info)
@@ -145,10 +142,10 @@ def restart_engine(ls: CopilotServer, *args: Any) -> dict[str, Any]:
     """``lspCopilot.restartEngine``: the user's retry after the engine stayed down (or a
     restart of a working one). Answers at once; the load reports progress as at start."""
     if not ls.settings.enable:
-        return {"state": ls.engines.state, "message": "completions are disabled (`enable`)"}
-    if ls.engines.state == "loading":
+        return {"state": ls.main_engine.state, "message": "completions are disabled (`enable`)"}
+    if ls.main_engine.state == "loading":
         return {"state": "loading", "message": "the engine is already loading"}
-    _spawn(ls, ls.engines.retry())  # the state is "loading" from here on
+    _spawn(ls, ls.main_engine.retry())  # the state is "loading" from here on
     return {"state": "loading", "message": "restarting the engine"}
 
 
@@ -157,7 +154,7 @@ async def shutdown(ls: CopilotServer, params: None) -> None:
     ls.scheduler.cancel_all()
     ls.acceptance.flush()  # what is still on screen gets its outcome (before a slow stop)
     ls.acceptance.store.close()
-    await ls.engines.shutdown()
+    await ls.main_engine.shutdown()
     await ls.routes.shutdown()
     if ls.cache is not None:
         ls.cache.close()

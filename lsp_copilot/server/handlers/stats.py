@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lsp_copilot.server.app import CopilotServer
+from lsp_copilot.server.state import CopilotServer
 
 
 def stats(ls: CopilotServer, params: Any) -> dict[str, Any]:

@@ -7,20 +7,17 @@ queue work for them.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
-from typing import Any
 
 from lsprotocol import types
 
 from lsp_copilot.context.index import WorkspaceIndex, watched_globs
 from lsp_copilot.context.workspace import uri_to_path
-from lsp_copilot.server.app import CopilotServer
+from lsp_copilot.server.state import CopilotServer
 
 log = logging.getLogger(__name__)
 WATCHERS_ID = "lsp-copilot-watched-files"
-_background: set[asyncio.Task[Any]] = set()
 
 
 def _roots(ls: CopilotServer) -> list[Path]:
@@ -37,14 +34,14 @@ def _add_root(ls: CopilotServer, root: Path) -> None:
         return
     index = WorkspaceIndex(root)
     index.private = ls.privacy.reason
-    if ls.sources.add_index(index):
+    if ls.context_workspace.add_index(index):
         index.start()
 
 
 def start_index(ls: CopilotServer) -> None:
     """Index each workspace folder in a background thread, and ask the client to report
     changes to the files the index reads."""
-    if ls.sources.indexes():
+    if ls.context_workspace.indexes():
         return
     for root in _roots(ls):
         _add_root(ls, root)
@@ -56,7 +53,7 @@ def did_change_workspace_folders(
 ) -> None:
     for folder in params.event.removed:
         path = uri_to_path(folder.uri)
-        if path is not None and ls.sources.remove_index(path) is not None:
+        if path is not None and ls.context_workspace.remove_index(path) is not None:
             log.info("stopped indexing %s", path)
     for folder in params.event.added:
         path = uri_to_path(folder.uri)
@@ -87,13 +84,11 @@ def register_watchers(ls: CopilotServer) -> None:
         except Exception as exc:
             log.warning("the client refused the file watchers (%s); saves still reindex", exc)
 
-    task = asyncio.ensure_future(register())
-    _background.add(task)
-    task.add_done_callback(_background.discard)
+    ls.spawn(register())
 
 
 def did_save(ls: CopilotServer, params: types.DidSaveTextDocumentParams) -> None:
-    ls.sources.reindex(params.text_document.uri)
+    ls.context_workspace.reindex(params.text_document.uri)
 
 
 def did_change_watched_files(
@@ -101,6 +96,6 @@ def did_change_watched_files(
 ) -> None:
     for change in params.changes:
         if change.type == types.FileChangeType.Deleted:
-            ls.sources.removed(change.uri)
+            ls.context_workspace.removed(change.uri)
         else:
-            ls.sources.reindex(change.uri)
+            ls.context_workspace.reindex(change.uri)
