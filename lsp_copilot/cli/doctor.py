@@ -9,16 +9,20 @@ no CUDA context, no model weights read (file sizes and config.json only).
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import importlib.metadata
+import json
 import platform
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lsp_copilot.cli.options import VERBOSE_HELP, Subparsers
 from lsp_copilot.engine import defaults, device, fit, routes
 from lsp_copilot.engine.validate import version_problems
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.core import Settings, parse_settings
 
 
 def _version(dist: str) -> str | None:
@@ -228,3 +232,40 @@ def render(report: dict[str, Any]) -> str:
                      "(computed, not measured)")
     lines.append("all good" if report["ok"] else "some checks failed (see fix lines above)")
     return "\n".join(lines)
+
+
+def _doctor_settings(args: argparse.Namespace) -> Settings:
+    """The editor's settings from --settings (a JSON file), with --model on top."""
+    raw: dict[str, Any] = {}
+    if args.settings is not None:
+        try:
+            raw = json.loads(args.settings.read_text("utf-8"))
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"error: cannot read settings from {args.settings}: {exc}") from None
+    settings, problems = parse_settings(raw)
+    if args.model:
+        settings = dataclasses.replace(settings, model=args.model)
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    return settings
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    report = run(args.device, _doctor_settings(args), args.log_path)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(render(report))
+    return 0 if report["ok"] else 1
+
+
+def add_commands(sub: Subparsers) -> None:
+    doctor = sub.add_parser("doctor", help="what engine, model, grammars and caches are found")
+    doctor.add_argument("--json", action="store_true")
+    doctor.add_argument("--device", choices=["cuda", "cpu"],
+                        help="show the engine arguments for this kind of machine instead")
+    doctor.add_argument("--settings", type=Path, metavar="FILE",
+                        help="a JSON file of settings, as the editor sends them")
+    doctor.add_argument("--model", help="model folder or hub id (default: the setting's)")
+    doctor.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
+    doctor.set_defaults(func=cmd_doctor)

