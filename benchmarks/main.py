@@ -24,7 +24,7 @@ from typing import Any
 from lsp_copilot.context.builder import build_context
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.engine.base import Engine, EngineRequest
-from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.engine.manager import EngineFactory, EngineManager, Reporter
 from lsp_copilot.language.ids import language_id_for_path
 from lsp_copilot.postprocess.finalize import Cursor, finalize, stop_rule
 from lsp_copilot.prompts.templates import Template, template_for
@@ -96,17 +96,30 @@ async def _fill(engine: Engine, hole: Hole, template: Template, header: str, n: 
     return finalize(result.text, "single-line", cursor)
 
 
-async def _start(settings: Settings) -> tuple[EngineManager, Engine, float]:
-    manager = EngineManager()
+class _Keeping(EngineFactory):
+    """The real factory, keeping the engine it made: the first-token benchmark empties
+    vLLM's prefix cache, which the supervised engine does not reach."""
+
+    made: Engine | None = None
+
+    def __call__(self, settings: Settings, report: Reporter) -> Engine:
+        self.made = super().__call__(settings, report)
+        return self.made
+
+
+async def _start(settings: Settings) -> tuple[EngineManager, Engine, Engine, float]:
+    """The manager, its supervised engine, the engine itself, and the load's seconds."""
+    factory = _Keeping()
+    manager = EngineManager(factory)
     result = await manager.start(settings)
-    if not result.ok:
+    if not result.ok or factory.made is None:
         raise SystemExit(f"error: the engine could not start: {result.message}")
-    return manager, manager.engine(), result.seconds
+    return manager, manager.engine(), factory.made, result.seconds
 
 
 async def bench_prompt(corpus: Path, count: int, settings: Settings) -> list[dict[str, Any]]:
     holes = cut_holes(corpus, count)
-    manager, engine, _ = await _start(settings)
+    manager, engine, _, _ = await _start(settings)
     variants = [
         ("prefix-only", template_for("prefix-only"), False),
         ("prefix-only + <filename>", template_for("prefix-only"), True),
@@ -254,8 +267,8 @@ async def _typing(manager: EngineManager, settings: Settings, corpus: Path,
             "cached_share": round(cached / prompt, 3) if prompt else None}
 
 
-async def _first_token(manager: EngineManager, engine: Engine, settings: Settings,
-                       corpus: Path, documents: int) -> dict[str, Any]:
+async def _first_token(manager: EngineManager, engine: Engine, made: Engine,
+                       settings: Settings, corpus: Path, documents: int) -> dict[str, Any]:
     """Time to first token of a document's first completion, cold and after the warm-up.
 
     Each document: the file up to one of its functions, whose first characters the user
@@ -265,7 +278,7 @@ async def _first_token(manager: EngineManager, engine: Engine, settings: Setting
     from benchmarks.typing_replay import make_scripts
     from lsp_copilot.pipeline.warmup import Warmer
 
-    llm = getattr(getattr(engine, "inner", engine), "_llm", None)
+    llm = getattr(made, "_llm", None)  # vLLM's AsyncLLM
     if llm is None or not hasattr(llm, "reset_prefix_cache"):
         return {"error": "this engine cannot empty its prefix cache"}
     completer = _completer(manager, settings)
@@ -319,15 +332,15 @@ async def bench_engine(corpus: Path, count: int, settings: Settings,
     variants.append(("none", dataclasses.replace(settings, speculative_method="none")))
     out: dict[str, Any] = {}
     for label, variant in variants:
-        manager, engine, load_seconds = await _start(variant)
+        manager, engine, made, load_seconds = await _start(variant)
         try:
             run: dict[str, Any] = {"load_seconds": round(load_seconds, 1)}
             run.update(await _decode(engine, holes, max_tokens))
             print(f"bench engine: {label}: {run}", file=sys.stderr, flush=True)
             if label != "none":
                 out["engine"] = engine.info.as_dict()
-                out["first_token"] = await _first_token(manager, engine, variant, corpus,
-                                                        max(3, count // 4))
+                out["first_token"] = await _first_token(manager, engine, made, variant,
+                                                        corpus, max(3, count // 4))
                 print(f"bench engine: {out['first_token']}", file=sys.stderr, flush=True)
                 out["typing_replay"] = await _typing(manager, variant, corpus, keystrokes)
             out[f"speculative_{label}"] = run

@@ -22,6 +22,8 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import IO
 
+from lsp_copilot.paths import cache_dir
+
 SOURCE_TEXT_LOGGERS = ("pygls", "pygls.protocol", "pygls.feature_manager", "pygls.server")
 """pygls logs every message body (didOpen text, completions) at DEBUG and INFO."""
 
@@ -50,8 +52,6 @@ def default_log_file() -> Path:
     explicit = os.environ.get(LOG_FILE_ENV)
     if explicit:
         return Path(explicit).expanduser()
-    from lsp_copilot.models.folders import cache_dir
-
     return cache_dir() / "logs" / "lsp-copilot.log"
 
 

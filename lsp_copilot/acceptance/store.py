@@ -14,6 +14,8 @@ import sqlite3
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
+from lsp_copilot.paths import cache_dir
+
 log = logging.getLogger(__name__)
 
 OUTCOMES = ("accepted", "partly_accepted", "rejected", "typed_through")
@@ -27,8 +29,6 @@ BUSY_TIMEOUT_S = 0.05
 
 def default_path() -> Path:
     """In the cache folder (LSP_COPILOT_CACHE_DIR, else XDG, else ~/.cache/lsp-copilot)."""
-    from lsp_copilot.models.folders import cache_dir
-
     return cache_dir() / FILE_NAME
 
 

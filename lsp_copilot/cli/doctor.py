@@ -190,7 +190,9 @@ def run(asked: str | None = None, settings: Settings | None = None,
           f"`safety` is {settings.safety}; rules for {len(loaded_rules)} of {len(rules)} "
           f"languages ({', '.join(loaded_rules)})",
           "reinstall lsp-copilot (pip install --force-reinstall 'lsp-copilot[cpu]')")
-    cache = models.cache_dir()
+    from lsp_copilot.paths import cache_dir
+
+    cache = cache_dir()
     check("cache", True, str(cache))
     from lsp_copilot.logs import LOG_FILE_ENV, default_log_file
 

@@ -18,7 +18,8 @@ def _machine_device() -> str:
 
 
 def cmd_model_prepare(args: argparse.Namespace) -> int:
-    from lsp_copilot.models.folders import ModelError, prepare_model
+    from lsp_copilot.models.folders import ModelError
+    from lsp_copilot.models.prepare import prepare_model
     from lsp_copilot.models.presets import UnknownPreset, default_preset, preset, typing_preset
 
     try:

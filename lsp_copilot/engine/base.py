@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from lsp_copilot.prompts.templates import PromptEncoder
 from lsp_copilot.tokens import TokenCounter
 
 
@@ -115,10 +116,17 @@ class EngineResult:
 
 
 class Engine(Protocol):
-    """A model backend. ``generate`` raises ``CancelledError`` after aborting on cancel."""
+    """A model backend. ``generate`` raises ``CancelledError`` after aborting on cancel.
+
+    ``encoder`` and ``busy_seconds`` are abilities some backends have; their defaults here
+    say "not this one", and a backend that subclasses the protocol inherits them.
+    """
 
     info: EngineInfo
     counter: TokenCounter
+    encoder: PromptEncoder | None = None
+    """The model's tokenizer, when this side has it: prompts then go as token ids (control
+    tokens unsplit, user text never parsed for them). None: prompts go as text."""
 
     async def generate(self, request: EngineRequest) -> EngineResult: ...
 
@@ -130,6 +138,11 @@ class Engine(Protocol):
         """Return if the engine answers, raise if it is dead; the caller bounds the wait
         (a stuck engine never returns)."""
         ...
+
+    def busy_seconds(self) -> float | None:
+        """CPU seconds the engine's processes have used so far: one that keeps using CPU
+        during a slow health check is busy, not stuck. None: it cannot tell (not ours)."""
+        return None
 
     def stats(self) -> dict[str, int]: ...
 

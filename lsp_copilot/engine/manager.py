@@ -21,8 +21,8 @@ from typing import Any
 
 from lsp_copilot.engine.base import Engine, EngineInfo, EngineUnavailable
 from lsp_copilot.engine.breaker import OPEN, Breaker
+from lsp_copilot.engine.remote.errors import RemoteError, RemoteRetryable
 from lsp_copilot.engine.supervisor import RestartPolicy, SupervisedEngine
-from lsp_copilot.server.protocol import RESTART_COMMAND
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
 
@@ -71,7 +71,7 @@ class EngineFactory:
 
             return RemoteEngine.create(settings, report)
         from lsp_copilot.engine.vllm import VllmEngine, detect_device
-        from lsp_copilot.models.folders import resolve_model
+        from lsp_copilot.models.resolve import resolve_model
 
         report("preparing model")
         model, preset = resolve_model(settings.model or None, detect_device(settings.device))
@@ -81,15 +81,11 @@ class EngineFactory:
 
 
 def _unreachable(exc: BaseException) -> bool:
-    from lsp_copilot.engine.remote.backend import RemoteRetryable
-
     return isinstance(exc, RemoteRetryable)
 
 
 def explain_failure(exc: BaseException) -> str:
     """A reason and a fix the user can act on, not a traceback."""
-    from lsp_copilot.engine.remote.backend import RemoteError
-
     if isinstance(exc, RemoteError):  # already says what to fix (remote* settings)
         return f"remote backend: {exc}"
 
@@ -139,6 +135,9 @@ class EngineManager:
         self.policy = policy or RestartPolicy()
         self._clock, self._sleep = clock, sleep
         self.report: Reporter = _log_progress  # progress of a retry (the command sets it)
+        # What the user does to start an engine that stays down (the server names its
+        # command), as the start of a sentence.
+        self.retry_hint = "Restart lsp-copilot"
         self._epoch = 0  # one per life of an engine; stale monitors and calls see it change
         self._down: asyncio.Future[str] | None = None  # resolves when this life ends
         self._suspect: asyncio.Event | None = None
@@ -257,10 +256,6 @@ class EngineManager:
         self._arm(engine)
         return LoadResult(True, f"ready in {self.load_seconds:.1f} s", self.load_seconds)
 
-    async def restart(self, settings: Settings, report: Reporter = lambda _: None) -> None:
-        await self.shutdown()
-        self.start(settings, report)
-
     def retry(self, report: Reporter | None = None) -> asyncio.Task[LoadResult]:
         """The user's ``lspCopilot.restartEngine``: forget past failures, (re)load now."""
         if self.state == "loading" and self._load_task is not None:
@@ -305,9 +300,6 @@ class EngineManager:
         return engine
 
     async def _watch(self, engine: Engine, epoch: int, suspect: asyncio.Event) -> None:
-        probe = getattr(engine, "check_health", None)
-        if probe is None:  # a backend without a health check: deadlines still hold
-            return
         while True:
             waiter = asyncio.ensure_future(suspect.wait())
             sleeper = asyncio.ensure_future(
@@ -321,10 +313,9 @@ class EngineManager:
                 return
             suspect.clear()
             timeout = self.settings.health_check_timeout_ms / 1000
-            busy = getattr(engine, "busy_seconds", None)
-            cpu_before = busy() if busy is not None else None
+            cpu_before = engine.busy_seconds()
             try:
-                await asyncio.wait_for(probe(), timeout)
+                await asyncio.wait_for(engine.check_health(), timeout)
                 continue
             except TimeoutError:
                 # Slow is not stuck: on a starved machine one engine step can outlast the
@@ -332,8 +323,9 @@ class EngineManager:
                 if time.monotonic() - self._last_progress < timeout:
                     log.warning("slow health check, but the engine is streaming: keep it")
                     continue
-                if busy is not None and cpu_before is not None and (
-                        busy() - cpu_before >= BUSY_SHARE * timeout):
+                cpu_after = engine.busy_seconds()
+                if cpu_before is not None and cpu_after is not None and (
+                        cpu_after - cpu_before >= BUSY_SHARE * timeout):
                     log.warning("slow health check, but the engine is computing: keep it")
                     continue
                 reason = f"it did not answer a health check within {timeout:g} s"
@@ -371,12 +363,10 @@ class EngineManager:
                 self.error = (
                     f"the engine stopped ({reason}) and {len(self._failures) - 1} restart(s) "
                     f"in the last {self.policy.window_s / 60:g} minutes did not keep it up; "
-                    f"it stays down. Run the command `{RESTART_COMMAND}` (or restart the "
-                    "server) to try again."
+                    f"it stays down. {self.retry_hint} to try again."
                     if allowed else
                     f"the engine stopped ({reason}); automatic restarts are off "
-                    f"(engineMaxRestarts = 0). Run the command `{RESTART_COMMAND}` to "
-                    "start it again."
+                    f"(engineMaxRestarts = 0). {self.retry_hint} to start it again."
                 )
                 self.notify("error", f"lsp-copilot: {self.error}")
                 return

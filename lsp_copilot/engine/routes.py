@@ -110,6 +110,7 @@ class Routes:
         for model in sorted(wanted - set(self._extras)):
             manager = self._make_manager()
             manager.telemetry, manager.notify = self.main.telemetry, self.main.notify
+            manager.retry_hint = self.main.retry_hint
             extra = _Extra(model, manager)
             self._extras[model] = extra
             routed = _for_model(settings, model)

@@ -23,6 +23,7 @@ from lsp_copilot.engine.base import (
     EngineRequest,
     EngineResult,
 )
+from lsp_copilot.prompts.templates import PromptEncoder
 from lsp_copilot.tokens import TokenCounter
 
 ABORT_WAIT_S = 2.0
@@ -64,8 +65,9 @@ def _abandon(task: asyncio.Future[Any]) -> None:
     task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
 
 
-class SupervisedEngine:
-    """Wraps one engine for one life of it (until ``down`` resolves with the reason)."""
+class SupervisedEngine(Engine):
+    """Wraps one engine for one life of it (until ``down`` resolves with the reason); what
+    the protocol declares is the inner engine's, nothing else is reachable through it."""
 
     def __init__(self, inner: Engine, down: asyncio.Future[str], guard: Guard) -> None:
         self._inner = inner
@@ -73,16 +75,7 @@ class SupervisedEngine:
         self._guard = guard
         self.info: EngineInfo = inner.info
         self.counter: TokenCounter = inner.counter
-        self.encoder = getattr(inner, "encoder", None)  # token-id prompts (prompts.py)
-
-    @property
-    def inner(self) -> Engine:
-        """The engine itself, for benchmarks that reach into vLLM (prefix-cache reset)."""
-        return self._inner
-
-    def __getattr__(self, name: str) -> Any:
-        """Anything else a backend offers (its tokenizer, ...) is the inner engine's."""
-        return getattr(self._inner, name)
+        self.encoder: PromptEncoder | None = inner.encoder
 
     async def generate(self, request: EngineRequest) -> EngineResult:
         if self._down.done():
@@ -138,6 +131,9 @@ class SupervisedEngine:
 
     async def check_health(self) -> None:
         await self._inner.check_health()
+
+    def busy_seconds(self) -> float | None:
+        return self._inner.busy_seconds()
 
     def stats(self) -> dict[str, int]:
         return self._inner.stats()

@@ -16,6 +16,7 @@ from typing import Any
 from lsp_copilot.engine import defaults
 from lsp_copilot.engine import device as device_mod
 from lsp_copilot.engine.base import (
+    Engine,
     EngineInfo,
     EngineRequest,
     EngineResult,
@@ -120,7 +121,7 @@ def engine_core_pids(llm: Any) -> list[int]:
     return pids
 
 
-class VllmEngine:
+class VllmEngine(Engine):
     """Streams completions from an embedded ``AsyncLLM``; aborts on cancel or early stop."""
 
     def __init__(self, llm: Any, info: EngineInfo, counter: TokenCounter,
@@ -251,10 +252,6 @@ class VllmEngine:
         except Exception:
             pass
         return dict(self._counters)
-
-    @property
-    def errored(self) -> bool:
-        return bool(getattr(self._llm, "errored", False))
 
     async def warm_up(self) -> None:
         """One tiny request, so that the user's first completion doesn't pay for first-run

@@ -29,7 +29,12 @@ class SourceError(RuntimeError):
 def sha256_file(path: Path) -> str:
     """sha256 of a file; hashlib releases the GIL and reaches ~1.5 GB/s with SHA-NI."""
     with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+        if hasattr(hashlib, "file_digest"):  # Python 3.11+
+            return hashlib.file_digest(f, "sha256").hexdigest()
+        h = hashlib.sha256()
+        for chunk in iter(lambda: f.read(_CHUNK), b""):
+            h.update(chunk)
+        return h.hexdigest()
 
 
 def check_disk(folder: Path, needed: int, what: str) -> None:

@@ -15,12 +15,12 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from lsp_copilot.paths import cache_dir
+
 log = logging.getLogger(__name__)
 
 
 def cache_root() -> Path:
-    from lsp_copilot.models.folders import cache_dir
-
     return cache_dir() / "completions"
 
 

@@ -46,7 +46,7 @@ from lsp_copilot.pipeline.scheduling import Debouncer, Flight
 from lsp_copilot.postprocess.finalize import Cursor, finalize, stop_rule
 from lsp_copilot.postprocess.safety import Finding, SafetyChecker
 from lsp_copilot.privacy import Privacy
-from lsp_copilot.prompts.templates import PromptEncoder, Template, template_for
+from lsp_copilot.prompts.templates import Template, template_for
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
 
@@ -495,8 +495,8 @@ class Completer:
                    ) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
         """The prompt as token ids with the engine's tokenizer, and the stop tokens' ids;
         (None, ()) for an engine without one (it then gets the text)."""
-        encoder = getattr(engine, "encoder", None)
-        if not isinstance(encoder, PromptEncoder):
+        encoder = engine.encoder
+        if encoder is None:
             return None, ()
         encoded = encoder.encode(context.pieces or (context.prompt,))
         if encoded.escaped:

@@ -28,7 +28,7 @@ from lsp_copilot.context.builder import build_context
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.engine.base import Engine, EngineRequest, EngineUnavailable
 from lsp_copilot.language.trigger import completion_mode
-from lsp_copilot.prompts.templates import PromptEncoder, template_for
+from lsp_copilot.prompts.templates import template_for
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
 
@@ -141,8 +141,8 @@ class Warmer:
             shares=dict(zip(("P0", "P1", "P2", "P3", "P4"), settings.context_shares,
                             strict=True)),
         )
-        encoder = getattr(engine, "encoder", None)
-        if not isinstance(encoder, PromptEncoder):
+        encoder = engine.encoder
+        if encoder is None:
             return context.prompt, None
         return context.prompt, encoder.encode(context.pieces or (context.prompt,)).ids
 

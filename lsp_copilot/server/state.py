@@ -33,6 +33,7 @@ from lsp_copilot.pipeline.completer import Completer
 from lsp_copilot.pipeline.scheduling import Scheduler
 from lsp_copilot.pipeline.warmup import Warmer
 from lsp_copilot.privacy import Privacy
+from lsp_copilot.server.protocol import RESTART_COMMAND
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
 
@@ -58,6 +59,7 @@ class CopilotServer(LanguageServer):
         self.main_engine = main_engine or EngineManager()
         self.main_engine.telemetry = self.telemetry
         self.main_engine.notify = self._engine_notice
+        self.main_engine.retry_hint = f"Run the command `{RESTART_COMMAND}` (or restart the server)"
         self.cache: CompletionCache | None = None
         self.routes = Routes(self.main_engine)
         self.engine_load: asyncio.Task[None] | None = None  # the engines' load under way

@@ -58,7 +58,7 @@ class Deployment:
 
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    from lsp_copilot.models.folders import resolve_model
+    from lsp_copilot.models.resolve import resolve_model
 
     model, _ = resolve_model(FALLBACK)
     port = vllm_serve.free_port()

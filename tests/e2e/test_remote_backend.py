@@ -63,7 +63,7 @@ def vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     if EXISTING:
         yield Served(EXISTING, Path(os.environ["LSP_COPILOT_TEST_VLLM_LOG"]))
         return
-    from lsp_copilot.models.folders import resolve_model
+    from lsp_copilot.models.resolve import resolve_model
 
     model, _ = resolve_model(None)
     port = vllm_serve.free_port()

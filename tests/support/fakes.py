@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult
+from lsp_copilot.engine.base import Engine, EngineInfo, EngineRequest, EngineResult
 
 
 class CharCounter:
@@ -14,7 +14,7 @@ class CharCounter:
         return (len(text) + 2) // 3
 
 
-class FakeEngine:
+class FakeEngine(Engine):
     """Streams ``reply`` a few characters at a time; records every prompt it gets."""
 
     def __init__(self, reply: str = " a + b\n", step_s: float = 0.01) -> None:

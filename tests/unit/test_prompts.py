@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 
+from lsp_copilot.engine.base import Engine
 from lsp_copilot.prompts.templates import (
     TEMPLATES,
     PromptEncoder,
@@ -359,7 +360,7 @@ def test_encoder_from_the_transformers_tokenizer_vllm_loads() -> None:
 
 # -- wiring (FAKE engine: the template choice and the request, not the model) ---------
 
-class _FakeEngine:
+class _FakeEngine(Engine):
     """Records the requests it gets; answers a fixed text."""
 
     def __init__(self, template: str, encoder: PromptEncoder | None) -> None:

@@ -22,7 +22,9 @@ import pytest
 
 from lsp_copilot.engine.base import EngineRequest
 from lsp_copilot.engine.manager import EngineManager, explain_failure
-from lsp_copilot.engine.remote.backend import RemoteEngine, RemoteError, routing_key
+from lsp_copilot.engine.remote.backend import RemoteEngine
+from lsp_copilot.engine.remote.config import routing_key
+from lsp_copilot.engine.remote.errors import RemoteError
 from lsp_copilot.settings.core import Settings, parse_settings
 
 KEY = "test-key-5f1d0c9a"  # what the fake server expects; must never be logged
@@ -392,8 +394,7 @@ async def test_fake_server_manager_reports_failure_and_stays_up(
     assert not result.ok and manager.state == "failed"
     assert "refused the API key" in (manager.error or "")
     monkeypatch.setenv("FAKE_VLLM_KEY", KEY)
-    await manager.restart(settings(fake.url))
-    result = await manager.wait_ready()
+    result = await manager.retry()  # the user's lspCopilot.restartEngine, once the key is set
     assert result is not None and result.ok and manager.engine().info.model == "coder"
     await manager.shutdown()
 

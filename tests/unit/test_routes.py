@@ -95,6 +95,19 @@ async def test_each_kind_gets_its_engine_and_falls_back_to_main_until_it_is_read
     await routes.shutdown()
 
 
+async def test_another_routes_engine_tells_the_user_as_the_main_one_does() -> None:
+    """Its telemetry, its notices and the retry it names are the main engine's (the server
+    sets them on the main one only)."""
+    routes, _ = await _routes()
+    routes.main.retry_hint = "Run the retry command"
+    await routes.start(Settings(), "cpu", lambda _: None)
+    extra = routes.manager_for("singleLine")
+    assert extra is not routes.main
+    assert (extra.telemetry, extra.notify, extra.retry_hint) == (
+        routes.main.telemetry, routes.main.notify, "Run the retry command")
+    await routes.shutdown()
+
+
 async def test_the_completer_asks_the_routed_engine_and_says_which_answered() -> None:
     routes, _ = await _routes()
     settings = Settings(debounce_mode="off", deadline_ms=0)

@@ -16,6 +16,7 @@ from dataclasses import replace
 import pytest
 
 from lsp_copilot.engine.base import (
+    Engine,
     EngineDeadline,
     EngineDown,
     EngineInfo,
@@ -29,7 +30,7 @@ from lsp_copilot.server.protocol import RESTART_COMMAND
 from lsp_copilot.settings.core import Settings
 
 
-class FakeEngine:
+class FakeEngine(Engine):
     """Streams slowly; ``dead`` makes health checks fail, ``stuck`` makes everything hang."""
 
     def __init__(self, name: str = "fake") -> None:
@@ -109,6 +110,7 @@ class Factory:
 
 def _manager(factory: Factory, clock: FakeClock) -> tuple[EngineManager, list[tuple[str, str]]]:
     manager = EngineManager(factory, clock=clock, sleep=clock.sleep)  # type: ignore[arg-type]
+    manager.retry_hint = f"Run the command `{RESTART_COMMAND}`"  # as the server says it
     notices: list[tuple[str, str]] = []
     manager.notify = lambda level, message: notices.append((level, message))
     return manager, notices
@@ -295,7 +297,7 @@ async def test_fake_engine_slow_health_check_while_computing_is_not_restarted() 
     factory = Factory(engine, FakeEngine("replacement"))
     manager, notices = _manager(factory, clock)
     started = time.monotonic()
-    engine.busy_seconds = lambda: time.monotonic() - started  # type: ignore[attr-defined]
+    engine.busy_seconds = lambda: time.monotonic() - started  # type: ignore[method-assign]
 
     async def overloaded() -> None:
         await asyncio.Event().wait()  # a long engine step: no answer, but CPU in use
@@ -307,6 +309,18 @@ async def test_fake_engine_slow_health_check_while_computing_is_not_restarted() 
     await manager.shutdown()
 
 
+async def test_the_supervised_engine_forwards_what_the_protocol_declares_only() -> None:
+    engine = FakeEngine()
+    manager, _ = _manager(Factory(engine), FakeClock())
+    assert (await manager.start(SETTINGS)).ok
+    supervised = manager.engine()
+    assert supervised.encoder is None and supervised.busy_seconds() is None  # the defaults
+    engine.busy_seconds = lambda: 1.5  # type: ignore[method-assign]
+    assert supervised.busy_seconds() == 1.5
+    assert not hasattr(supervised, "dead")  # what else the engine has stays its own
+    await manager.shutdown()
+
+
 def test_restart_policy_doubles_up_to_a_cap() -> None:
     policy = RestartPolicy(backoff_s=1.0, backoff_max_s=10.0)
     assert [policy.delay(n) for n in range(1, 7)] == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
@@ -315,7 +329,7 @@ def test_restart_policy_doubles_up_to_a_cap() -> None:
 async def test_a_remote_backend_out_of_reach_is_tried_again_until_it_is_back() -> None:
     """Refused or silent (not a wrong key): tried again past engineMaxRestarts, every
     breakerCooldownMs at most, from the first load on; a wrong key stays failed."""
-    from lsp_copilot.engine.remote.backend import RemoteError, RemoteRetryable
+    from lsp_copilot.engine.remote.errors import RemoteError, RemoteRetryable
 
     clock = FakeClock()
     refused = RemoteRetryable("cannot connect to http://gpu-box:8000")
