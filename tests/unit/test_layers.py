@@ -111,9 +111,9 @@ def test_no_import_cycles() -> None:
 
 
 def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
-    """The graph is built from real imports: the server's app imports the pipeline."""
+    """The graph is built from real imports: the server state imports the pipeline."""
     graph = _graph()
-    assert f"{PACKAGE}.pipeline.completer" in graph[f"{PACKAGE}.server.app"]
+    assert f"{PACKAGE}.pipeline.completer" in graph[f"{PACKAGE}.server.state"]
     assert _rank("server") < _rank("pipeline")
 
 
