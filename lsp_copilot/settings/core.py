@@ -93,13 +93,12 @@ def _meant(key: str, value: Any, known: Mapping[str, Any]) -> list[str]:
     if isinstance(value, Mapping):
         return [name for sub, inner in value.items() for name in
                 _meant(f"{key}.{sub}", inner, known)]
-    words = [word for part in key.split(".") if part not in (SECTION, *_OLD_SECTIONS)
-             for word in part.split("_") if word]
-    for start in range(len(words)):
-        name = words[start] + "".join(w[:1].upper() + w[1:] for w in words[start + 1:])
-        if name in known:
-            return [name]
-    return []
+    parts = [part for part in key.split(".") if part not in (SECTION, *_OLD_SECTIONS)]
+    if parts[:2] == ["engine", "remote"]:
+        parts = parts[1:]
+    words = [word for part in parts for word in part.split("_") if word]
+    name = "".join(w[:1].upper() + w[1:] if i else w for i, w in enumerate(words))
+    return [name] if name in known else []
 
 
 def _unknown(key: str, value: Any, known: Mapping[str, Any]) -> str:
