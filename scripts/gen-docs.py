@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Regenerate docs/configuration.md and the VS Code extension's settings
-(editors/vscode/package.json) from the server's own settings (lsp_copilot/config.py)."""
+(editors/vscode/package.json) from the server's own settings (lsp_copilot/settings/)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lsp_copilot.settings.core import ENGINE_FIELDS, Settings, _camel_to_snake, parse_settings
+from lsp_copilot.settings.core import Settings, parse_settings, restarts_engine
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,7 @@ def build(base: Settings) -> tuple[Experiment | None, list[str]]:
     for name, overrides in (value.items() if isinstance(value, Mapping) else value):
         kept: dict[str, Any] = {}
         for key, v in dict(overrides).items():
-            snake = _camel_to_snake(str(key))
-            if snake in ENGINE_FIELDS or snake == "experiment":
+            if restarts_engine(str(key)) or key == "experiment":
                 problems.append(f"experiment arm {name!r}: {key!r} cannot differ between arms "
                                 "(it needs its own engine); ignored")
             else:

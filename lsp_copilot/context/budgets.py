@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lsp_copilot.settings.core import BUDGET_KEYS, Settings
+from lsp_copilot.settings.context import BUDGET_KEYS
+from lsp_copilot.settings.core import Settings
 
 GPU_DEFAULTS = {"singleLine": 2048, "multiLine": 6144, "explicit": 8192}
 """Seed 004's sizes: about 2K tokens for a line, more for a block, most when asked."""

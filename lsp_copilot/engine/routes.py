@@ -22,7 +22,8 @@ from typing import Any
 from lsp_copilot.engine.base import Engine, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager, Reporter
 from lsp_copilot.models.presets import default_preset, typing_preset
-from lsp_copilot.settings.core import ROUTE_KINDS, Settings
+from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.engine import ROUTE_KINDS
 
 log = logging.getLogger(__name__)
 

@@ -13,18 +13,18 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lsp_copilot.settings.checks import json_schema
 from lsp_copilot.settings.core import (
     ENGINE_FIELDS,
+    GROUPS,
+    SECTION,
     Settings,
     camel,
-    json_schema,
     setting_docs,
-    settings_table,
 )
 
 DOC_PATH = Path("docs") / "configuration.md"
 PACKAGE_PATH = Path("editors") / "vscode" / "package.json"
-VSCODE_SECTION = "lspCopilot"
 
 VSCODE_CLIENT_SETTINGS: dict[str, dict[str, Any]] = {
     "serverPath": {
@@ -51,7 +51,7 @@ VSCODE_CLIENT_SETTINGS: dict[str, dict[str, Any]] = {
 HEADER = """\
 # Configuration
 
-<!-- Generated from lsp_copilot/config.py by scripts/gen-docs.py: do not edit by hand. -->
+<!-- Generated from lsp_copilot/settings/ by scripts/gen-docs.py: do not edit by hand. -->
 
 The server reads its settings from the editor: `initializationOptions` when it starts,
 then `workspace/didChangeConfiguration`. Put them under an `lspCopilot` key (or flat);
@@ -62,12 +62,12 @@ each client has its own place for them:
 - Neovim: `require('lsp_copilot').setup({ settings = { ... } })`.
 - Emacs: `(setq lsp-copilot-server-settings '(:maxTokensSingleLine 32))`.
 
-Names are camelCase on the wire; snake_case works too, and so do nested objects and
-dotted keys, read as the camelCase name they spell: `{"engine": {"backend": "remote"}}`
-and `"engine.backend"` both set `engineBackend`, `engine.remote.url` and `remote.url`
-set `remoteUrl`. A bad value (wrong type, out of range, unknown name) is reported to the
-editor (`window/showMessage`) and replaced by its default; the server keeps running.
-Combinations the engine cannot load (for example `draft_model` without
+Names have one spelling: camelCase, as below, one flat name each (`"engineBackend":
+"remote"`). Other spellings (snake_case, nested objects such as `{"engine": {"backend":
+"remote"}}`, dotted keys, an `lsp-copilot` or `lsp_copilot` object) are ignored with a
+warning that names the right one. A bad value (wrong type, out of range, unknown name) is
+reported to the editor (`window/showMessage`) and replaced by its default; the server
+keeps running. Combinations the engine cannot load (for example `draft_model` without
 `speculativeModel`) are refused with a sentence naming the fix before vLLM is imported.
 """
 
@@ -99,14 +99,27 @@ def engine_settings() -> list[str]:
     return [camel(name) for name, _, _ in setting_docs() if name in ENGINE_FIELDS]
 
 
+def settings_tables() -> str:
+    """One table of settings per group, under the group's heading (its docstring's first
+    line: "Title: what the group is for.")."""
+    out: list[str] = []
+    for group in GROUPS:
+        title, _, about = (group.__doc__ or "").strip().splitlines()[0].partition(": ")
+        out += [f"### {title}\n", about[:1].upper() + about[1:], "",
+                "| setting | default | what it does |", "|---|---|---|"]
+        out += [f"| `{camel(f.name)}` | `{json.dumps(f.default)}` | {f.metadata['doc']} |"
+                for f in dataclasses.fields(group)]
+        out.append("")
+    return "\n".join(out)
+
+
 def configuration_markdown() -> str:
     """The whole of docs/configuration.md."""
     restart = ", ".join(f"`{name}`" for name in engine_settings())
     return "\n".join([
         HEADER,
         "## Settings\n",
-        settings_table(),
-        "",
+        settings_tables(),
         f"Changing one of these restarts the engine: {restart}. They map to vLLM's engine "
         "arguments in one place, `engine_args` in `lsp_copilot/engine/vllm.py`; a null "
         "value keeps vLLM's own default. The others take effect at once.",
@@ -137,7 +150,7 @@ def vscode_configuration() -> dict[str, Any]:
     then every server setting with its schema, the server's default and its doc. The
     extension sends only the server settings the user has set."""
     properties: dict[str, Any] = {
-        f"{VSCODE_SECTION}.{name}": dict(spec, order=i)
+        f"{SECTION}.{name}": dict(spec, order=i)
         for i, (name, spec) in enumerate(VSCODE_CLIENT_SETTINGS.items())}
     offset = len(properties)
     for i, f in enumerate(dataclasses.fields(Settings)):
@@ -147,7 +160,7 @@ def vscode_configuration() -> dict[str, Any]:
             doc += (" In VS Code it may also be set per language (`\"[markdown]\": "
                     "{\"lspCopilot.enable\": false}`): the extension sends such languages "
                     "as disabledLanguages.")
-        properties[f"{VSCODE_SECTION}.{camel(f.name)}"] = {
+        properties[f"{SECTION}.{camel(f.name)}"] = {
             **json_schema(f.metadata["check"]),
             "default": _json_default(f.default),
             "markdownDescription": doc,

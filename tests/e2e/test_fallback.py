@@ -76,7 +76,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
                     config=ClientServerConfig(server_command=SERVER, server_env=ENV))
 async def client(lsp_client: LanguageClient, deployment: Deployment):  # type: ignore[no-untyped-def]
     settings = {"lspCopilot": {
-        "engine": {"backend": "remote"}, "remoteUrl": deployment.url,
+        "engineBackend": "remote", "remoteUrl": deployment.url,
         "remoteApiKeyEnv": "LSP_COPILOT_TEST_FALLBACK_KEY", "remoteRetries": 0,
         "routes": {kind: ["main", FALLBACK] for kind in KINDS},
         "breakerFailures": 2, "breakerCooldownMs": 2_000,

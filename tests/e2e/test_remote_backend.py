@@ -3,7 +3,7 @@ loopback.
 
 One vLLM server for the module, started with an API key from the environment
 (VLLM_API_KEY) and prefix caching with cached-token details; one lsp-copilot server
-configured with ``engine.backend = "remote"`` talks to it through the real protocol.
+configured with ``engineBackend = "remote"`` talks to it through the real protocol.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 
 def remote_settings(url: str, **extra: Any) -> dict[str, Any]:
-    return {"lspCopilot": {"engine": {"backend": "remote"}, "remoteUrl": url,
+    return {"lspCopilot": {"engineBackend": "remote", "remoteUrl": url,
                            "remoteApiKeyEnv": "LSP_COPILOT_TEST_GOOD_KEY",
                            # one suggestion: each test counts the engine calls it makes
                            "cache": False, "maxSuggestions": 1, **SLOW_MACHINE, **extra}}

@@ -7,11 +7,58 @@ def test_defaults_and_docs_for_every_setting() -> None:
     assert all(doc for _, _, doc in docs)
 
 
-def test_camel_case_nested_and_flat() -> None:
+def test_camel_case_under_the_section_and_flat() -> None:
     s, errors = parse_settings({"lspCopilot": {"maxPromptTokens": 512, "model": "/m"}})
     assert (s.max_prompt_tokens, s.model, errors) == (512, "/m", [])
-    s, errors = parse_settings({"max_prompt_tokens": 256})
+    s, errors = parse_settings({"maxPromptTokens": 256})
     assert s.max_prompt_tokens == 256 and not errors
+
+
+def test_old_spellings_are_ignored_with_the_right_one_named() -> None:
+    base = Settings(max_prompt_tokens=999)
+    for raw, right in (
+        ({"max_prompt_tokens": 256}, "maxPromptTokens"),
+        ({"lspCopilot": {"engine": {"backend": "remote"}}}, "engineBackend"),
+        ({"engine.backend": "remote"}, "engineBackend"),
+        ({"engine": {"remote": {"url": "https://x"}}}, "remoteUrl"),
+        ({"remote.apiKeyEnv": "TEAM_KEY"}, "remoteApiKeyEnv"),
+        ({"lspCopilot.remoteRetries": 4}, "remoteRetries"),
+    ):
+        s, errors = parse_settings(raw, base)
+        assert s == base, raw
+        assert len(errors) == 1 and f"spell it {right!r}" in errors[0], (raw, errors)
+    for section in ("lsp-copilot", "lsp_copilot"):
+        s, errors = parse_settings({section: {"maxPromptTokens": 256}}, base)
+        assert s == base and errors == [
+            f"settings under {section!r} ignored: put them under 'lspCopilot'"]
+
+
+def test_restarting_the_engine_is_a_flag_of_the_field() -> None:
+    import dataclasses
+
+    from lsp_copilot.acceptance import experiment
+    from lsp_copilot.settings.core import ENGINE_FIELDS, restarts_engine
+
+    flagged = {f.name for f in dataclasses.fields(Settings) if f.metadata["restarts_engine"]}
+    assert flagged == ENGINE_FIELDS and "engine_niceness" in flagged
+    assert {"model", "engine_backend", "remote_url"} <= flagged
+    assert not {"temperature", "routes", "template", "max_queue"} & flagged
+    assert restarts_engine("engineNiceness") and not restarts_engine("engine_niceness")
+    a = Settings()
+    assert parse_settings({"engineNiceness": 0}, a)[0].engine_key() != a.engine_key()
+    _, problems = experiment.build(parse_settings(
+        {"experiment": {"a": {}, "b": {"engineNiceness": 0, "deadlineMs": 600}}})[0])
+    assert problems == ["experiment arm 'b': 'engineNiceness' cannot differ between arms "
+                        "(it needs its own engine); ignored"]
+
+
+def test_the_template_setting_accepts_the_prompt_families() -> None:
+    """Settings cannot import the prompts package (it sits above them): the names the
+    setting accepts are listed twice, and this keeps the lists equal."""
+    from lsp_copilot.prompts.templates import TEMPLATE_NAMES as DEFINED
+    from lsp_copilot.settings.context import TEMPLATE_NAMES
+
+    assert TEMPLATE_NAMES == DEFINED
 
 
 def test_bad_values_are_reported_and_replaced_by_default() -> None:
@@ -94,7 +141,7 @@ def test_every_setting_declares_a_json_schema_its_default_fits() -> None:
     """The schema VS Code validates with agrees with the server's own check."""
     import dataclasses
 
-    from lsp_copilot.settings.core import Settings, json_schema
+    from lsp_copilot.settings.checks import json_schema
     from lsp_copilot.settings.doc import _json_default
 
     python_types = {"string": str, "boolean": bool, "integer": int, "number": (int, float),

@@ -1,0 +1,44 @@
+"""Supervision settings: how long an engine call may take, how its health is checked, and
+when its circuit breaker keeps requests away. They apply at once, without a restart."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lsp_copilot.settings.checks import int_range, setting
+
+
+@dataclass(frozen=True)
+class SupervisionSettings:
+    """Supervision: timeouts, health checks, circuit breakers and restarts."""
+
+    request_timeout_ms: int = setting(
+        30_000, "Deadline of one engine call; past it the request is answered empty and the "
+        "engine's health is checked.", int_range(50, 3_600_000)
+    )
+    health_check_interval_ms: int = setting(
+        5_000, "How often the engine is asked to prove it is alive.", int_range(50, 3_600_000)
+    )
+    health_check_timeout_ms: int = setting(
+        20_000, "An engine that does not answer a health check within this is restarted.",
+        int_range(50, 3_600_000)
+    )
+    breaker_failures: int = setting(
+        3, "Failed or timed-out engine calls within breakerWindowMs that open the engine's "
+        "circuit breaker: no requests go to it (they take the next engine of their route) "
+        "until, breakerCooldownMs later, one probe answers. 0: never opens.",
+        int_range(0, 1000)
+    )
+    breaker_window_ms: int = setting(
+        30_000, "How far back failures count for breakerFailures.", int_range(100, 3_600_000)
+    )
+    breaker_cooldown_ms: int = setting(
+        10_000, "How long an open breaker keeps requests away before one probe; also the "
+        "longest wait between tries to reach a remote backend that went down.",
+        int_range(100, 3_600_000)
+    )
+    engine_max_restarts: int = setting(
+        3, "Automatic engine restarts within 10 minutes; past that it stays down until the "
+        "lspCopilot.restartEngine command (a remote backend is tried again until it is "
+        "back).", int_range(0, 1000)
+    )
