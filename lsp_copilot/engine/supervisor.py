@@ -75,11 +75,6 @@ class SupervisedEngine:
         self.counter: TokenCounter = inner.counter
         self.encoder = getattr(inner, "encoder", None)  # token-id prompts (prompts.py)
 
-    @property
-    def inner(self) -> Engine:
-        """The engine itself, for benchmarks that reach into vLLM (prefix-cache reset)."""
-        return self._inner
-
     def __getattr__(self, name: str) -> Any:
         """Anything else a backend offers (its tokenizer, ...) is the inner engine's."""
         return getattr(self._inner, name)
