@@ -18,13 +18,16 @@ import random
 import re
 import resource
 import statistics
-import sysconfig
 import time
 from pathlib import Path
 from typing import Any
 
 from benchmarks import languages as bench_languages
+from benchmarks.baseline import prefix_only
 from benchmarks.context_audit import LayerAudit
+from benchmarks.corpus import default_corpus
+from benchmarks.holes import LineRule, pick_line
+from benchmarks.metrics import median
 from lsp_copilot.cli.audit import engine_counter
 from lsp_copilot.context.builder import build_context
 from lsp_copilot.context.index import WorkspaceIndex
@@ -32,40 +35,19 @@ from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.language.ids import language_id_for_path
 from lsp_copilot.prompts.templates import template_for
+from lsp_copilot.telemetry import percentile
 from lsp_copilot.tokens import TokenCounter
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 BUDGET = 1024
+RECALL_LINES = LineRule(after_row=10, max_chars=100,
+                        prose=("#", "//", "/*", "*", '"', "'"))
+"""Recall positions; a line starting with "--" counts as code here (it did when the
+published figures were measured: the standard library has 624 such lines)."""
 
 
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _prefix_only(data: bytes, offset: int, counter: TokenCounter, budget: int) -> str:
-    """The baseline: as many whole lines before the cursor as fit in ``budget`` tokens."""
-    line_start = data.rfind(b"\n", 0, offset) + 1
-    prompt = data[line_start:offset].decode("utf-8", "replace")
-    pos = line_start
-    # Grow by blocks of lines, then line by line, so counting stays cheap.
-    while pos > 0:
-        start = pos
-        for _ in range(8):
-            start = data.rfind(b"\n", 0, max(0, start - 1)) + 1
-            if start == 0:
-                break
-        candidate = data[start:offset].decode("utf-8", "replace")
-        if counter.count(candidate) <= budget:
-            prompt, pos = candidate, start
-            continue
-        while pos > 0:
-            start = data.rfind(b"\n", 0, pos - 1) + 1
-            candidate = data[start:offset].decode("utf-8", "replace")
-            if counter.count(candidate) > budget:
-                break
-            prompt, pos = candidate, start
-        break
-    return prompt
 
 
 def _sample(index: WorkspaceIndex, count: int, seed: int) -> list[tuple[str, int, int]]:
@@ -81,16 +63,9 @@ def _sample(index: WorkspaceIndex, count: int, seed: int) -> list[tuple[str, int
             lines = (index.root / rel).read_text("utf-8").split("\n")
         except (OSError, UnicodeDecodeError):
             continue
-        candidates = [i for i, line in enumerate(lines)
-                      if 20 <= len(line.strip()) <= 100 and i > 10
-                      and not line.strip().startswith(("#", "//", "/*", "*", '"', "'"))]
-        if not candidates:
-            continue
-        i = rng.choice(candidates)
-        line = lines[i]
-        stripped = line.lstrip()
-        cut = len(line) - len(stripped) + (stripped.find(" ") + 1 or max(1, len(stripped) // 3))
-        out.append((rel, i, cut))
+        got = pick_line(lines, rng, RECALL_LINES)
+        if got is not None:
+            out.append((rel, *got))
     return out
 
 
@@ -139,7 +114,7 @@ def recall(index: WorkspaceIndex, counter: TokenCounter, count: int, seed: int =
             layers.add(ctx)
             exact = counter.count(ctx.prompt)
             exceeded += exact > budget
-            baseline = _prefix_only(snap.data, offset, counter, exact)
+            baseline = prefix_only(snap.data, offset, counter, exact)
             ours_tokens.append(exact)
             for name in names:
                 total += 1
@@ -159,14 +134,9 @@ def recall(index: WorkspaceIndex, counter: TokenCounter, count: int, seed: int =
         "recall_context_engine": round(ours, 3),
         "recall_prefix_only_same_tokens": round(base, 3),
         "ratio": round(ours / base, 2) if base else None,
-        "build_ms_p50": round(statistics.median(build_ms), 2) if build_ms else None,
+        "build_ms_p50": median(build_ms, 2),
         "layers_across_requests": layers.report(),
     }
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def speed(index: WorkspaceIndex, counter: TokenCounter, keystrokes: int = 300) -> dict[str, Any]:
@@ -235,17 +205,17 @@ def speed(index: WorkspaceIndex, counter: TokenCounter, keystrokes: int = 300) -
         "keystrokes": len(build_ms),
         "context_build_ms_cold": round(cold_ms, 1),
         "context_build_ms_p50": round(statistics.median(build_ms), 2),
-        "context_build_ms_p99": round(_percentile(build_ms, 0.99), 2),
-        "context_build_cpu_ms_p99": round(_percentile(build_cpu_ms, 0.99), 2),
+        "context_build_ms_p99": round(percentile(sorted(build_ms), 0.99), 2),
+        "context_build_cpu_ms_p99": round(percentile(sorted(build_cpu_ms), 0.99), 2),
         "reparse_ms_median": round(statistics.median(reparse_ms), 3),
-        "reparse_ms_p99": round(_percentile(reparse_ms, 0.99), 3),
+        "reparse_ms_p99": round(percentile(sorted(reparse_ms), 0.99), 3),
     }
 
 
 def run(corpus: Path | None, count: int, model: str | None,
         language_folders: dict[str, Path] | None = None, per_language: int = 0,
         ) -> dict[str, Any]:
-    corpus = corpus or Path(sysconfig.get_paths()["stdlib"])
+    corpus = corpus or default_corpus()
     counter = engine_counter(model)
     counter.count("warm up")
     rss_before = _rss_mb()

@@ -14,19 +14,16 @@ is absent is skipped, with the reason in the report.
 
 from __future__ import annotations
 
-import functools
 import random
 import re
-import sysconfig
-import tarfile
-import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import tree_sitter
 
+from benchmarks.corpus import SOURCES, Reader, archive_files, default_corpus, folder_files
 from lsp_copilot.context.builder import build_context
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.language.ids import ts_language
@@ -50,19 +47,14 @@ class Corpus:
 
 
 CORPORA: dict[str, Corpus] = {
-    "go": Corpus("go", (".go",), ("/usr/share/go-1.19/src", "/usr/lib/go-1.19/src",
-                                  "/usr/share/go/src", "/usr/lib/go/src"),
-                 "apt-get install golang-src"),
-    "rust": Corpus("rust", (".rs",), ("/usr/lib/rustlib/src/rust/library",),
-                   "apt-get install rust-src"),
-    "cpp": Corpus("cpp", (), ("/usr/include/c++/12",), "apt-get install libstdc++-12-dev"),
-    "java": Corpus("java", (".java",), ("/usr/lib/jvm/openjdk-17/lib/src.zip",
-                                        "/usr/lib/jvm/java-17-openjdk-amd64/lib/src.zip"),
-                   "apt-get install openjdk-17-source"),
+    "go": Corpus("go", (".go",), SOURCES["go"], "apt-get install golang-src"),
+    "rust": Corpus("rust", (".rs",), SOURCES["rust"], "apt-get install rust-src"),
+    "cpp": Corpus("cpp", (), SOURCES["cpp"], "apt-get install libstdc++-12-dev"),
+    "java": Corpus("java", (".java",), SOURCES["java"], "apt-get install openjdk-17-source"),
     "typescript": Corpus("typescript", (".ts",), ("/tmp/lsp-copilot-npm",),
                          "npm pack <a package shipping .ts sources, e.g. zod> into "
                          "/tmp/lsp-copilot-npm (the .tgz is read as it is)"),
-    "python": Corpus("python", (".py",), (sysconfig.get_paths()["stdlib"],),
+    "python": Corpus("python", (".py",), (str(default_corpus()),),
                      "the running interpreter's standard library"),
 }
 
@@ -92,34 +84,20 @@ class Position:
     cursor_col: int
 
 
-def _files(root: Path, extensions: tuple[str, ...]) -> list[tuple[str, Callable[[], bytes]]]:
-    """(name, reader) of the corpus's files, in a stable order; read only when needed."""
-    def wanted(name: str, size: int) -> bool:
-        base = name.rsplit("/", 1)[-1]
-        if size > MAX_FILE_BYTES:
-            return False
-        if extensions:
-            return base.endswith(extensions) and not base.endswith(".d.ts")
-        return "." not in base or base.endswith((".h", ".tcc", ".hpp", ".cc"))
-
-    out: list[tuple[str, Callable[[], bytes]]] = []
-    if root.is_file() and root.suffix == ".zip":
-        z = zipfile.ZipFile(root)
-        out = [(i.filename, functools.partial(z.read, i)) for i in z.infolist()
-               if wanted(i.filename, i.file_size)]
-    elif root.is_file() and root.suffix in (".tgz", ".gz"):
-        with tarfile.open(root) as t:
-            out = [(m.name, functools.partial(lambda d: d, f.read())) for m in t.getmembers()
-                   if m.isfile() and wanted(m.name, m.size)
-                   and (f := t.extractfile(m)) is not None]
+def _files(root: Path, extensions: tuple[str, ...]) -> list[tuple[str, Reader]]:
+    """(name, reader) of the corpus's files, in a stable order; read only when needed.
+    A folder's archives (npm ``.tgz`` files side by side) are read as part of it."""
+    out: list[tuple[str, Reader]] = []
+    if root.is_file() and root.suffix in (".zip", ".tgz", ".gz"):
+        out = archive_files(root, extensions, MAX_FILE_BYTES)
     elif root.is_dir():
-        for path in root.rglob("*"):
-            if path.suffix in (".tgz", ".zip") and path.parent == root:
+        for path in root.iterdir():
+            if path.suffix in (".tgz", ".zip"):
                 out += [(f"{path.name}/{n}", r) for n, r in _files(path, extensions)]
-            elif ("site-packages" not in path.parts and path.is_file()
-                  and wanted(path.name, path.stat().st_size)):
-                out.append((str(path.relative_to(root)), path.read_bytes))
-    return sorted(out, key=lambda f: f[0])
+        out += [(str(path.relative_to(root)), read)
+                for path, read in folder_files(root, extensions, MAX_FILE_BYTES)
+                if "site-packages" not in path.parts]
+    return sorted((f for f in out if not f[0].endswith(".d.ts")), key=lambda f: f[0])
 
 
 def _name_node(node: tree_sitter.Node) -> tree_sitter.Node | None:

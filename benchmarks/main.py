@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import difflib
 import random
 import statistics
 import sys
-import sysconfig
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.corpus import default_corpus, python_files
+from benchmarks.holes import LineRule, pick_line
+from benchmarks.metrics import edit_similarity, median, share
 from lsp_copilot.context.builder import build_context
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.engine.base import Engine, EngineRequest
@@ -29,10 +30,9 @@ from lsp_copilot.language.ids import language_id_for_path
 from lsp_copilot.postprocess.finalize import Cursor, finalize, stop_rule
 from lsp_copilot.prompts.templates import Template, template_for
 from lsp_copilot.settings.core import Settings
+from lsp_copilot.telemetry import Telemetry
 
-
-def default_corpus() -> Path:
-    return Path(sysconfig.get_paths()["stdlib"])
+PROMPT_LINES = LineRule(after_row=20, max_chars=80, prose=("#", '"', "'"))
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,7 @@ class Hole:
 def cut_holes(corpus: Path, count: int, seed: int = 0) -> list[Hole]:
     """Single-line holes: the rest of a line of real code, cut after its first token."""
     rng = random.Random(seed)
-    files = sorted(p for p in corpus.rglob("*.py") if "test" not in p.parts
-                   and 2_000 < p.stat().st_size < 200_000)
+    files = python_files(corpus, 2_000, 200_000, lambda p: "test" in p.parts)
     rng.shuffle(files)
     store = DocumentStore()
     holes: list[Hole] = []
@@ -56,17 +55,11 @@ def cut_holes(corpus: Path, count: int, seed: int = 0) -> list[Hole]:
             break
         text = path.read_text("utf-8", "replace")
         lines = text.split("\n")
-        candidates = [
-            i for i, line in enumerate(lines)
-            if 20 <= len(line.strip()) <= 80 and not line.strip().startswith(("#", '"', "'"))
-            and i > 20
-        ]
-        if not candidates:
+        got = pick_line(lines, rng, PROMPT_LINES)
+        if got is None:
             continue
-        i = rng.choice(candidates)
+        i, cut = got
         line = lines[i]
-        stripped = line.lstrip()
-        cut = len(line) - len(stripped) + max(1, stripped.find(" ") + 1 or len(stripped) // 3)
         uri = path.as_uri()
         store.open(uri, language_id_for_path(str(path)), 1, text)
         offset = store.get_offset(uri, i, cut, "utf-32")
@@ -74,10 +67,6 @@ def cut_holes(corpus: Path, count: int, seed: int = 0) -> list[Hole]:
                           Cursor(line[:cut], line[cut:])))
         store.close(uri)
     return holes
-
-
-def edit_similarity(a: str, b: str) -> float:
-    return difflib.SequenceMatcher(None, a, b).ratio()
 
 
 async def _fill(engine: Engine, hole: Hole, template: Template, header: str, n: int) -> str:
@@ -96,25 +85,35 @@ async def _fill(engine: Engine, hole: Hole, template: Template, header: str, n: 
     return finalize(result.text, "single-line", cursor)
 
 
-class _Keeping(EngineFactory):
-    """The real factory, keeping the engine it made: the first-token benchmark empties
-    vLLM's prefix cache, which the supervised engine does not reach."""
+class _Built:
+    """The real engine factory, keeping the engine it built: ``bench engine`` empties
+    vLLM's prefix cache between runs, which nothing in the pipeline does."""
 
-    made: Engine | None = None
+    def __init__(self) -> None:
+        self.engine: Engine | None = None
 
     def __call__(self, settings: Settings, report: Reporter) -> Engine:
-        self.made = super().__call__(settings, report)
-        return self.made
+        self.engine = EngineFactory()(settings, report)
+        return self.engine
 
 
-async def _start(settings: Settings) -> tuple[EngineManager, Engine, Engine, float]:
-    """The manager, its supervised engine, the engine itself, and the load's seconds."""
-    factory = _Keeping()
-    manager = EngineManager(factory)
+@dataclass
+class _Recorder(Telemetry):
+    """Telemetry that keeps the Completer's per-request trace records."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def trace(self, record: dict[str, Any]) -> None:
+        self.records.append(record)
+
+
+async def _start(settings: Settings) -> tuple[EngineManager, Engine, float, _Built]:
+    built = _Built()
+    manager = EngineManager(built)
     result = await manager.start(settings)
-    if not result.ok or factory.made is None:
+    if not result.ok:
         raise SystemExit(f"error: the engine could not start: {result.message}")
-    return manager, manager.engine(), factory.made, result.seconds
+    return manager, manager.engine(), result.seconds, built
 
 
 async def bench_prompt(corpus: Path, count: int, settings: Settings) -> list[dict[str, Any]]:
@@ -219,26 +218,24 @@ async def _decode(engine: Engine, holes: list[Hole], max_tokens: int) -> dict[st
         "decoded_tokens": decode_tokens,
         # Prefill included (the same prompts in every run): robust to other load.
         "tokens_per_cpu_second": round(generated / cpu, 1) if cpu > 0 else None,
-        "first_token_ms_p50": round(statistics.median(first_tokens), 1) if first_tokens else None,
+        "first_token_ms_p50": median(first_tokens),
         "draft_tokens": int(spec["draft_tokens"]),
         "accepted_tokens": int(spec["accepted_tokens"]),
-        "acceptance_rate": round(spec["accepted_tokens"] / spec["draft_tokens"], 3)
-        if spec["draft_tokens"] else None,
+        "acceptance_rate": share(spec["accepted_tokens"], spec["draft_tokens"]),
         # Tokens per verification step: 1 (the target's own) + the accepted drafts.
         "mean_acceptance_length": round(1 + spec["accepted_tokens"] / spec["drafts"], 2)
         if spec["drafts"] else None,
     }
 
 
-def _completer(manager: EngineManager, settings: Settings) -> Any:
+def _completer(manager: EngineManager, settings: Settings, telemetry: Telemetry) -> Any:
     from lsp_copilot.pipeline.completer import Completer
-    from lsp_copilot.telemetry import Telemetry
 
     # One engine call per keystroke: no debounce, merge, typing-through or cache.
     s = dataclasses.replace(settings, debounce_mode="off", merge=False, typing_through=False,
                             cache=False, prefetch=False, max_tokens_single_line=4,
                             max_tokens_multi_line=4, warm_up=False)
-    return Completer(manager, Telemetry(), lambda: s)
+    return Completer(manager, telemetry, lambda: s)
 
 
 async def _typing(manager: EngineManager, settings: Settings, corpus: Path,
@@ -247,7 +244,7 @@ async def _typing(manager: EngineManager, settings: Settings, corpus: Path,
     how much of the prompt tokens vLLM's prefix cache serves."""
     from benchmarks.typing_replay import make_scripts
 
-    completer = _completer(manager, settings)
+    completer = _completer(manager, settings, Telemetry())
     store = DocumentStore()
     keys = 0
     for script in make_scripts(corpus, keystrokes):
@@ -264,10 +261,10 @@ async def _typing(manager: EngineManager, settings: Settings, corpus: Path,
     prompt, cached = counters["prompt_tokens"], counters["cached_prompt_tokens"]
     return {"keystrokes": keys, "engine_requests": counters["engine_requests"],
             "prompt_tokens": prompt, "cached_prompt_tokens": cached,
-            "cached_share": round(cached / prompt, 3) if prompt else None}
+            "cached_share": share(cached, prompt)}
 
 
-async def _first_token(manager: EngineManager, engine: Engine, made: Engine,
+async def _first_token(manager: EngineManager, engine: Engine, built: Engine | None,
                        settings: Settings, corpus: Path, documents: int) -> dict[str, Any]:
     """Time to first token of a document's first completion, cold and after the warm-up.
 
@@ -278,12 +275,12 @@ async def _first_token(manager: EngineManager, engine: Engine, made: Engine,
     from benchmarks.typing_replay import make_scripts
     from lsp_copilot.pipeline.warmup import Warmer
 
-    llm = getattr(made, "_llm", None)  # vLLM's AsyncLLM
+    llm = getattr(built, "_llm", None)  # vLLM's AsyncLLM, inside the embedded engine
     if llm is None or not hasattr(llm, "reset_prefix_cache"):
         return {"error": "this engine cannot empty its prefix cache"}
-    completer = _completer(manager, settings)
-    records: list[dict[str, Any]] = []
-    completer.telemetry.trace = records.append  # the Completer's per-request record
+    telemetry = _Recorder()
+    records = telemetry.records
+    completer = _completer(manager, settings, telemetry)
     warmer = Warmer(completer, completer.telemetry, lambda: settings)
     store = DocumentStore()
     runs: dict[str, list[dict[str, Any]]] = {"cold": [], "warm": []}
@@ -307,19 +304,16 @@ async def _first_token(manager: EngineManager, engine: Engine, made: Engine,
             if records and records[-1].get("first_token_ms") is not None:
                 runs[label].append(records[-1])
 
-    def p50(values: list[float]) -> float | None:
-        return round(statistics.median(values), 1) if values else None
-
     def cached(label: str) -> float | None:
         shares = [1 - r["uncached"] / r["prompt_tokens"] for r in runs[label]
                   if r.get("prompt_tokens")]
         return round(statistics.mean(shares), 3) if shares else None
 
     return {"documents": len(scripts),
-            "cold_ms_p50": p50([r["first_token_ms"] for r in runs["cold"]]),
-            "warm_ms_p50": p50([r["first_token_ms"] for r in runs["warm"]]),
+            "cold_ms_p50": median([r["first_token_ms"] for r in runs["cold"]]),
+            "warm_ms_p50": median([r["first_token_ms"] for r in runs["warm"]]),
             "cold_cached_share": cached("cold"), "warm_cached_share": cached("warm"),
-            "warm_up_ms_p50": p50(warm_ms)}
+            "warm_up_ms_p50": median(warm_ms)}
 
 
 async def bench_engine(corpus: Path, count: int, settings: Settings,
@@ -332,14 +326,14 @@ async def bench_engine(corpus: Path, count: int, settings: Settings,
     variants.append(("none", dataclasses.replace(settings, speculative_method="none")))
     out: dict[str, Any] = {}
     for label, variant in variants:
-        manager, engine, made, load_seconds = await _start(variant)
+        manager, engine, load_seconds, built = await _start(variant)
         try:
             run: dict[str, Any] = {"load_seconds": round(load_seconds, 1)}
             run.update(await _decode(engine, holes, max_tokens))
             print(f"bench engine: {label}: {run}", file=sys.stderr, flush=True)
             if label != "none":
                 out["engine"] = engine.info.as_dict()
-                out["first_token"] = await _first_token(manager, engine, made, variant,
+                out["first_token"] = await _first_token(manager, engine, built.engine, variant,
                                                         corpus, max(3, count // 4))
                 print(f"bench engine: {out['first_token']}", file=sys.stderr, flush=True)
                 out["typing_replay"] = await _typing(manager, variant, corpus, keystrokes)

@@ -16,41 +16,34 @@ and the share of empty answers.
 from __future__ import annotations
 
 import asyncio
-import difflib
 import json
 import random
 import statistics
 import sys
-import sysconfig
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.context import _prefix_only
+from benchmarks.baseline import prefix_only_context
+from benchmarks.corpus import default_corpus
+from benchmarks.holes import LineRule, indent_width, pick_block, pick_line
+from benchmarks.metrics import edit_similarity
 from lsp_copilot.context.budgets import budgets_for
-from lsp_copilot.context.builder import Context, Layer
 from lsp_copilot.context.index import WorkspaceIndex
 from lsp_copilot.context.workspace import Workspace
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.language.ids import language_id_for_path, parser_for
-from lsp_copilot.language.trigger import BLOCK_OPENERS, Mode, completion_mode
+from lsp_copilot.language.trigger import BLOCK_OPENERS, completion_mode
 from lsp_copilot.pipeline.completer import Completer
 from lsp_copilot.postprocess.finalize import parse_inserted
-from lsp_copilot.prompts.templates import Template
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
-from lsp_copilot.tokens import TokenCounter
 
-MAX_BODY_LINES = 6
-MAX_BODY_CHARS = 320
-_PROSE = ("#", "//", "/*", "*", '"', "'", "--")
-
-
-def default_corpus() -> Path:
-    return Path(sysconfig.get_paths()["stdlib"])
+PROSE = ("#", "//", "/*", "*", '"', "'", "--")
+LINES = LineRule(after_row=10, max_chars=100, prose=PROSE)
 
 
 @dataclass(frozen=True)
@@ -64,47 +57,22 @@ class Hole:
     original: str
 
 
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" \t"))
-
-
 def _single(lines: list[str], rng: random.Random) -> tuple[int, int, list[str], str] | None:
-    candidates = [i for i, line in enumerate(lines)
-                  if i > 10 and 20 <= len(line.strip()) <= 100
-                  and not line.strip().startswith(_PROSE)]
-    if not candidates:
+    got = pick_line(lines, rng, LINES)
+    if got is None:
         return None
-    i = rng.choice(candidates)
+    i, cut = got
     line = lines[i]
-    stripped = line.lstrip()
-    cut = len(line) - len(stripped) + (stripped.find(" ") + 1 or max(1, len(stripped) // 3))
     masked = [*lines[:i], line[:cut], *lines[i + 1:]]
     return i, cut, masked, line[cut:].rstrip()
 
 
 def _multi(lines: list[str], rng: random.Random) -> tuple[int, int, list[str], str] | None:
-    candidates = []
-    for i, line in enumerate(lines[:-2]):
-        head = line.rstrip()
-        if i <= 10 or not head.endswith(BLOCK_OPENERS) or head.lstrip().startswith(_PROSE):
-            continue
-        base = _indent(line)
-        end = i + 1
-        while end < len(lines) and lines[end].strip() and _indent(lines[end]) > base:
-            end += 1
-        body = lines[i + 1:end]
-        # A block that ends cleanly (at a line as indented as its opener), small enough
-        # for a multi-line answer, without blank lines inside.
-        if (not body or len(body) > MAX_BODY_LINES or end >= len(lines)
-                or (not lines[end].strip() and end + 1 < len(lines)
-                    and _indent(lines[end + 1]) > base)
-                or sum(len(b) for b in body) > MAX_BODY_CHARS):
-            continue
-        candidates.append((i, body, end))
-    if not candidates:
+    got = pick_block(lines, rng, BLOCK_OPENERS, PROSE, after_row=10)
+    if got is None:
         return None
-    i, body, end = rng.choice(candidates)
-    indent = body[0][: _indent(body[0])]
+    i, body, end = got
+    indent = body[0][: indent_width(body[0])]
     masked = [*lines[: i + 1], indent, *lines[end:]]
     expected = "\n".join([body[0][len(indent):], *[b.rstrip() for b in body[1:]]])
     return i + 1, len(indent), masked, expected
@@ -159,25 +127,8 @@ def cut_holes(index: WorkspaceIndex, count: int, seed: int = 0) -> list[Hole]:
     return holes
 
 
-def prefix_only_context(snapshot: Snapshot, offset: int, counter: TokenCounter,
-                        template: Template, budget: int, mode: Mode | None = None,
-                        **_: Any) -> Context:
-    """The baseline: whole lines before the cursor, as many as ``budget`` tokens hold."""
-    overhead = counter.count(template.render("", "")) if template.fim else 0
-    prefix = _prefix_only(snapshot.data, offset, counter, budget - overhead)
-    pieces = template.pieces(prefix, "")
-    prompt = "".join(pieces)
-    tokens = counter.count(prompt)
-    return Context(mode or "single-line", prompt, tokens, budget, counter.name, prefix, "",
-                   (Layer("P0 cursor window", snapshot.uri, tokens, False, prefix),), pieces)
-
-
 def _normal(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n").strip()
-
-
-def edit_similarity(a: str, b: str) -> float:
-    return difflib.SequenceMatcher(None, a, b).ratio()
 
 
 def _parses(snapshot: Snapshot, offset: int, text: str) -> bool:

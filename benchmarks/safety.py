@@ -14,16 +14,14 @@ they do on code they were not written for).
 
 from __future__ import annotations
 
-import functools
 import random
 import sysconfig
 import time
-import zipfile
 from collections import Counter
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from benchmarks.corpus import SOURCES, Reader, archive_files, default_corpus, folder_files
 from lsp_copilot.language.ids import parser_for
 from lsp_copilot.postprocess.safety import scan
 
@@ -31,14 +29,12 @@ MAX_FILE_BYTES = 1_000_000
 
 CORPORA: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     # name: (grammar, extensions (empty: headers without one), default locations)
-    "python": ("python", (".py",), ("/usr/lib/python3.11", sysconfig.get_paths()["stdlib"])),
+    "python": ("python", (".py",), ("/usr/lib/python3.11", str(default_corpus()))),
     "site-packages": ("python", (".py",), (sysconfig.get_paths()["purelib"],)),
-    "go": ("go", (".go",), ("/usr/share/go-1.19/src", "/usr/lib/go-1.19/src",
-                            "/usr/share/go/src", "/usr/lib/go/src")),
-    "java": ("java", (".java",), ("/usr/lib/jvm/openjdk-17/lib/src.zip",
-                                  "/usr/lib/jvm/java-17-openjdk-amd64/lib/src.zip")),
-    "cpp": ("cpp", (), ("/usr/include/c++/12",)),
-    "rust": ("rust", (".rs",), ("/usr/lib/rustlib/src/rust/library",)),
+    "go": ("go", (".go",), SOURCES["go"]),
+    "java": ("java", (".java",), SOURCES["java"]),
+    "cpp": ("cpp", (), SOURCES["cpp"]),
+    "rust": ("rust", (".rs",), SOURCES["rust"]),
     # No default: a folder of npm packages (node_modules), given with LANG=PATH.
     "javascript": ("javascript", (".js", ".mjs", ".cjs"), ()),
     "typescript": ("typescript", (".ts",), ()),
@@ -54,29 +50,17 @@ HELDOUT = {"python": "variants.py", "javascript": "variants.js", "go": "variants
 """``heldout/``: snippets written after the rules and never tuned against."""
 
 
-def _wanted(name: str, extensions: tuple[str, ...]) -> bool:
-    base = name.rsplit("/", 1)[-1]
-    if extensions:
-        return base.endswith(extensions)
-    return "." not in base or base.endswith((".h", ".tcc", ".hpp", ".cc"))
-
-
-def corpus_files(root: Path, extensions: tuple[str, ...]
-                 ) -> Iterator[tuple[str, Callable[[], bytes]]]:
+def corpus_files(root: Path, extensions: tuple[str, ...]) -> list[tuple[str, Reader]]:
     """(name, reader) of a folder's or a .zip's source files."""
     if root.is_file() and root.suffix == ".zip":
-        archive = zipfile.ZipFile(root)
-        for info in archive.infolist():
-            if _wanted(info.filename, extensions) and info.file_size <= MAX_FILE_BYTES:
-                yield info.filename, functools.partial(archive.read, info)
-    elif root.is_dir():
-        for path in sorted(root.rglob("*")):
-            if (_wanted(path.name, extensions) and path.is_file()
-                    and path.stat().st_size <= MAX_FILE_BYTES):
-                yield str(path), path.read_bytes
+        return archive_files(root, extensions, MAX_FILE_BYTES)
+    if root.is_dir():
+        return [(str(path), read) for path, read in folder_files(root, extensions,
+                                                                  MAX_FILE_BYTES)]
+    return []
 
 
-def false_positives(grammar: str, files: list[tuple[str, Callable[[], bytes]]],
+def false_positives(grammar: str, files: list[tuple[str, Reader]],
                     examples: int = 3) -> dict[str, Any]:
     """Flagged lines over non-blank lines in ``files``, with a few examples per rule."""
     parser = parser_for(grammar)

@@ -15,7 +15,6 @@ import json
 import os
 import random
 import shutil
-import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -24,7 +23,10 @@ from typing import Any
 
 from lsprotocol import types
 
+from benchmarks.corpus import python_files
+from benchmarks.metrics import median, share
 from lsp_copilot.server.protocol import STATS
+from lsp_copilot.telemetry import percentile
 
 NAIVE = {"debounceMode": "off", "merge": False, "typingThrough": False, "cache": False,
          "prefetch": False}
@@ -75,8 +77,8 @@ def _functions(path: Path) -> list[tuple[int, str]]:
 
 def make_scripts(corpus: Path, keystrokes: int, seed: int = 1) -> list[Script]:
     rng = random.Random(seed)
-    files = sorted(p for p in corpus.rglob("*.py") if "test" not in str(p.relative_to(corpus))
-                   and 5_000 < p.stat().st_size < 150_000)
+    files = python_files(corpus, 5_000, 150_000,
+                         lambda p: "test" in str(p.relative_to(corpus)))
     rng.shuffle(files)
     scripts: list[Script] = []
     total = 0
@@ -288,8 +290,7 @@ def _pause_breakdown(run: Run) -> dict[str, Any]:
             continue
 
         def med(name: str, rows: list[dict[str, Any]] = rows) -> float | None:
-            values = [r[name] for r in rows if isinstance(r.get(name), int | float)]
-            return round(statistics.median(values), 1) if values else None
+            return median([r[name] for r in rows if isinstance(r.get(name), int | float)])
 
         sources: dict[str, int] = {}
         for r in rows:
@@ -316,10 +317,9 @@ def _summary(run: Run) -> dict[str, Any]:
         "generated_tokens": s["generated_tokens"],
         "prompt_tokens": prompt,
         "prompt_tokens_from_prefix_cache": s["cached_prompt_tokens"],
-        "prefix_cache_share": round(s["cached_prompt_tokens"] / prompt, 3) if prompt else None,
-        "latency_ms_p50": round(statistics.median(lat), 1) if lat else None,
-        "latency_ms_p99": round(lat[min(len(lat) - 1, int(0.99 * len(lat)))], 1)
-        if lat else None,
+        "prefix_cache_share": share(s["cached_prompt_tokens"], prompt),
+        "latency_ms_p50": median(lat),
+        "latency_ms_p99": round(percentile(lat, 0.99), 1) if lat else None,
         "pauses": run.pauses,
         "pauses_with_suggestion": round(run.pauses_with_suggestion / max(1, run.pauses), 3),
         "pauses_with_whole_statement": round(run.pauses_whole / max(1, run.pauses), 3),

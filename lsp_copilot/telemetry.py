@@ -61,7 +61,9 @@ COUNTERS = (
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
-    """Nearest-rank percentile; 0.0 for no data."""
+    """The value nearest the ``q`` quantile's position ``q * (n - 1)``, halves to even
+    (numpy's "nearest" method): always one of the values, so a p99 is a latency that
+    happened. 0.0 for no data. The stats and every bench use this one definition."""
     if not sorted_values:
         return 0.0
     rank = max(0, min(len(sorted_values) - 1, round(q * (len(sorted_values) - 1))))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.quality import cut_holes, prefix_only_context, summarize
+from benchmarks.baseline import prefix_only_context
+from benchmarks.quality import cut_holes, summarize
 from lsp_copilot.cli.audit import engine_counter
 from lsp_copilot.context.index import WorkspaceIndex
 from lsp_copilot.documents.store import DocumentStore
