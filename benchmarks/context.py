@@ -27,8 +27,8 @@ from benchmarks import languages as bench_languages
 from benchmarks.context_audit import LayerAudit
 from lsp_copilot.cli.audit import engine_counter
 from lsp_copilot.context.builder import build_context
-from lsp_copilot.context.index import WorkspaceIndex
-from lsp_copilot.context.workspace import Workspace
+from lsp_copilot.context.index.folder import WorkspaceIndex
+from lsp_copilot.context.index.workspace import Workspace
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.language.ids import language_id_for_path
 from lsp_copilot.prompts.templates import template_for

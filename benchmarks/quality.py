@@ -30,9 +30,9 @@ from typing import Any
 
 from benchmarks.context import _prefix_only
 from lsp_copilot.context.budgets import budgets_for
-from lsp_copilot.context.builder import Context, Layer
-from lsp_copilot.context.index import WorkspaceIndex
-from lsp_copilot.context.workspace import Workspace
+from lsp_copilot.context.index.folder import WorkspaceIndex
+from lsp_copilot.context.index.workspace import Workspace
+from lsp_copilot.context.result import Context, Layer
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.language.ids import language_id_for_path, parser_for

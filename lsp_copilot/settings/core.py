@@ -218,6 +218,8 @@ _with_schema(_regex_list, type="array", items={"type": "string", "format": "rege
 
 BUDGET_KEYS = ("singleLine", "multiLine", "explicit")
 """``contextBudgets``' keys: automatic single-line, automatic multi-line, explicit request."""
+CONTEXT_SHARES = (0.4, 0.2, 0.15, 0.15, 0.1)
+"""Default budget shares of the context layers P0..P4 (``contextShares``)."""
 
 
 def _budgets(value: Any) -> str | None:
@@ -415,7 +417,7 @@ class Settings:
         _budgets,
     )
     context_shares: tuple[float, ...] = _setting(
-        (0.4, 0.2, 0.15, 0.15, 0.1),
+        CONTEXT_SHARES,
         "Budget shares of the context layers P0 cursor window, P1 enclosing scope, P2 "
         "referenced definitions, P3 imported symbols, P4 recent edits and similar snippets "
         "(what a layer leaves flows to the next).",
