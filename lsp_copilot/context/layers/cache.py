@@ -4,10 +4,11 @@ is rebuilt at every line start, while the files it reads rarely change."""
 from __future__ import annotations
 
 from collections import OrderedDict
+from functools import lru_cache
 
 from lsp_copilot.context.index.folder import FAMILIES, MAX_FILE_BYTES, FileEntry, WorkspaceIndex
 from lsp_copilot.context.layers.blocks import Block
-from lsp_copilot.context.layers.similarity import Windows, windows
+from lsp_copilot.context.layers.similarity import Windows, identifiers, windows
 
 MAX_NEIGHBOURS = 32
 """Files of the same folder searched for P4 snippets (those named most like this one)..."""
@@ -17,13 +18,22 @@ MAX_MODULE_SYMBOLS = 30
 
 class LayerCache:
     """Neighbour lists, file windows read from disk and imported blocks, kept per index
-    entry or generation (a re-indexed file is a new entry, so nothing goes stale)."""
+    entry or generation (a re-indexed file is a new entry, so nothing goes stale); the
+    identifiers of snippet windows per window text, and other buffers' windows per text."""
 
     def __init__(self) -> None:
+        # A rebuild of the edited buffer's windows scans only the few windows that changed.
+        self._chunk_words = lru_cache(maxsize=8192)(identifiers)
+        # Other open buffers rarely change between builds.
+        self.buffer_windows = lru_cache(maxsize=64)(self.windows)
         self._neighbours: OrderedDict[tuple[int, int, str], list[str]] = OrderedDict()
         self._disk: OrderedDict[str, tuple[FileEntry, str, Windows]] = OrderedDict()
         self._imported: OrderedDict[tuple[str, str, tuple[str, ...]],
                                     tuple[FileEntry, list[tuple[str, Block]]]] = OrderedDict()
+
+    def windows(self, text: str) -> Windows:
+        """``text``'s snippet windows, their identifiers read through this cache."""
+        return windows(text, self._chunk_words)
 
     def neighbours(self, index: WorkspaceIndex, rel: str, grammar: str) -> list[str]:
         """Files of ``rel``'s folder in its language family, named most like it first
@@ -70,7 +80,7 @@ class LayerCache:
         if data and len(data) <= MAX_FILE_BYTES and index.private(str(index.root / rel),
                                                                   data) is None:
             text = data.decode("utf-8", "replace")
-        wins = windows(text) if text else ()
+        wins = self.windows(text) if text else ()
         self._disk[key] = (entry, text, wins)
         while len(self._disk) > 256:  # (about 15 MB for files of the standard library's size)
             self._disk.popitem(last=False)

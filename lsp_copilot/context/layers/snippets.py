@@ -6,13 +6,7 @@ from __future__ import annotations
 from lsp_copilot.context.index.workspace import uri_to_path
 from lsp_copilot.context.layers.blocks import Block, line_start
 from lsp_copilot.context.layers.request import Request
-from lsp_copilot.context.layers.similarity import (
-    QUERY_LINES,
-    Windows,
-    buffer_windows,
-    similar_snippets,
-    windows,
-)
+from lsp_copilot.context.layers.similarity import QUERY_LINES, Windows, similar_snippets
 
 RECENT_EDITS = 2
 EDIT_CONTEXT_LINES = 4
@@ -38,7 +32,7 @@ def candidates(r: Request, first_line: int) -> list[Block]:
             rel = path.name if path is not None else uri
         else:
             open_rels.add(rel)
-        docs.append((rel, text, buffer_windows(text), None))
+        docs.append((rel, text, r.cache.layers.buffer_windows(text), None))
         texts[uri] = (rel, text)
     docs.sort(key=lambda d: d[0])
     # Recent edits first: the lines around the last edit of other open buffers (what
@@ -58,7 +52,7 @@ def candidates(r: Request, first_line: int) -> list[Block]:
     # This file's own code out of the window's sight (below the cursor, for a model
     # that reads no suffix, or far above), then the files next to it in the repository.
     own = r.data.decode("utf-8", "replace")
-    docs.append((r.path, own, windows(own), range(first_line, r.cursor_row + 1)))
+    docs.append((r.path, own, r.cache.layers.windows(own), range(first_line, r.cursor_row + 1)))
     if r.index is not None and r.rel is not None:
         room = MAX_NEIGHBOUR_WINDOWS
         for rel in r.cache.layers.neighbours(r.index, r.rel, r.q.grammar):
