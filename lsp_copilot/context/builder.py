@@ -64,13 +64,12 @@ def build_context(
     workspace: Workspace | None = None,
     shares: Sequence[float] | None = None,
     exact_count: bool = False,
-    cache: ContextCache | None = None,
 ) -> Context:
     """Assemble the prompt for the cursor at byte ``offset``.
 
     ``shares`` are the budget shares of P0..P4 (the ``contextShares`` setting; default
-    its default). ``cache`` is what builds keep for the next ones: by default the
-    workspace's; without a workspace, nothing is kept unless a cache is given.
+    its default). What builds keep for the next ones (the base, symbols, the layers'
+    reads) is the workspace's; without a workspace, nothing is kept.
 
     Everything before the lines being typed (the layers, the window's start) is decided
     once, at the start of a line (the *base*), and the text typed since is appended. The
@@ -82,8 +81,7 @@ def build_context(
     history, same bytes out.
     """
     mode = mode or completion_mode(snapshot, offset)
-    if cache is None:
-        cache = workspace.cache if workspace is not None else ContextCache()
+    cache = workspace.cache if workspace is not None else ContextCache()
 
     def at_cursor() -> Context:
         return _build_context(snapshot, offset, counter, template, budget, mode,
