@@ -45,13 +45,13 @@ JOIN_MARGIN = 8
 SPARE_MARGIN = 24
 """Tokens kept back for the joins between layers and the current file's header line."""
 
-
 LINE_RESERVE = 64
 """Tokens a line being typed may take beyond its base before the base is decided anew."""
 BASE_RESERVE = 256
 """Tokens kept for the lines typed after a base was decided (at most ``budget // 6``)."""
 BASE_MAX_LINES = 16
 """A base serves at most this many lines typed after it; then it is decided again."""
+
 
 def build_context(
     snapshot: Snapshot,
@@ -202,11 +202,11 @@ def _build_context(
         log.exception("context layers failed at %s:%d; using the cursor window only",
                       snapshot.uri, offset)
         window, layers = base_window, {}
-    here = f"{q.comment} {display_path(snapshot, workspace)}\n" if q is not None else ""
+    path = display_path(snapshot, workspace)
+    here = f"{q.comment} {path}\n" if q is not None else ""
     header, rendered = _assemble(q, layers, here)
     # Repository formats (Qwen2.5-Coder, StarCoder2, Mellum) write the layers' blocks as
     # files of their own: they need each block's path, this file's path, the repo name.
-    path = display_path(snapshot, workspace)
     index = workspace.index_for(snapshot.uri) if workspace is not None else None
     repo = index.root.name if index is not None else ""  # the folder holding the file
     pieces = template.pieces(window.prefix, window.suffix, header, _files(layers), path, repo)
@@ -246,7 +246,7 @@ def _build_context(
     p0_text = window.prefix + (window.suffix if template.fim else "")
     out_layers.append(Layer(
         name=LAYER_NAMES["P0"],
-        source=f"{display_path(snapshot, workspace)}:{window.first_line + 1}",
+        source=f"{path}:{window.first_line + 1}",
         tokens=window.prefix_tokens + window.suffix_tokens,
         truncated=window.truncated,
         text=p0_text,
