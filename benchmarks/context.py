@@ -30,8 +30,8 @@ from benchmarks.holes import LineRule, pick_line
 from benchmarks.metrics import median
 from lsp_copilot.cli.audit import engine_counter
 from lsp_copilot.context.builder import build_context
-from lsp_copilot.context.index import WorkspaceIndex
-from lsp_copilot.context.workspace import Workspace
+from lsp_copilot.context.index.folder import WorkspaceIndex
+from lsp_copilot.context.index.workspace import Workspace
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.language.ids import language_id_for_path
 from lsp_copilot.prompts.templates import template_for

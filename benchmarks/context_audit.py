@@ -12,8 +12,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from lsp_copilot.context.builder import Context
-from lsp_copilot.context.index import WorkspaceIndex
+from lsp_copilot.context.index.folder import WorkspaceIndex
+from lsp_copilot.context.result import Context
 from lsp_copilot.tokens import TokenCounter
 
 SUMMARY_LAYERS = ("P2", "P3")

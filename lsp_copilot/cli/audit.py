@@ -10,11 +10,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lsp_copilot.context.budgets import Budgets, budgets_for, local_device
+from lsp_copilot.context.budgets import Budgets, budgets_for
 from lsp_copilot.context.builder import build_context
-from lsp_copilot.context.index import WorkspaceIndex
-from lsp_copilot.context.workspace import Workspace
+from lsp_copilot.context.index.folder import WorkspaceIndex
+from lsp_copilot.context.index.workspace import Workspace
 from lsp_copilot.documents.store import DocumentStore
+from lsp_copilot.engine.device import detect
 from lsp_copilot.language.ids import language_id_for_path
 from lsp_copilot.language.trigger import completion_mode
 from lsp_copilot.prompts.templates import PromptEncoder, detect_family, template_for
@@ -63,7 +64,7 @@ def audit(path: Path, line: int, col: int, root: Path | None, budget: int | None
     default settings' on this machine) gives a request of this mode (``explicit``: asked
     for by the user).
     """
-    budgets = budgets or budgets_for(Settings(), local_device("auto"))
+    budgets = budgets or budgets_for(Settings(), detect("auto").device)
     text = path.read_bytes().decode("utf-8", "surrogateescape")
     store = DocumentStore()
     uri = path.resolve().as_uri()

@@ -31,8 +31,8 @@ def _parse_location(value: str) -> tuple[Path, int, int]:
 async def _complete(args: argparse.Namespace) -> dict[str, Any]:
     from lsp_copilot.cli.audit import find_root
     from lsp_copilot.context.budgets import budgets_for
-    from lsp_copilot.context.index import WorkspaceIndex
-    from lsp_copilot.context.workspace import Workspace
+    from lsp_copilot.context.index.folder import WorkspaceIndex
+    from lsp_copilot.context.index.workspace import Workspace
     from lsp_copilot.documents.buffer import PositionError
     from lsp_copilot.documents.store import DocumentStore
     from lsp_copilot.engine.manager import EngineManager
@@ -121,12 +121,13 @@ def cmd_context(args: argparse.Namespace) -> int:
     path, line, col = _parse_location(args.location)
     if not path.is_file():
         raise SystemExit(f"error: cannot read {path}")
-    from lsp_copilot.context.budgets import budgets_for, local_device
+    from lsp_copilot.context.budgets import budgets_for
+    from lsp_copilot.engine.device import detect
 
     try:
         settings = _settings(args)
         # --device previews the other machine's budgets (as doctor's --device does).
-        budgets = budgets_for(settings, args.device or local_device(settings.device))
+        budgets = budgets_for(settings, args.device or detect(settings.device).device)
         report, timings = audit(path, line, col, args.root, args.budget, args.model,
                                 settings.template, budgets, args.explicit)
     except ValueError as exc:  # PositionError: a position past the end

@@ -25,14 +25,6 @@ def device_class(device: str) -> str:
     return "gpu" if device.startswith(("cuda", "remote")) else "cpu"
 
 
-def local_device(setting: str) -> str:
-    """The device the engine would use here for ``setting``, without starting it (the
-    ``context`` command): the installed vLLM build and the GPUs NVML sees decide."""
-    from lsp_copilot.engine.device import detect
-
-    return detect(setting).device
-
-
 @dataclass(frozen=True)
 class Budgets:
     device: str  # "cpu" or "gpu"
@@ -68,5 +60,3 @@ def budgets_for(settings: Settings, device: str) -> Budgets:
     room = settings.model_len("cpu" if kind == "cpu" else "cuda") - longest
     return Budgets(kind, *(max(64, min(chosen[key], room)) for key in BUDGET_KEYS))
 
-
-__all__ = ["BUDGET_KEYS", "Budgets", "budgets_for", "device_class", "local_device"]

@@ -25,15 +25,6 @@ class Window:
     truncated: bool
 
 
-def _line_starts(data: bytes, end: int) -> list[int]:
-    starts = [0]
-    pos = data.find(b"\n", 0, end)
-    while pos >= 0:
-        starts.append(pos + 1)
-        pos = data.find(b"\n", pos + 1, end)
-    return starts
-
-
 class _LineStarts:
     """Start offsets of lines before ``end``, found backwards and only as far as asked:
     the window reads a few hundred lines of a file that may have tens of thousands."""

@@ -23,7 +23,7 @@ def _is_word(ch: str) -> bool:
 def _in_comment(snapshot: Snapshot, offset: int) -> bool:
     if snapshot.tree is None:
         return False
-    from lsp_copilot.context.symbols import scopes_at
+    from lsp_copilot.context.index.symbols import scopes_at
     from lsp_copilot.language.grammars import queries_for
 
     q = queries_for(snapshot.grammar)

@@ -20,8 +20,9 @@ from typing import Any
 
 from lsp_copilot.acceptance.experiment import Experiment
 from lsp_copilot.context.budgets import budgets_for
-from lsp_copilot.context.builder import Context, build_context
-from lsp_copilot.context.workspace import Workspace
+from lsp_copilot.context.builder import build_context
+from lsp_copilot.context.index.workspace import Workspace
+from lsp_copilot.context.result import Context
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.engine.base import (
     Engine,
@@ -291,9 +292,7 @@ class Completer:
         context = self.build_context(
             snapshot, prompt_offset, engine.counter, template,
             budgets_for(settings, engine.info.device).for_request(mode, explicit), mode,
-            workspace=self.workspace,
-            shares=dict(zip(("P0", "P1", "P2", "P3", "P4"), settings.context_shares,
-                            strict=True)),
+            workspace=self.workspace, shares=settings.context_shares,
         )
         self.telemetry.context_built((layer.name, layer.tokens, layer.truncated)
                                      for layer in context.layers)

@@ -138,8 +138,7 @@ class Warmer:
         context = build_context(
             snapshot, offset, engine.counter, template, budget,
             "multi-line" if mode == "none" else mode, workspace=self._completer.workspace,
-            shares=dict(zip(("P0", "P1", "P2", "P3", "P4"), settings.context_shares,
-                            strict=True)),
+            shares=settings.context_shares,
         )
         encoder = engine.encoder
         if encoder is None:

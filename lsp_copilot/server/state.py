@@ -22,7 +22,7 @@ from lsp_copilot import __version__
 from lsp_copilot.acceptance import experiment
 from lsp_copilot.acceptance.store import OutcomeStore
 from lsp_copilot.acceptance.tracker import Tracker
-from lsp_copilot.context.workspace import Workspace
+from lsp_copilot.context.index.workspace import Workspace
 from lsp_copilot.documents.buffer import Encoding
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.manager import EngineManager

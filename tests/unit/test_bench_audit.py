@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks.context_audit import LayerAudit
-from lsp_copilot.context.builder import build_context, forget_bases
-from lsp_copilot.context.index import WorkspaceIndex
-from lsp_copilot.context.workspace import Workspace
+from lsp_copilot.context.builder import build_context
+from lsp_copilot.context.index.folder import WorkspaceIndex
+from lsp_copilot.context.index.workspace import Workspace
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.prompts.templates import template_for
 from lsp_copilot.tokens import fallback_counter
@@ -28,7 +28,6 @@ def test_audit_counts_layers_and_summary_savings(tmp_path: Path) -> None:
     store.open(uri, "python", 1, main)
     counter = fallback_counter()
     audit = LayerAudit(index, counter)
-    forget_bases()
     for budget in (256, 2048):
         ctx = build_context(store.snapshot(uri), len(main) - 1, counter, template_for(None),
                             budget, "single-line", workspace=Workspace(index))

@@ -7,8 +7,8 @@ import asyncio
 from typing import Any
 
 from lsp_copilot.context.budgets import budgets_for, device_class
-from lsp_copilot.context.builder import Context
 from lsp_copilot.context.builder import build_context as real_build_context
+from lsp_copilot.context.result import Context
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.pipeline.completer import Completer

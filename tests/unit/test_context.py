@@ -1,4 +1,5 @@
-from lsp_copilot.context.builder import BASE_MAX_LINES, build_context, forget_bases
+from lsp_copilot.context.builder import BASE_MAX_LINES, build_context
+from lsp_copilot.context.index.workspace import Workspace
 from lsp_copilot.context.window import ANCHOR_LINES, cursor_window
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.language.trigger import completion_mode
@@ -38,11 +39,11 @@ def test_prompts_extend_each_other_across_new_lines_and_modes() -> None:
     """Typing lines (a new line in multi-line mode, then a statement in single-line mode)
     only appends to the prompt, so the engine's prefix cache serves all but the new text;
     after BASE_MAX_LINES lines the start is decided again."""
-    forget_bases()
     counter = fallback_counter()
+    workspace = Workspace()  # keeps the base between the builds
     text = SOURCE + "def g(y):\n"
     store, snap = _snap(text + "\n" + SOURCE)
-    first = build_context(snap, len(text), counter, template_for(None), 1024)
+    first = build_context(snap, len(text), counter, template_for(None), 1024, workspace=workspace)
     previous = first.prompt
     version = 1
     for line in range(BASE_MAX_LINES + 2):
@@ -52,7 +53,8 @@ def test_prompts_extend_each_other_across_new_lines_and_modes() -> None:
             store.close("file:///t.py")
             store.open("file:///t.py", "python", version, text + "\n" + SOURCE)
             snap = store.snapshot("file:///t.py")
-            ctx = build_context(snap, len(text), counter, template_for(None), 1024)
+            ctx = build_context(snap, len(text), counter, template_for(None), 1024,
+                                workspace=workspace)
             assert ctx.prompt_tokens <= 1024
             if line < BASE_MAX_LINES - 1:
                 assert ctx.prompt.startswith(previous), (line, ch)
@@ -124,9 +126,9 @@ def test_multi_line_mode_gets_a_larger_window_for_prefix_only_and_fim() -> None:
     counter = fallback_counter()
     for template in (template_for(None), TEMPLATES["starcoder-fim"]):
         for budget in (256, 512, 1024, 2048):
-            forget_bases()  # each mode's own first prompt here (a kept base serves both)
+            # Without a workspace nothing is kept: each mode's own first prompt here (a
+            # kept base would serve both).
             single = build_context(snap, offset, counter, template, budget, "single-line")
-            forget_bases()
             multi = build_context(snap, offset, counter, template, budget, "multi-line")
             p0_single = _layer(single, "P0 cursor window").tokens
             p0_multi = _layer(multi, "P0 cursor window").tokens
@@ -139,5 +141,9 @@ def test_multi_line_mode_gets_a_larger_window_for_prefix_only_and_fim() -> None:
                     assert len(multi.prefix) > len(single.prefix)
             assert counter.count(multi.prompt) <= budget
             assert counter.count(single.prompt) <= budget
-            again = build_context(snap, offset, counter, template, budget, "multi-line")
-            assert again.prompt == multi.prompt
+            workspace = Workspace()
+            kept = build_context(snap, offset, counter, template, budget, "multi-line",
+                                 workspace=workspace)
+            again = build_context(snap, offset, counter, template, budget, "multi-line",
+                                  workspace=workspace)
+            assert again.prompt == kept.prompt

@@ -9,9 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lsp_copilot.context.builder import Layer, build_context
-from lsp_copilot.context.index import WorkspaceIndex
-from lsp_copilot.context.workspace import Workspace
+from lsp_copilot.context.builder import build_context
+from lsp_copilot.context.index.folder import WorkspaceIndex
+from lsp_copilot.context.index.workspace import Workspace
+from lsp_copilot.context.result import Layer
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.language.ids import language_id_for_path
 from lsp_copilot.prompts.templates import template_for
@@ -254,7 +255,7 @@ def test_editing_this_document_keeps_other_buffers_recent_edits(
 ) -> None:
     """The first keystroke in a document must not push another buffer's recent edit out
     of P4: the prompt would change early, and the warm-up's prefill would be wasted."""
-    from lsp_copilot.context.builder import RECENT_EDITS
+    from lsp_copilot.context.layers.snippets import RECENT_EDITS
 
     root, index = workspace
     others = {(root / f"other{i}.py").as_uri(): f"def helper_{i}():\n    return {i}\n"
@@ -275,38 +276,40 @@ def test_editing_this_document_keeps_other_buffers_recent_edits(
 
 
 def test_same_file_symbols_catch_up_after_a_pause() -> None:
-    import time as _time
-
-    from lsp_copilot.context.symbols import REFRESH_DELAY, file_symbols
+    """A node away from the cursor in a document read before is extracted in the
+    background: the request that finds it goes without it, the next one has it."""
+    from lsp_copilot.context.index.same_file import SameFileSymbols
     from lsp_copilot.language.grammars import queries_for
 
     q = queries_for("python")
     assert q is not None
+    symbols = SameFileSymbols()
     store = DocumentStore()
     uri = "file:///catch_up.py"
     text = "def a():\n    pass\n\n\ndef b():\n    pass\n"
     store.open(uri, "python", 1, text)
     snap = store.snapshot(uri)
     assert snap.tree is not None
-    file_symbols(q, snap.tree, snap.data, uri, len(snap.data))  # the document is now warm
+    symbols.read(q, snap.tree, snap.data, uri, len(snap.data))  # the document is now warm
     store.change(uri, 2, [((0, 0, 0, 0), "def far_away():\n    pass\n")], "utf-8")
     snap = store.snapshot(uri)
     assert snap.tree is not None
-    file_symbols(q, snap.tree, snap.data, uri, len(snap.data))  # queued, not on this request
-    _time.sleep(REFRESH_DELAY + 0.5)
-    later = file_symbols(q, snap.tree, snap.data, uri, len(snap.data))
-    assert later.named("far_away")
+    queued = symbols.read(q, snap.tree, snap.data, uri, len(snap.data))
+    assert not list(queued.iter_named("far_away"))  # queued, not on this request
+    assert symbols.settled(timeout=10)
+    later = symbols.read(q, snap.tree, snap.data, uri, len(snap.data))
+    assert list(later.iter_named("far_away"))
 
 
 def test_a_failing_layer_costs_the_layers_not_the_prompt(
     workspace: tuple[Path, WorkspaceIndex], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import lsp_copilot.context.builder as context
+    from lsp_copilot.context.layers import definitions
 
     def boom(*args: object) -> None:
         raise RuntimeError("bug in a layer")
 
-    monkeypatch.setattr(context._Builder, "p2", boom)
+    monkeypatch.setattr(definitions, "candidates", boom)
     root, index = workspace
     snap = _snapshot(root, "app.py")
     ctx = build_context(snap, len(snap.data), fallback_counter(), template_for(None), 512,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import tree_sitter
 
-from lsp_copilot.context.symbols import extract, scopes_at
+from lsp_copilot.context.index.symbols import extract, scopes_at
 from lsp_copilot.language.grammars import grammars_dir, queries_for, supported
 from lsp_copilot.language.ids import ts_language
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import tree_sitter
 
-from lsp_copilot.context.builder import build_context, forget_bases
-from lsp_copilot.context.scopes import enclosing_scopes, render_scopes
-from lsp_copilot.context.symbols import file_symbols
+from lsp_copilot.context.builder import build_context
+from lsp_copilot.context.index.same_file import SameFileSymbols
+from lsp_copilot.context.layers.scopes import enclosing_scopes, render_scopes
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.language.grammars import queries_for
 from lsp_copilot.language.ids import ts_language
@@ -157,7 +157,6 @@ def test_long_function_name_line_in_the_prompt() -> None:
     store = DocumentStore()
     uri = "file:///w/buf.tcc"
     store.open(uri, "cpp", 1, text)
-    forget_bases()
     offset = store.get_offset(uri, 300, 2, "utf-32")
     ctx = build_context(store.snapshot(uri), offset, fallback_counter(), template_for(None),
                         1024, "single-line")
@@ -174,7 +173,7 @@ def test_class_members_follow_as_signatures() -> None:
     data, offset, tree = _parse("python", text)
     q = queries_for("python")
     assert q is not None
-    symbols = file_symbols(q, tree, data)
+    symbols = SameFileSymbols().read(q, tree, data)
     row = data.count(b"\n", 0, offset)
     first_byte = data.rfind(b"\n", 0, offset) + 1
     rendered = render_scopes(q, fallback_counter(), data, enclosing_scopes(q, tree, data, offset),
@@ -224,8 +223,9 @@ def test_a_line_cut_mid_expression_keeps_its_function() -> None:
     assert [s.kind for s in chain] == ["class", "function"]
     assert chain[1].header == (6,)
     row = data.count(b"\n", 0, offset)
-    rendered = render_scopes(q, fallback_counter(), data, chain, file_symbols(q, tree, data),
-                             offset, row, data.rfind(b"\n", 0, offset) + 1, 4000)
+    symbols = SameFileSymbols().read(q, tree, data)
+    rendered = render_scopes(q, fallback_counter(), data, chain, symbols, offset, row,
+                             data.rfind(b"\n", 0, offset) + 1, 4000)
     assert rendered is not None
     _in_order(rendered.text, ["class BuildTest(support.TempdirManager,", "unittest.TestCase):",
                               "def setUp(self):", "def test_get_source_files(self):"])

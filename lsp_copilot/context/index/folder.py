@@ -19,8 +19,8 @@ from pathlib import Path
 
 import tree_sitter
 
-from lsp_copilot.context.imports import resolve
-from lsp_copilot.context.symbols import Definition, FileSymbols, extract
+from lsp_copilot.context.index.imports import resolve
+from lsp_copilot.context.index.symbols import Definition, FileSymbols, extract
 from lsp_copilot.language.grammars import LanguageQueries, queries_for
 from lsp_copilot.language.ids import extensions, language_for
 from lsp_copilot.privacy import secret_reason

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from lsp_copilot.context.symbols import CONTAINER_KINDS, SameFile, body_of
+from lsp_copilot.context.index.same_file import SameFile
+from lsp_copilot.context.index.symbols import CONTAINER_KINDS, body_of
 from lsp_copilot.language.grammars import LanguageQueries
 from lsp_copilot.tokens import TokenCounter
 

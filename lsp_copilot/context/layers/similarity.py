@@ -10,9 +10,8 @@ break on file name and line.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 
 WINDOW_LINES = 16
 STEP_LINES = 8
@@ -31,35 +30,25 @@ class Snippet:
     score: float
 
 
-def _words(text: str) -> frozenset[str]:
+def identifiers(text: str) -> frozenset[str]:
+    """The identifiers of ``text`` (three characters or more)."""
     return frozenset(_WORD.findall(text))
-
-
-@lru_cache(maxsize=8192)
-def _chunk_words(chunk: str) -> frozenset[str]:
-    """Per window text: a document being edited keeps most of its windows' texts, so a
-    rebuild of its windows only scans the few that changed."""
-    return _words(chunk)
 
 
 Windows = tuple[tuple[int, str, frozenset[str]], ...]
 
 
-def windows(text: str) -> Windows:
-    """A document's line windows with their identifier sets. Not kept per text here: the
-    callers keep what lasts (the buffer being edited changes at every build)."""
+def windows(text: str, chunk_words: Callable[[str], frozenset[str]]) -> Windows:
+    """A document's line windows with their identifier sets (``chunk_words`` keeps them
+    per window text: a document being edited keeps most of its windows' texts)."""
     lines = text.splitlines(keepends=True)
     out = []
     for start in range(0, max(1, len(lines) - WINDOW_LINES + STEP_LINES), STEP_LINES):
         chunk = "".join(lines[start:start + WINDOW_LINES])
-        words = _chunk_words(chunk)
-        if words:
-            out.append((start, chunk if chunk.endswith("\n") else chunk + "\n", words))
+        found = chunk_words(chunk)
+        if found:
+            out.append((start, chunk if chunk.endswith("\n") else chunk + "\n", found))
     return tuple(out)
-
-
-buffer_windows = lru_cache(maxsize=64)(windows)
-"""``windows`` kept per text, for other open buffers: they rarely change between builds."""
 
 
 def similar_snippets(
@@ -72,7 +61,7 @@ def similar_snippets(
     retrieved window with its continuation: the lines like the query's are those the
     model already sees above the cursor; what followed them is what it may write next.
     Snippets that repeat a better one line for line are left out."""
-    target = _words("\n".join(query.splitlines()[-QUERY_LINES:]))
+    target = identifiers("\n".join(query.splitlines()[-QUERY_LINES:]))
     if not target:
         return []
     size = len(target)

@@ -7,6 +7,7 @@ the folder that holds it (imports resolve within that folder, names are looked u
 
 Edits reach the index off the event loop: :meth:`Workspace.edited` records the new text
 and a worker thread re-indexes the file a moment later (coalescing bursts of keystrokes).
+The workspace also owns what context builds keep for the next ones (its ``cache``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from lsp_copilot.context.index import WorkspaceIndex
+from lsp_copilot.context.cache import ContextCache
+from lsp_copilot.context.index.folder import WorkspaceIndex
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,7 @@ class Workspace:
         self._lock = threading.Lock()
         self._relative: dict[str, tuple[WorkspaceIndex, str] | None] = {}
         self._edit_lines: dict[str, int] = {}
+        self.cache = ContextCache()  # what context builds keep for the next ones
 
     # -- folders ------------------------------------------------------------------------
     @property
