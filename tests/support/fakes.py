@@ -23,6 +23,7 @@ class FakeEngine:
         self.reply = reply
         self.step_s = step_s
         self.prompts: list[str] = []
+        self.started = asyncio.Event()  # set when a generation begins
         self.aborted = 0
         self.aborts = asyncio.Event()  # set at each abort
         self.sent = ""  # the text streamed so far by the latest generation
@@ -36,6 +37,7 @@ class FakeEngine:
 
     async def generate(self, request: EngineRequest) -> EngineResult:
         self.prompts.append(request.prompt)
+        self.started.set()
         text = self.sent = ""
         try:
             for i in range(0, len(self.reply), 2):

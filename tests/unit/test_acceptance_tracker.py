@@ -11,7 +11,7 @@ from lsp_copilot.acceptance.store import OutcomeStore, read
 from lsp_copilot.acceptance.tracker import MAX_OPEN, SETTLE_S, Tracker, keys_for, latency_bucket
 from lsp_copilot.settings.core import Settings, parse_settings
 from tests.support.fakes import FakeEngine
-from tests.unit.test_scheduling_fake_engine import _completer, _snap
+from tests.support.pipeline import completer_for, snap
 
 URI = "file:///w/calc.py"
 BEFORE, AFTER = b"def add(a, b):\n    return ", b"\n\nprint(add(1, 2))\n"
@@ -171,15 +171,15 @@ def test_experiment_refuses_engine_settings_and_bad_values() -> None:
 
 
 async def test_completer_answers_each_line_with_its_arms_settings() -> None:
-    completer = await _completer(FakeEngine())
+    completer = await completer_for(FakeEngine())
     completer.experiment, _ = experiment.build(
         _settings({"on": {}, "off": {"disabledLanguages": ["python"]}}))
     seen = set()
     for line in range(8):
         text = "\n" * line + "def add(a, b):\n    return "
-        out = await completer.complete(_snap(text), len(text))
+        out = await completer.complete(snap(text), len(text))
         assert completer.experiment is not None
-        arm = completer.experiment.choose(_snap(text).uri, line + 1)[0]
+        arm = completer.experiment.choose(snap(text).uri, line + 1)[0]
         if arm == "on":
             assert (out.text, out.arm, out.template) == ("a + b", "on", "prefix-only")
         else:

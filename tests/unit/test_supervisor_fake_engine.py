@@ -28,6 +28,7 @@ from lsp_copilot.engine.manager import EngineManager, Reporter
 from lsp_copilot.engine.supervisor import RestartPolicy
 from lsp_copilot.server.protocol import RESTART_COMMAND
 from lsp_copilot.settings.core import Settings
+from tests.support.poll import until
 
 
 class FakeEngine:
@@ -117,13 +118,6 @@ def _manager(factory: Factory, clock: FakeClock) -> tuple[EngineManager, list[tu
     return manager, notices
 
 
-async def _until(predicate, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached"
-        await asyncio.sleep(0.005)
-
-
 REQUEST = EngineRequest(request_id="r1", prompt="def f():", max_tokens=8)
 
 
@@ -138,7 +132,7 @@ async def test_fake_engine_death_ends_inflight_call_at_once_and_restarts_with_ba
     with pytest.raises(EngineDown):  # at once: the 60 s deadline would raise EngineDeadline
         await call
     assert first.cancelled == 1 and first.shut_down
-    await _until(lambda: manager.state == "ready")
+    await until(lambda: manager.state == "ready")
     assert manager.info is not None and manager.info.model == "second"
     assert clock.backoffs() == [1.0]
     counters = manager.telemetry.counters
@@ -157,8 +151,8 @@ async def test_fake_engine_stuck_fails_health_check_and_is_replaced() -> None:
     manager, notices = _manager(Factory(stuck, fresh), clock)
     assert (await manager.start(SETTINGS)).ok
     stuck.stuck = True
-    await _until(lambda: manager.telemetry.counters["engine_incidents"] == 1)
-    await _until(lambda: manager.state == "ready")
+    await until(lambda: manager.telemetry.counters["engine_incidents"] == 1)
+    await until(lambda: manager.state == "ready")
     assert "did not answer a health check" in notices[0][1]
     assert manager.info is not None and manager.info.model == "fresh"
     await manager.shutdown()
@@ -181,7 +175,7 @@ async def test_fake_engine_call_past_its_deadline_is_answered_and_checks_health(
     with pytest.raises(EngineDeadline):  # the 30 s stream ends at the 0.1 s deadline
         await manager.engine().generate(REQUEST)
     assert manager.telemetry.counters["engine_deadline_exceeded"] == 1
-    await _until(lambda: probes == 1)  # a suspect call checks at once, not after an hour
+    await until(lambda: probes == 1)  # a suspect call checks at once, not after an hour
     assert manager.state == "ready"  # healthy: nothing restarted
     await manager.shutdown()
 
@@ -194,14 +188,14 @@ async def test_fake_engine_repeated_failures_stay_down_until_retry() -> None:
     manager, notices = _manager(factory, clock)
     assert (await manager.start(SETTINGS)).ok
     engine.dead = True
-    await _until(lambda: manager.state == "failed")
+    await until(lambda: manager.state == "failed")
     assert clock.backoffs() == [1.0, 2.0, 4.0]  # 3 restarts (engineMaxRestarts), doubling
     assert factory.calls == 4
     assert RESTART_COMMAND in (manager.error or "")
     assert [level for level, _ in notices] == ["warning", "error"]  # once per incident, then why
     with pytest.raises(EngineUnavailable):
         manager.engine()
-    await _until(lambda: manager._recovery is not None and manager._recovery.done())
+    await until(lambda: manager._recovery is not None and manager._recovery.done())
     assert factory.calls == 4  # stays down: the recovery, which alone tries again, ended
 
     good = FakeEngine("good")
@@ -220,7 +214,7 @@ async def test_fake_engine_max_restarts_zero_gives_up_at_once() -> None:
     manager, notices = _manager(factory, clock)
     assert (await manager.start(replace(SETTINGS, engine_max_restarts=0))).ok
     engine.dead = True
-    await _until(lambda: manager.state == "failed")
+    await until(lambda: manager.state == "failed")
     assert factory.calls == 1 and clock.backoffs() == []
     assert [level for level, _ in notices] == ["error"]
     assert "engineMaxRestarts = 0" in (manager.error or "")
@@ -234,7 +228,7 @@ async def test_fake_engine_failures_older_than_the_window_are_forgotten() -> Non
     assert (await manager.start(replace(SETTINGS, engine_max_restarts=1))).ok
     for i in range(3):  # three deaths, each long after the previous: each one restarts
         engines[i].dead = True
-        await _until(lambda i=i: manager.state == "ready" and manager.info is not None
+        await until(lambda i=i: manager.state == "ready" and manager.info is not None
                      and manager.info.model == str(i + 1))
         clock.now += 3600
     assert manager.telemetry.counters["engine_restarts"] == 3
@@ -261,10 +255,10 @@ async def test_fake_engine_shutdown_during_backoff_stays_stopped() -> None:
     manager._sleep = held_sleep
     assert (await manager.start(SETTINGS)).ok
     engine.dead = True
-    await _until(lambda: manager.state == "restarting" and clock.backoffs() == [1.0])
+    await until(lambda: manager.state == "restarting" and clock.backoffs() == [1.0])
     await manager.shutdown()
     backoff_over.set()
-    await _until(lambda: manager._recovery is not None and manager._recovery.done())
+    await until(lambda: manager._recovery is not None and manager._recovery.done())
     assert manager.state == "stopped" and factory.calls == 1
 
 
@@ -313,7 +307,7 @@ async def test_fake_engine_slow_health_check_while_computing_is_not_restarted() 
     engine.check_health = overloaded  # type: ignore[method-assign]
     assert (await manager.start(SETTINGS)).ok
     # A probe starts only once the one before timed out and was judged: four judged.
-    await _until(lambda: probes >= 5)
+    await until(lambda: probes >= 5)
     assert manager.state == "ready" and factory.calls == 1 and notices == []
     await manager.shutdown()
 
@@ -336,7 +330,7 @@ async def test_a_remote_backend_out_of_reach_is_tried_again_until_it_is_back() -
     remote = replace(SETTINGS, engine_backend="remote", breaker_cooldown_ms=4_000)
     result = await manager.start(remote)
     assert not result.ok and manager.state == "restarting"
-    await _until(lambda: manager.state == "ready")
+    await until(lambda: manager.state == "ready")
     assert factory.calls == 7  # more than engineMaxRestarts (3) allows a local engine
     assert clock.backoffs() == [1.0, 2.0, 4.0, 4.0, 4.0, 4.0]  # capped at the cooldown
     assert [level for level, _ in notices] == ["warning", "info"]

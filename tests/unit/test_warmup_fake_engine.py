@@ -17,7 +17,9 @@ from lsp_copilot.pipeline.completer import Completer
 from lsp_copilot.pipeline.warmup import PRIORITY, Warmer, chunks
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
-from tests.unit.test_scheduling_fake_engine import FakeEngine
+from tests.support.fakes import FakeEngine
+from tests.support.models import smollm2_like_folder
+from tests.support.poll import until
 
 URI = "file:///w/shapes.py"
 
@@ -35,6 +37,7 @@ class RecordingEngine(FakeEngine):
                 await asyncio.sleep(self.delay)
             except asyncio.CancelledError:
                 self.aborted += 1
+                self.aborts.set()
                 raise
         return await super().generate(request)
 
@@ -81,8 +84,7 @@ async def test_fake_engine_warm_up_prefills_the_first_completions_prompt() -> No
     store = _store(_source())
     warmer.opened(_snap(store))
     assert warmer.running
-    while warmer.running:
-        await asyncio.sleep(0.01)
+    await until(lambda: not warmer.running)
     warm = list(engine.requests)
     assert warm and all(r.priority == PRIORITY and r.max_tokens == 1 for r in warm)
     assert telemetry.counters["warmed_up"] == 1
@@ -102,11 +104,12 @@ async def test_fake_engine_real_request_cancels_the_warm_up() -> None:
     _, warmer, telemetry = await _setup(engine)
     store = _store(_source())
     warmer.opened(_snap(store))
-    await asyncio.sleep(0.05)
+    await until(lambda: engine.requests)  # a prefill in flight (0.2 s long)
     assert warmer.running
     warmer.cancel()  # what the completion handler does first
-    await asyncio.sleep(0.01)
-    assert not warmer.running and engine.aborted == 1
+    await asyncio.wait_for(engine.aborts.wait(), 5)
+    await until(lambda: not warmer.running)
+    assert engine.aborted == 1
     assert telemetry.counters["warm_up_aborted"] == 1 and telemetry.counters["warmed_up"] == 0
 
 
@@ -125,22 +128,22 @@ async def test_fake_engine_no_warm_up_when_busy_disabled_or_secret() -> None:
     completer, warmer, telemetry = await _setup(slow)
     store = _store(_source())
     real = asyncio.ensure_future(completer.complete(_snap(store), len(_source())))
-    await asyncio.sleep(0.05)
+    await until(lambda: slow.requests)  # the user's generation is in flight
     warmer.opened(_snap(store))
-    await asyncio.sleep(0.05)
-    assert not warmer.running and telemetry.counters["warmed_up"] == 0
+    await until(lambda: not warmer.running)  # it looked, and left the engine alone
+    assert telemetry.counters["warmed_up"] == 0
     await real
     assert all(r.priority != PRIORITY for r in slow.requests)
 
 
-async def test_fake_engine_with_token_ids_warms_exact_id_prefixes() -> None:
+async def test_fake_engine_with_token_ids_warms_exact_id_prefixes(tmp_path: Path) -> None:
     """With the model's tokenizer the Completer sends token ids: the warm-up's chunks must
-    be exact prefixes of those ids, a whole number of cache blocks apart."""
-    from lsp_copilot.models.folders import default_model_dir
+    be exact prefixes of those ids, a whole number of cache blocks apart (a real BPE
+    tokenizer built in tmp_path, not a prepared model)."""
     from lsp_copilot.prompts.templates import PromptEncoder
     from lsp_copilot.tokens import token_counter
 
-    model = str(default_model_dir())
+    model = str(smollm2_like_folder(tmp_path))
     engine = RecordingEngine()
     engine.encoder = PromptEncoder.for_model(model)  # type: ignore[attr-defined]
     engine.counter = token_counter(model)  # type: ignore[assignment]
