@@ -292,10 +292,14 @@ def test_same_file_symbols_catch_up_after_a_pause() -> None:
     store.change(uri, 2, [((0, 0, 0, 0), "def far_away():\n    pass\n")], "utf-8")
     snap = store.snapshot(uri)
     assert snap.tree is not None
-    file_symbols(q, snap.tree, snap.data, uri, len(snap.data))  # queued, not on this request
-    _time.sleep(REFRESH_DELAY + 0.5)
-    later = file_symbols(q, snap.tree, snap.data, uri, len(snap.data))
-    assert later.named("far_away")
+    first = file_symbols(q, snap.tree, snap.data, uri, len(snap.data))
+    assert not first.named("far_away")  # queued, not on this request
+    # Each request re-arms the pause, so poll more slowly than REFRESH_DELAY; the bound
+    # only ends a hung test.
+    deadline = _time.monotonic() + 30
+    while not file_symbols(q, snap.tree, snap.data, uri, len(snap.data)).named("far_away"):
+        assert _time.monotonic() < deadline, "the stale node was never re-extracted"
+        _time.sleep(2 * REFRESH_DELAY)
 
 
 def test_a_failing_layer_costs_the_layers_not_the_prompt(
