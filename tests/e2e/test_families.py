@@ -15,7 +15,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.e2e.conftest import ROOT, stats
+from tests.support.lsp import ROOT, stats
 
 pytestmark = pytest.mark.engine
 

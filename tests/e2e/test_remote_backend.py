@@ -25,8 +25,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.e2e import vllm_serve
-from tests.e2e.conftest import ROOT, SERVER, initialize, stats
+from tests.support import vllm_serve
+from tests.support.lsp import ROOT, SERVER, initialize, stats
 
 pytestmark = pytest.mark.engine
 
