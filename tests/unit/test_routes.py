@@ -153,7 +153,9 @@ async def test_a_failing_engine_opens_its_breaker_and_its_requests_fall_back_and
     await routes.start(settings, "cpu", lambda _: None)
     await routes.manager_for("explicit").wait_ready()
     fallback = routes._manager("smollm2-135m")
-    assert fallback is not None and (await fallback.wait_ready() or True)
+    assert fallback is not None
+    loaded = await fallback.wait_ready()
+    assert loaded is not None and loaded.ok, loaded
 
     def ask() -> str:
         return routes.engine_for("singleLine")[1]
