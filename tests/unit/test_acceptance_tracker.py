@@ -10,6 +10,7 @@ from lsp_copilot.acceptance import experiment
 from lsp_copilot.acceptance.store import OutcomeStore, read
 from lsp_copilot.acceptance.tracker import MAX_OPEN, SETTLE_S, Tracker, keys_for, latency_bucket
 from lsp_copilot.settings.core import Settings, parse_settings
+from tests.support.clock import ManualClock
 from tests.support.fakes import FakeEngine
 from tests.support.pipeline import completer_for, snap
 
@@ -19,16 +20,9 @@ KEYS = keys_for("/home/me/models/qwen", "qwen2.5-coder", "vllm", "single-line", 
                 250.0, "", "")
 
 
-class Clock:
-    now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def tracker(tmp_path: Path) -> Tracker:
-    return Tracker(OutcomeStore(tmp_path / "a.sqlite3"), clock=Clock())
+    return Tracker(OutcomeStore(tmp_path / "a.sqlite3"), clock=ManualClock(1000.0))
 
 
 def _outcomes(t: Tracker) -> list[str]:

@@ -15,7 +15,7 @@ from typing import Any
 from lsp_copilot.acceptance.store import OutcomeStore
 from lsp_copilot.acceptance.tracker import Tracker
 from lsp_copilot.documents.store import DocumentStore
-from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult, TokenChoice
+from lsp_copilot.engine.base import EngineRequest, TokenChoice
 from lsp_copilot.pipeline.alternatives import (
     BRANCH_DEPTH,
     Branch,
@@ -27,44 +27,10 @@ from lsp_copilot.pipeline.alternatives import (
 from lsp_copilot.server.handlers import feedback
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
-from tests.support.fakes import FakeEngine
+from tests.support.fakes import BranchingEngine, SeededEngine
 from tests.support.pipeline import URI, completer_for, snap
 
 SOURCE = "def add(a, b):\n    return "
-
-
-class SeededEngine(FakeEngine):
-    """Replies by seed (None: the first, greedy request); records each request and whether
-    the greedy one had streamed text when it came."""
-
-    def __init__(self, replies: dict[int | None, str], step_s: float = 0.01) -> None:
-        super().__init__(step_s=step_s)
-        self.replies = replies
-        self.requests: list[EngineRequest] = []
-        self.greedy_text_when: list[str] = []
-        self._greedy = ""
-        self.three_started = asyncio.Event()  # the first request and two alternatives
-
-    async def generate(self, request: EngineRequest) -> EngineResult:
-        self.requests.append(request)
-        self.greedy_text_when.append(self._greedy)
-        if len(self.requests) == 3:
-            self.three_started.set()
-        reply = self.replies[request.seed]
-        text = ""
-        try:
-            for i in range(0, len(reply), 2):
-                await asyncio.sleep(self.step_s)
-                text = reply[: i + 2]
-                if request.seed is None:
-                    self._greedy = text
-                cut = request.stop_at(text) if request.stop_at else None
-                if cut is not None:
-                    return EngineResult(text=text[:cut], stopped_early=True)
-        except asyncio.CancelledError:
-            self.aborted += 1
-            raise
-        return EngineResult(text=text)
 
 
 def test_distinct_keeps_order_drops_repeats_and_blanks() -> None:
@@ -129,29 +95,10 @@ def test_a_branch_request_continues_from_the_branch_greedily() -> None:
     assert seen == [' "green", "blue"];']  # the rule saw the whole text
 
 
-class BranchingEngine(FakeEngine):
-    """Lists token choices like vLLM and answers each branch by the text it was given."""
-
-    def __init__(self, answers: dict[str, str]) -> None:
-        super().__init__()
-        self.info = EngineInfo("fake", "fake-model", "cpu", True, None, token_choices=True)
-        self.answers = answers
-        self.requests: list[EngineRequest] = []
-
-    async def generate(self, request: EngineRequest) -> EngineResult:
-        self.requests.append(request)
-        head = request.prompt[len(self.requests[0].prompt):]
-        reply = self.answers[head]
-        await asyncio.sleep(0)
-        if request.token_choices:
-            return EngineResult(text=reply[:4], token_choices=(
-                (_choice(1, " a", -0.1), _choice(2, " b", -1.0), _choice(3, " max", -2.0)),
-                (_choice(4, " +", -0.1), _choice(5, " -", -3.0))))
-        return EngineResult(text=reply)
-
-
 async def test_explicit_request_alternatives_branch_greedily_from_listed_tokens() -> None:
-    engine = BranchingEngine({"": " a + b\n", " b": " + a\n", " max": "(a, b)\n"})
+    engine = BranchingEngine({"": " a + b\n", " b": " + a\n", " max": "(a, b)\n"}, (
+        (_choice(1, " a", -0.1), _choice(2, " b", -1.0), _choice(3, " max", -2.0)),
+        (_choice(4, " +", -0.1), _choice(5, " -", -3.0))))
     completer = await completer_for(engine)
     outcome = await completer.complete(snap(SOURCE), len(SOURCE), explicit=True)
     assert outcome.text == "a + b" and outcome.alternatives == ["b + a", "max(a, b)"]

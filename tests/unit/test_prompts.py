@@ -19,6 +19,7 @@ from lsp_copilot.prompts.templates import (
     template_for,
 )
 from lsp_copilot.settings.core import Settings, parse_settings
+from tests.support.fakes import EncodingEngine
 from tests.support.models import smollm2_like_folder
 
 
@@ -360,37 +361,7 @@ def test_encoder_from_the_transformers_tokenizer_vllm_loads(smollm2: Path) -> No
 
 # -- wiring (FAKE engine: the template choice and the request, not the model) ---------
 
-class _FakeEngine:
-    """Records the requests it gets; answers a fixed text."""
-
-    def __init__(self, template: str, encoder: PromptEncoder | None) -> None:
-        from lsp_copilot.engine.base import EngineInfo
-
-        self.info = EngineInfo("fake", "fake-model", "cpu", True, None, template)
-        self.counter = type("C", (), {"name": "chars", "count": staticmethod(len)})()
-        self.encoder = encoder
-        self.requests: list[Any] = []
-
-    async def generate(self, request: Any) -> Any:
-        from lsp_copilot.engine.base import EngineResult
-
-        self.requests.append(request)
-        return EngineResult(text="1\n", prompt_tokens=len(request.prompt_token_ids or ()))
-
-    async def abort(self, request_id: str) -> None:
-        pass
-
-    async def warm_up(self) -> None:
-        pass
-
-    def stats(self) -> dict[str, int]:
-        return {}
-
-    async def shutdown(self) -> None:
-        pass
-
-
-async def _complete_fake(engine: _FakeEngine, **settings: Any) -> Any:
+async def _complete_fake(engine: EncodingEngine, **settings: Any) -> Any:
     from lsp_copilot.documents.store import DocumentStore
     from lsp_copilot.engine.manager import EngineManager
     from lsp_copilot.pipeline.completer import Completer
@@ -408,7 +379,7 @@ async def _complete_fake(engine: _FakeEngine, **settings: Any) -> Any:
 
 
 async def test_fake_engine_gets_the_detected_familys_token_ids() -> None:
-    engine = _FakeEngine("qwen2.5-coder", PromptEncoder(_byte_tokenizer()))
+    engine = EncodingEngine("qwen2.5-coder", PromptEncoder(_byte_tokenizer()))
     completer = await _complete_fake(engine)
     request = engine.requests[-1]
     assert request.prompt.startswith("<|fim_prefix|>") and request.prompt.endswith(
@@ -430,7 +401,7 @@ def _prefix_suffix(prompt: str) -> tuple[str, str]:
 
 
 async def test_fake_engine_template_setting_overrides_detection() -> None:
-    engine = _FakeEngine("qwen2.5-coder", None)
+    engine = EncodingEngine("qwen2.5-coder", None)
     await _complete_fake(engine, template="prefix-only")
     request = engine.requests[-1]
     assert "<|fim_prefix|>" not in request.prompt.replace(INJECTION, "")

@@ -19,99 +19,24 @@ import pytest
 from lsp_copilot.engine.base import (
     EngineDeadline,
     EngineDown,
-    EngineInfo,
     EngineRequest,
     EngineResult,
     EngineUnavailable,
 )
-from lsp_copilot.engine.manager import EngineManager, Reporter
+from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.supervisor import RestartPolicy
 from lsp_copilot.server.protocol import RESTART_COMMAND
 from lsp_copilot.settings.core import Settings
+from tests.support.clock import ScriptedClock
+from tests.support.fakes import EngineFactory, FlakyEngine
 from tests.support.poll import until
-
-
-class FakeEngine:
-    """Streams slowly; ``dead`` makes health checks fail, ``stuck`` makes everything hang."""
-
-    def __init__(self, name: str = "fake") -> None:
-        self.info = EngineInfo("fake", name, "cpu", True, None)
-        self.counter = None
-        self.dead = False
-        self.stuck = False
-        self.shut_down = False
-        self.cancelled = 0
-        self.generating = asyncio.Event()  # set once a call is in flight
-
-    async def generate(self, request: EngineRequest) -> EngineResult:
-        self.generating.set()
-        try:
-            if self.stuck:
-                await asyncio.Event().wait()
-            await asyncio.sleep(30)  # a long stream: only an incident or a deadline ends it
-        except asyncio.CancelledError:
-            self.cancelled += 1
-            raise
-        return EngineResult(text="never")
-
-    async def abort(self, request_id: str) -> None:
-        pass
-
-    async def warm_up(self) -> None:
-        pass
-
-    async def check_health(self) -> None:
-        if self.stuck:
-            await asyncio.Event().wait()
-        if self.dead:
-            raise RuntimeError("EngineCore died")
-
-    def stats(self) -> dict[str, int]:
-        return {}
-
-    async def shutdown(self) -> None:
-        self.shut_down = True
-
-
-class FakeClock:
-    """A scripted clock: ``sleep`` records the delay and moves ``now`` forward at once."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-        await asyncio.sleep(0)  # let others run: no real time passes
-
-    def backoffs(self) -> list[float]:
-        return [s for s in self.sleeps if s >= 1.0]  # health-check ticks are 0.05 s here
-
 
 SETTINGS = Settings(request_timeout_ms=60_000, health_check_interval_ms=50,
                     health_check_timeout_ms=200)
 
 
-class Factory:
-    """Hands out engines (or raises) in order; records how often it was called."""
-
-    def __init__(self, *engines: FakeEngine | Exception) -> None:
-        self.queue = list(engines)
-        self.calls = 0
-
-    def __call__(self, settings: Settings, report: Reporter) -> FakeEngine:
-        self.calls += 1
-        item = self.queue.pop(0) if len(self.queue) > 1 else self.queue[0]
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-
-def _manager(factory: Factory, clock: FakeClock) -> tuple[EngineManager, list[tuple[str, str]]]:
+def _manager(factory: EngineFactory, clock: ScriptedClock
+             ) -> tuple[EngineManager, list[tuple[str, str]]]:
     manager = EngineManager(factory, clock=clock, sleep=clock.sleep)  # type: ignore[arg-type]
     notices: list[tuple[str, str]] = []
     manager.notify = lambda level, message: notices.append((level, message))
@@ -122,9 +47,9 @@ REQUEST = EngineRequest(request_id="r1", prompt="def f():", max_tokens=8)
 
 
 async def test_fake_engine_death_ends_inflight_call_at_once_and_restarts_with_backoff() -> None:
-    first, second = FakeEngine("first"), FakeEngine("second")
-    clock = FakeClock()
-    manager, notices = _manager(Factory(first, second), clock)
+    first, second = FlakyEngine("first"), FlakyEngine("second")
+    clock = ScriptedClock()
+    manager, notices = _manager(EngineFactory(first, second), clock)
     assert (await manager.start(SETTINGS)).ok
     call = asyncio.ensure_future(manager.engine().generate(REQUEST))
     await first.generating.wait()
@@ -146,9 +71,9 @@ async def test_fake_engine_death_ends_inflight_call_at_once_and_restarts_with_ba
 
 
 async def test_fake_engine_stuck_fails_health_check_and_is_replaced() -> None:
-    stuck, fresh = FakeEngine("stuck"), FakeEngine("fresh")
-    clock = FakeClock()
-    manager, notices = _manager(Factory(stuck, fresh), clock)
+    stuck, fresh = FlakyEngine("stuck"), FlakyEngine("fresh")
+    clock = ScriptedClock()
+    manager, notices = _manager(EngineFactory(stuck, fresh), clock)
     assert (await manager.start(SETTINGS)).ok
     stuck.stuck = True
     await until(lambda: manager.telemetry.counters["engine_incidents"] == 1)
@@ -159,8 +84,8 @@ async def test_fake_engine_stuck_fails_health_check_and_is_replaced() -> None:
 
 
 async def test_fake_engine_call_past_its_deadline_is_answered_and_checks_health() -> None:
-    engine = FakeEngine()
-    manager = EngineManager(Factory(engine))  # type: ignore[arg-type]  # real time
+    engine = FlakyEngine()
+    manager = EngineManager(EngineFactory(engine))  # type: ignore[arg-type]  # real time
     settings = replace(SETTINGS, request_timeout_ms=100, health_check_interval_ms=3_600_000)
     probes = 0
     original = engine.check_health
@@ -181,9 +106,9 @@ async def test_fake_engine_call_past_its_deadline_is_answered_and_checks_health(
 
 
 async def test_fake_engine_repeated_failures_stay_down_until_retry() -> None:
-    engine = FakeEngine("dies")
-    clock = FakeClock()
-    factory = Factory(engine, RuntimeError("no memory left"), RuntimeError("no memory left"),
+    engine = FlakyEngine("dies")
+    clock = ScriptedClock()
+    factory = EngineFactory(engine, RuntimeError("no memory left"), RuntimeError("no memory left"),
                       RuntimeError("no memory left"), RuntimeError("no memory left"))
     manager, notices = _manager(factory, clock)
     assert (await manager.start(SETTINGS)).ok
@@ -198,7 +123,7 @@ async def test_fake_engine_repeated_failures_stay_down_until_retry() -> None:
     await until(lambda: manager._recovery is not None and manager._recovery.done())
     assert factory.calls == 4  # stays down: the recovery, which alone tries again, ended
 
-    good = FakeEngine("good")
+    good = FlakyEngine("good")
     factory.queue = [good]
     result = await manager.retry()
     assert result.ok and manager.state == "ready"
@@ -208,9 +133,9 @@ async def test_fake_engine_repeated_failures_stay_down_until_retry() -> None:
 
 
 async def test_fake_engine_max_restarts_zero_gives_up_at_once() -> None:
-    engine = FakeEngine()
-    clock = FakeClock()
-    factory = Factory(engine)
+    engine = FlakyEngine()
+    clock = ScriptedClock()
+    factory = EngineFactory(engine)
     manager, notices = _manager(factory, clock)
     assert (await manager.start(replace(SETTINGS, engine_max_restarts=0))).ok
     engine.dead = True
@@ -222,9 +147,9 @@ async def test_fake_engine_max_restarts_zero_gives_up_at_once() -> None:
 
 
 async def test_fake_engine_failures_older_than_the_window_are_forgotten() -> None:
-    engines = [FakeEngine(str(i)) for i in range(4)]
-    clock = FakeClock()
-    manager, _ = _manager(Factory(*engines), clock)
+    engines = [FlakyEngine(str(i)) for i in range(4)]
+    clock = ScriptedClock()
+    manager, _ = _manager(EngineFactory(*engines), clock)
     assert (await manager.start(replace(SETTINGS, engine_max_restarts=1))).ok
     for i in range(3):  # three deaths, each long after the previous: each one restarts
         engines[i].dead = True
@@ -236,9 +161,9 @@ async def test_fake_engine_failures_older_than_the_window_are_forgotten() -> Non
 
 
 async def test_fake_engine_shutdown_during_backoff_stays_stopped() -> None:
-    engine = FakeEngine()
-    clock = FakeClock()
-    factory = Factory(engine, FakeEngine("next"))
+    engine = FlakyEngine()
+    clock = ScriptedClock()
+    factory = EngineFactory(engine, FlakyEngine("next"))
     manager, _ = _manager(factory, clock)
     manager.policy = RestartPolicy(backoff_s=1.0)
 
@@ -263,9 +188,9 @@ async def test_fake_engine_shutdown_during_backoff_stays_stopped() -> None:
 
 
 async def test_fake_engine_slow_health_check_while_streaming_is_not_restarted() -> None:
-    engine = FakeEngine()
-    clock = FakeClock()
-    factory = Factory(engine, FakeEngine("replacement"))
+    engine = FlakyEngine()
+    clock = ScriptedClock()
+    factory = EngineFactory(engine, FlakyEngine("replacement"))
     manager, notices = _manager(factory, clock)
     assert (await manager.start(SETTINGS)).ok
 
@@ -290,9 +215,9 @@ async def test_fake_engine_slow_health_check_while_streaming_is_not_restarted() 
 
 
 async def test_fake_engine_slow_health_check_while_computing_is_not_restarted() -> None:
-    engine = FakeEngine()
-    clock = FakeClock()
-    factory = Factory(engine, FakeEngine("replacement"))
+    engine = FlakyEngine()
+    clock = ScriptedClock()
+    factory = EngineFactory(engine, FlakyEngine("replacement"))
     manager, notices = _manager(factory, clock)
     started = time.monotonic()
     engine.busy_seconds = lambda: time.monotonic() - started  # type: ignore[attr-defined]
@@ -322,10 +247,10 @@ async def test_a_remote_backend_out_of_reach_is_tried_again_until_it_is_back() -
     breakerCooldownMs at most, from the first load on; a wrong key stays failed."""
     from lsp_copilot.engine.remote.backend import RemoteError, RemoteRetryable
 
-    clock = FakeClock()
+    clock = ScriptedClock()
     refused = RemoteRetryable("cannot connect to http://gpu-box:8000")
-    good = FakeEngine("remote")
-    factory = Factory(*[refused] * 6, good)
+    good = FlakyEngine("remote")
+    factory = EngineFactory(*[refused] * 6, good)
     manager, notices = _manager(factory, clock)
     remote = replace(SETTINGS, engine_backend="remote", breaker_cooldown_ms=4_000)
     result = await manager.start(remote)
@@ -337,7 +262,7 @@ async def test_a_remote_backend_out_of_reach_is_tried_again_until_it_is_back() -
     assert "could not start: remote backend: cannot connect" in notices[0][1]
     await manager.shutdown()
 
-    manager, _ = _manager(Factory(RemoteError("refused the API key")), FakeClock())
+    manager, _ = _manager(EngineFactory(RemoteError("refused the API key")), ScriptedClock())
     assert not (await manager.start(remote)).ok
     assert manager.state == "failed"
     assert manager._recovery is None  # nothing will try it again

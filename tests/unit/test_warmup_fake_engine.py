@@ -11,7 +11,6 @@ import itertools
 from pathlib import Path
 
 from lsp_copilot.documents.store import DocumentStore, Snapshot
-from lsp_copilot.engine.base import EngineRequest, EngineResult
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.pipeline.completer import Completer
 from lsp_copilot.pipeline.warmup import PRIORITY, Warmer, chunks
@@ -24,22 +23,9 @@ from tests.support.poll import until
 URI = "file:///w/shapes.py"
 
 
-class RecordingEngine(FakeEngine):
-    def __init__(self, step_s: float = 0.0) -> None:
-        super().__init__(reply="x\n")
-        self.requests: list[EngineRequest] = []
-        self.delay = step_s
-
-    async def generate(self, request: EngineRequest) -> EngineResult:
-        self.requests.append(request)
-        if self.delay:
-            try:
-                await asyncio.sleep(self.delay)
-            except asyncio.CancelledError:
-                self.aborted += 1
-                self.aborts.set()
-                raise
-        return await super().generate(request)
+def _recording(delay_s: float = 0.0) -> FakeEngine:
+    """Answers "x" after ``delay_s`` (a prefill); records every request."""
+    return FakeEngine(reply="x\n", delay_s=delay_s)
 
 
 def _source() -> str:
@@ -48,7 +34,7 @@ def _source() -> str:
     return path.read_text()
 
 
-async def _setup(engine: RecordingEngine, **settings: object) -> tuple[Completer, Warmer,
+async def _setup(engine: FakeEngine, **settings: object) -> tuple[Completer, Warmer,
                                                                        Telemetry]:
     manager = EngineManager(factory=lambda s, report: engine)
     assert (await manager.start(Settings())).ok
@@ -79,7 +65,7 @@ def test_chunks_are_growing_prefixes_cut_at_line_ends() -> None:
 
 
 async def test_fake_engine_warm_up_prefills_the_first_completions_prompt() -> None:
-    engine = RecordingEngine()
+    engine = _recording()
     completer, warmer, telemetry = await _setup(engine)
     store = _store(_source())
     warmer.opened(_snap(store))
@@ -100,7 +86,7 @@ async def test_fake_engine_warm_up_prefills_the_first_completions_prompt() -> No
 
 
 async def test_fake_engine_real_request_cancels_the_warm_up() -> None:
-    engine = RecordingEngine(step_s=0.2)
+    engine = _recording(0.2)
     _, warmer, telemetry = await _setup(engine)
     store = _store(_source())
     warmer.opened(_snap(store))
@@ -114,7 +100,7 @@ async def test_fake_engine_real_request_cancels_the_warm_up() -> None:
 
 
 async def test_fake_engine_no_warm_up_when_busy_disabled_or_secret() -> None:
-    engine = RecordingEngine()
+    engine = _recording()
     completer, warmer, telemetry = await _setup(engine, warm_up=False)
     warmer.opened(_snap(_store(_source())))
     assert not warmer.running
@@ -124,7 +110,7 @@ async def test_fake_engine_no_warm_up_when_busy_disabled_or_secret() -> None:
     warmer.opened(secret.snapshot("file:///w/.env"))
     assert not warmer.running
     # Busy: a real generation is in flight when the warm-up would start.
-    slow = RecordingEngine(step_s=0.3)
+    slow = _recording(0.3)
     completer, warmer, telemetry = await _setup(slow)
     store = _store(_source())
     real = asyncio.ensure_future(completer.complete(_snap(store), len(_source())))
@@ -144,7 +130,7 @@ async def test_fake_engine_with_token_ids_warms_exact_id_prefixes(tmp_path: Path
     from lsp_copilot.tokens import token_counter
 
     model = str(smollm2_like_folder(tmp_path))
-    engine = RecordingEngine()
+    engine = _recording()
     engine.encoder = PromptEncoder.for_model(model)  # type: ignore[attr-defined]
     engine.counter = token_counter(model)  # type: ignore[assignment]
     assert engine.encoder is not None  # type: ignore[attr-defined]
@@ -171,7 +157,7 @@ async def test_fake_engine_with_token_ids_warms_exact_id_prefixes(tmp_path: Path
 
 
 async def test_fake_engine_no_warm_up_for_a_disabled_language() -> None:
-    engine = RecordingEngine()
+    engine = _recording()
     _, warmer, _ = await _setup(engine, disabled_languages=("python",))
     warmer.opened(_snap(_store(_source())))
     assert not warmer.running and engine.requests == []
