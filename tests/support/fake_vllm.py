@@ -121,7 +121,7 @@ def stream(pieces: list[str], delay: float = 0.0, drop_after: int | None = None,
             finish = "length" if i == len(pieces) - 1 else None
             writer.write(chunk(piece, usage, finish))
             await writer.drain()
-        final = {"prompt_tokens": 11, "completion_tokens": len(pieces)}
+        final: dict[str, Any] = {"prompt_tokens": 11, "completion_tokens": len(pieces)}
         if cached is not None:
             final["prompt_tokens_details"] = {"cached_tokens": cached}
         writer.write(chunk(None, final) + b"data: [DONE]\n\n")

@@ -50,12 +50,13 @@ def plain(value: Any) -> Any:
 async def send_raw(client: LanguageClient, msg_id: str, method: str, params: Any) -> Any:
     """Send a request as raw JSON: params the typed client would refuse to serialize."""
     fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    client.protocol._request_futures[msg_id] = fut
+    client.protocol._request_futures[msg_id] = fut  # type: ignore[assignment]
     message = {"jsonrpc": "2.0", "id": msg_id, "method": method}
     if params is not None:  # None: leave "params" out, as JSON-RPC allows
         message["params"] = params
     body = json.dumps(message)
     data = body.encode()
+    assert client.protocol.writer is not None
     client.protocol.writer.write(b"Content-Length: %d\r\n\r\n" % len(data) + data)
     return await asyncio.wait_for(fut, timeout=30)
 
