@@ -194,7 +194,8 @@ def _start_loading_server() -> subprocess.Popen[bytes]:
     proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
     proc.stdin.flush()
     # Loading for sure: vLLM has started its EngineCore (and must not leave it behind).
-    deadline = time.monotonic() + 120
+    # The bound only ends a hung test (a model prepared on first use comes first).
+    deadline = time.monotonic() + 600
     while not engine_core_pids(proc.pid):
         assert time.monotonic() < deadline and proc.poll() is None, "no EngineCore started"
         time.sleep(0.1)
