@@ -16,8 +16,7 @@ from pytest_lsp import LanguageClient
 
 from lsp_copilot.acceptance import experiment
 from lsp_copilot.settings.core import parse_settings
-from tests.e2e.conftest import plain, stats
-from tests.e2e.test_engine_server import _edit, _inline, _open, _uri
+from tests.support.lsp import edit_doc, fixture_uri, inline, open_doc, plain, stats
 
 pytestmark = pytest.mark.engine
 
@@ -33,10 +32,10 @@ def _configure(client: LanguageClient, settings: dict[str, Any]) -> None:
 async def _suggest(client: LanguageClient, name: str, source: str) -> tuple[str, int, int, dict]:
     """Open ``source`` and ask (explicitly: an answer is sure) at the end of its last line;
     return the uri, the position and the item's command arguments."""
-    uri = _uri(name)
-    _open(client, uri, source)
+    uri = fixture_uri(name)
+    open_doc(client, uri, source)
     line, col = source.count("\n"), len(source.rsplit("\n", 1)[-1])
-    result = await _inline(client, uri, line, col, INVOKED)
+    result = await inline(client, uri, line, col, INVOKED)
     assert result is not None and result.items, f"no suggestion in {name}"
     item = result.items[0]
     (args,) = plain(item.command.arguments)
@@ -76,8 +75,8 @@ async def _run_session(client: LanguageClient, path: Path) -> None:
     shown: dict[str, Any] | None = args
     continued = 0
     for i, ch in enumerate(text[:-1]):
-        _edit(client, uri, 2 + i, line, col + i, ch)
-        rest = await _inline(client, uri, line, col + i + 1)
+        edit_doc(client, uri, 2 + i, line, col + i, ch)
+        rest = await inline(client, uri, line, col + i + 1)
         if shown is not None:
             notify("lspCopilot/didReject", shown)
         shown = None  # (no rest where typing it needs none, e.g. in a comment)
@@ -88,7 +87,7 @@ async def _run_session(client: LanguageClient, path: Path) -> None:
             notify("lspCopilot/didShow", shown)
             continued += 1
     assert continued >= 1
-    _edit(client, uri, 1 + len(text), line, col + len(text) - 1, text[-1])
+    edit_doc(client, uri, 1 + len(text), line, col + len(text) - 1, text[-1])
     if shown is not None:
         notify("lspCopilot/didReject", shown)  # the client drops it: nothing left to show
     client.text_document_did_close(types.DidCloseTextDocumentParams(
@@ -98,7 +97,7 @@ async def _run_session(client: LanguageClient, path: Path) -> None:
     uri, line, col, args = await _suggest(client, "acc_scale.py",
                                           "def scale(values, factor):\n    return ")
     notify("lspCopilot/didShow", args)
-    _edit(client, uri, 2, line, col, args["text"])
+    edit_doc(client, uri, 2, line, col, args["text"])
     await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="lspCopilot.didAccept", arguments=[args]))
 
@@ -107,7 +106,7 @@ async def _run_session(client: LanguageClient, path: Path) -> None:
                                           "def mean(xs):\n    total = sum(xs)\n    return ")
     assert len(args["text"]) >= 2, args
     notify("lspCopilot/didShow", args)
-    _edit(client, uri, 2, line, col, args["text"][:1])
+    edit_doc(client, uri, 2, line, col, args["text"][:1])
     notify("lspCopilot/didAccept", {**args, "acceptedChars": 1})
 
     # 4. An older client without ids: shown, rejected, then the user types on.
@@ -116,7 +115,7 @@ async def _run_session(client: LanguageClient, path: Path) -> None:
     old = {k: args[k] for k in ("uri", "position", "text")}
     notify("lspCopilot/didShow", old)
     notify("lspCopilot/didReject", old)
-    _edit(client, uri, 2, line, col, "@@")  # (no suggestion starts so)
+    edit_doc(client, uri, 2, line, col, "@@")  # (no suggestion starts so)
 
     counts = (await stats(client))["outcomes"]  # (a round trip: the notifications are in)
     for outcome in ("accepted", "partly_accepted", "rejected", "typed_through"):
@@ -138,7 +137,7 @@ async def _run_session(client: LanguageClient, path: Path) -> None:
     # Each line's arm is the one the setting's stable hash gives it.
     exp, _ = experiment.build(parse_settings({"experiment": EXPERIMENT})[0])
     assert exp is not None
-    arms = [exp.choose(_uri(name), line)[0] for name, line in (
+    arms = [exp.choose(fixture_uri(name), line)[0] for name, line in (
         ("acc_scale.py", 1), ("acc_mean.py", 2), ("acc_area.py", 3), ("acc_add.py", 1))]
     assert by["experiment"] == {"a vs b": 4}
     assert by["arm"] == {arm: arms.count(arm) for arm in set(arms)}

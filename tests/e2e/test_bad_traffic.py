@@ -8,7 +8,7 @@ import json
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.e2e.conftest import send_raw, stats
+from tests.support.lsp import send_raw, stats
 
 
 def _write(client: LanguageClient, data: bytes) -> None:
@@ -29,9 +29,9 @@ async def test_broken_messages_are_skipped_and_told_once(light_client: LanguageC
         _write(light_client, _frame(json.dumps({"jsonrpc": "2.0", "method": method}).encode()))
     _write(light_client, _frame(json.dumps({
         "jsonrpc": "2.0", "method": "textDocument/didChange", "params": {"x": 1}}).encode()))
-    s = await asyncio.wait_for(stats(light_client), 30)  # the connection survived
-    assert s["requests"] >= 0
-    await asyncio.sleep(0.5)
+    # The connection survived: the next request is answered. The server handles messages
+    # in order and tells synchronously, so any popup came before this answer.
+    await asyncio.wait_for(stats(light_client), 30)
     popups = [m for m in light_client.messages[before:] if m.type <= types.MessageType.Warning]
     assert len(popups) <= 1, [m.message for m in popups]  # not one popup per bad message
 

@@ -4,7 +4,6 @@ SmolLM2-135M)."""
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -12,7 +11,19 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from tests.e2e.conftest import ON_CUDA, ROOT, expected_device, send_raw, stats
+from tests.support.lsp import (
+    ON_CUDA,
+    edit_doc,
+    engines_frozen,
+    expected_device,
+    fixture_uri,
+    inline,
+    open_doc,
+    parses_with,
+    send_raw,
+    stats,
+    wait_stat,
+)
 
 pytestmark = pytest.mark.engine
 
@@ -28,44 +39,6 @@ def read_lines(path):
 def count_words(text):
     words = text.split()
 '''
-
-
-def _open(client: LanguageClient, uri: str, text: str, language: str = "python") -> None:
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(
-                uri=uri, language_id=language, version=1, text=text
-            )
-        )
-    )
-
-
-def _edit(client: LanguageClient, uri: str, version: int, line: int, char: int, text: str) -> None:
-    pos = types.Position(line, char)
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[
-                types.TextDocumentContentChangePartial(range=types.Range(pos, pos), text=text)
-            ],
-        )
-    )
-
-
-async def _inline(client: LanguageClient, uri: str, line: int, char: int,
-                  kind: types.InlineCompletionTriggerKind = (
-                      types.InlineCompletionTriggerKind.Automatic)) -> Any:
-    return await client.text_document_inline_completion_async(
-        types.InlineCompletionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            position=types.Position(line, char),
-            context=types.InlineCompletionContext(trigger_kind=kind),
-        )
-    )
-
-
-def _uri(name: str) -> str:
-    return (ROOT / "tests" / "fixtures" / name).as_uri()
 
 
 async def test_capabilities_and_engine_info(engine_client: LanguageClient) -> None:
@@ -110,15 +83,15 @@ async def test_engine_processes_run_at_a_lower_cpu_priority(
 
 
 async def test_incremental_edits_then_inline_and_item(engine_client: LanguageClient) -> None:
-    uri = _uri("e2e_words.py")
-    _open(engine_client, uri, PY_SOURCE)
+    uri = fixture_uri("e2e_words.py")
+    open_doc(engine_client, uri, PY_SOURCE)
     # Type "    return len(" after `words = text.split()` (line 10), keystroke by keystroke.
-    _edit(engine_client, uri, 2, 10, len("    words = text.split()"), "\n")
+    edit_doc(engine_client, uri, 2, 10, len("    words = text.split()"), "\n")
     typed = "    return len("
     for i, ch in enumerate(typed):
-        _edit(engine_client, uri, 3 + i, 11, i, ch)
+        edit_doc(engine_client, uri, 3 + i, 11, i, ch)
     before = await stats(engine_client)
-    result = await _inline(engine_client, uri, 11, len(typed))
+    result = await inline(engine_client, uri, 11, len(typed))
     assert result is not None and result.items, "expected a suggestion"
     text = result.items[0].insert_text
     assert isinstance(text, str) and text.strip(), text
@@ -153,8 +126,8 @@ async def test_shared_prefix_hits_prefix_cache(engine_client: LanguageClient) ->
     # context layers (its path, its snippets) before the window.
     for name, tail in (("e2e_cache.py", "def handler_20(event):\n    return "),
                        ("e2e_cache.py", "def handler_21(event):\n    return ")):
-        _open(engine_client, _uri(name), body + tail)
-        await _inline(engine_client, _uri(name), line + 1, len("    return "))
+        open_doc(engine_client, fixture_uri(name), body + tail)
+        await inline(engine_client, fixture_uri(name), line + 1, len("    return "))
     after = await stats(engine_client)
     assert after["engine_requests"] == before["engine_requests"] + 2
     # The second prompt shares ~all but its last line with the first: vLLM reuses it.
@@ -164,17 +137,9 @@ async def test_shared_prefix_hits_prefix_cache(engine_client: LanguageClient) ->
     assert 0 <= after["spec_accepted_tokens"] <= after["spec_draft_tokens"]
 
 
-async def _wait_stat(client: LanguageClient, name: str, count: int) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    while (s := await stats(client))[name] < count:
-        assert time.monotonic() < deadline, f"{name} never reached {count}: {s}"
-        await asyncio.sleep(0.02)
-    return s
-
-
 async def test_cancel_request_aborts_engine(engine_client: LanguageClient) -> None:
-    uri = _uri("e2e_cancel.py")
-    _open(engine_client, uri, "class Inventory:\n    def __init__(self):\n")
+    uri = fixture_uri("e2e_cancel.py")
+    open_doc(engine_client, uri, "class Inventory:\n    def __init__(self):\n")
     before = await stats(engine_client)
     msg_id = "cancel-me-1"
     params = types.InlineCompletionParams(
@@ -184,32 +149,40 @@ async def test_cancel_request_aborts_engine(engine_client: LanguageClient) -> No
             trigger_kind=types.InlineCompletionTriggerKind.Invoked
         ),
     )
-    fut = asyncio.ensure_future(  # pytest-lsp's send_request_async is a coroutine
-        engine_client.protocol.send_request_async(
-            types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=msg_id
+    # The engine generates nothing until the cancel is answered: it comes mid-generation
+    # however fast the engine is.
+    with engines_frozen(engine_client):
+        fut = asyncio.ensure_future(  # pytest-lsp's send_request_async is a coroutine
+            engine_client.protocol.send_request_async(
+                types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=msg_id
+            )
         )
-    )
-    await _wait_stat(engine_client, "engine_requests", before["engine_requests"] + 1)
-    engine_client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
-    with pytest.raises(JsonRpcException) as err:
-        await fut
+        await wait_stat(engine_client, "engine_requests", before["engine_requests"] + 1)
+        engine_client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+        with pytest.raises(JsonRpcException) as err:
+            await fut
     assert err.value.code == types.LSPErrorCodes.RequestCancelled
     # Aborted once the merge window passes with no request reusing the generation.
-    after = await _wait_stat(engine_client, "engine_aborted", before["engine_aborted"] + 1)
+    after = await wait_stat(engine_client, "engine_aborted", before["engine_aborted"] + 1)
     assert after["cancelled"] == before["cancelled"] + 1
 
 
 async def test_newer_request_aborts_a_generation_it_cannot_use(
     engine_client: LanguageClient,
 ) -> None:
-    uri = _uri("e2e_supersede.py")
-    _open(engine_client, uri, "class Queue:\n    def __init__(self):\n")
+    uri = fixture_uri("e2e_supersede.py")
+    open_doc(engine_client, uri, "class Queue:\n    def __init__(self):\n")
     before = await stats(engine_client)
-    first = asyncio.ensure_future(_inline(engine_client, uri, 2, 0))
-    await _wait_stat(engine_client, "engine_requests", before["engine_requests"] + 1)
-    # An edit above the cursor: the old prompt is useless now.
-    _edit(engine_client, uri, 2, 0, 0, "import collections\n")
-    second = await _inline(engine_client, uri, 3, 0)
+    # The engine generates nothing until the newer request has gone to it: the first
+    # generation is still running when it comes, however fast the engine is.
+    with engines_frozen(engine_client):
+        first = asyncio.ensure_future(inline(engine_client, uri, 2, 0))
+        await wait_stat(engine_client, "engine_requests", before["engine_requests"] + 1)
+        # An edit above the cursor: the old prompt is useless now.
+        edit_doc(engine_client, uri, 2, 0, 0, "import collections\n")
+        pending = asyncio.ensure_future(inline(engine_client, uri, 3, 0))
+        await wait_stat(engine_client, "engine_requests", before["engine_requests"] + 2)
+    second = await pending
     first_result = await first
     assert first_result is not None and not first_result.items
     assert second is not None
@@ -221,12 +194,12 @@ async def test_newer_request_aborts_a_generation_it_cannot_use(
 async def test_same_position_request_merges_into_the_generation(
     engine_client: LanguageClient,
 ) -> None:
-    uri = _uri("e2e_merge.py")
-    _open(engine_client, uri, "class Stack:\n    def __init__(self):\n")
+    uri = fixture_uri("e2e_merge.py")
+    open_doc(engine_client, uri, "class Stack:\n    def __init__(self):\n")
     before = await stats(engine_client)
-    first = asyncio.ensure_future(_inline(engine_client, uri, 2, 0))
-    await _wait_stat(engine_client, "engine_requests", before["engine_requests"] + 1)
-    second = await _inline(engine_client, uri, 2, 0)
+    first = asyncio.ensure_future(inline(engine_client, uri, 2, 0))
+    await wait_stat(engine_client, "engine_requests", before["engine_requests"] + 1)
+    second = await inline(engine_client, uri, 2, 0)
     await first
     after = await stats(engine_client)
     assert after["merged"] == before["merged"] + 1
@@ -235,16 +208,16 @@ async def test_same_position_request_merges_into_the_generation(
 
 
 async def test_typing_through_needs_no_engine_call(engine_client: LanguageClient) -> None:
-    uri = _uri("e2e_typing.py")
-    _open(engine_client, uri, "def add(a, b):\n    return ")
+    uri = fixture_uri("e2e_typing.py")
+    open_doc(engine_client, uri, "def add(a, b):\n    return ")
     col = len("    return ")
-    shown = await _inline(engine_client, uri, 1, col)
+    shown = await inline(engine_client, uri, 1, col)
     assert shown is not None and shown.items
     text = shown.items[0].insert_text
     assert isinstance(text, str) and len(text) >= 2
     before = await stats(engine_client)
-    _edit(engine_client, uri, 2, 1, col, text[0])  # the user types the suggestion's start
-    result = await _inline(engine_client, uri, 1, col + 1)
+    edit_doc(engine_client, uri, 2, 1, col, text[0])  # the user types the suggestion's start
+    result = await inline(engine_client, uri, 1, col + 1)
     assert result is not None and result.items and result.items[0].insert_text == text[1:]
     after = await stats(engine_client)
     assert after["typed_through"] == before["typed_through"] + 1
@@ -253,11 +226,12 @@ async def test_typing_through_needs_no_engine_call(engine_client: LanguageClient
 
 async def test_secret_files_never_reach_the_engine(engine_client: LanguageClient) -> None:
     before = await stats(engine_client)
-    _open(engine_client, _uri(".env"), "API_TOKEN=", language="dotenv")
+    open_doc(engine_client, fixture_uri(".env"), "API_TOKEN=", language="dotenv")
     key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow==\n-----END RSA PRIVATE KEY-----\n"
-    _open(engine_client, _uri("e2e_keys.py"), f'PEM = """{key}"""\ndef load():\n    return ')
+    open_doc(engine_client, fixture_uri("e2e_keys.py"),
+             f'PEM = """{key}"""\ndef load():\n    return ')
     for name, line, col in ((".env", 0, 10), ("e2e_keys.py", 5, 11)):
-        result = await _inline(engine_client, _uri(name), line, col)
+        result = await inline(engine_client, fixture_uri(name), line, col)
         assert result is not None and not result.items
     after = await stats(engine_client)
     assert after["secret_skipped"] == before["secret_skipped"] + 2
@@ -265,29 +239,29 @@ async def test_secret_files_never_reach_the_engine(engine_client: LanguageClient
 
 
 async def test_user_secret_patterns_keep_files_private(engine_client: LanguageClient) -> None:
-    uri = _uri("e2e_vault/settings_prod.py")
-    _open(engine_client, uri, "def connect():\n    return ")
+    uri = fixture_uri("e2e_vault/settings_prod.py")
+    open_doc(engine_client, uri, "def connect():\n    return ")
     engine_client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
         settings={"lspCopilot": {"excludedFolders": ["e2e_vault"]}}))
     before = await stats(engine_client)
-    result = await _inline(engine_client, uri, 1, 11)
+    result = await inline(engine_client, uri, 1, 11)
     after = await stats(engine_client)
     assert result is not None and not result.items
     assert after["secret_skipped"] == before["secret_skipped"] + 1
     assert after["engine_requests"] == before["engine_requests"]
     engine_client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
         settings={"lspCopilot": {"excludedFolders": []}}))
-    await _inline(engine_client, uri, 1, 11)  # the rule is gone: the engine is asked again
+    await inline(engine_client, uri, 1, 11)  # the rule is gone: the engine is asked again
     assert (await stats(engine_client))["secret_skipped"] == after["secret_skipped"]
 
 
 async def test_out_of_sync_document_waits_for_full_text(engine_client: LanguageClient) -> None:
-    uri = _uri("e2e_sync.py")
-    _open(engine_client, uri, "def add(a, b):\n    return ")
-    _edit(engine_client, uri, 5, 1, 11, "a")
-    _edit(engine_client, uri, 3, 1, 12, " +")  # the version goes backwards: not applied
+    uri = fixture_uri("e2e_sync.py")
+    open_doc(engine_client, uri, "def add(a, b):\n    return ")
+    edit_doc(engine_client, uri, 5, 1, 11, "a")
+    edit_doc(engine_client, uri, 3, 1, 12, " +")  # the version goes backwards: not applied
     before = await stats(engine_client)
-    result = await _inline(engine_client, uri, 1, 12)
+    result = await inline(engine_client, uri, 1, 12)
     after = await stats(engine_client)
     assert result is not None and not result.items
     assert after["out_of_sync"] == before["out_of_sync"] + 1
@@ -296,11 +270,11 @@ async def test_out_of_sync_document_waits_for_full_text(engine_client: LanguageC
         text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=6),
         content_changes=[types.TextDocumentContentChangeWholeDocument(
             text="def add(a, b):\n    return a +")]))
-    await _inline(engine_client, uri, 1, 14)  # resynchronized: answered normally again
+    await inline(engine_client, uri, 1, 14)  # resynchronized: answered normally again
     assert (await stats(engine_client))["out_of_sync"] == after["out_of_sync"]
     # A completion past the end of our (resynced) text is a clear error, not silence.
     with pytest.raises(JsonRpcException, match="past the end"):
-        await _inline(engine_client, uri, 5, 0)
+        await inline(engine_client, uri, 5, 0)
 
 
 async def test_overload_answers_empty_and_recovers(engine_client: LanguageClient) -> None:
@@ -308,32 +282,32 @@ async def test_overload_answers_empty_and_recovers(engine_client: LanguageClient
         types.DidChangeConfigurationParams(settings={"lspCopilot": {"maxQueue": 1}})
     )
     before = await stats(engine_client)
-    uris = [_uri(f"e2e_load_{i}.py") for i in range(4)]
+    uris = [fixture_uri(f"e2e_load_{i}.py") for i in range(4)]
     for i, uri in enumerate(uris):
-        _open(engine_client, uri, f"class Model{i}:\n    def __init__(self):\n")
-    results = await asyncio.gather(*(_inline(engine_client, u, 2, 0) for u in uris))
+        open_doc(engine_client, uri, f"class Model{i}:\n    def __init__(self):\n")
+    results = await asyncio.gather(*(inline(engine_client, u, 2, 0) for u in uris))
     after = await stats(engine_client)
     assert after["overloaded"] >= before["overloaded"] + 1
     assert all(r is not None for r in results)  # every request was answered
     engine_client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"lspCopilot": {"maxQueue": 8}})
     )
-    _open(engine_client, _uri("e2e_after_load.py"), "def mul(a, b):\n    return ")
-    result = await _inline(engine_client, _uri("e2e_after_load.py"), 1, len("    return "))
+    open_doc(engine_client, fixture_uri("e2e_after_load.py"), "def mul(a, b):\n    return ")
+    result = await inline(engine_client, fixture_uri("e2e_after_load.py"), 1, len("    return "))
     assert result is not None and result.items
 
 
 async def test_bad_input_keeps_server_answering(engine_client: LanguageClient) -> None:
-    uri = _uri("e2e_bad.py")
-    _open(engine_client, uri, "def add(a, b):\n    return ")
+    uri = fixture_uri("e2e_bad.py")
+    open_doc(engine_client, uri, "def add(a, b):\n    return ")
     # A position past the end: a clear InvalidParams error naming the position.
     with pytest.raises(JsonRpcException) as err:
-        await _inline(engine_client, uri, 50, 0)
+        await inline(engine_client, uri, 50, 0)
     assert err.value.code == types.ErrorCodes.InvalidParams
     assert "50" in str(err.value)
     # An unknown document.
     with pytest.raises(JsonRpcException) as err:
-        await _inline(engine_client, _uri("never_opened.py"), 0, 0)
+        await inline(engine_client, fixture_uri("never_opened.py"), 0, 0)
     assert "never_opened" in str(err.value)
     # Params that do not deserialize: pygls alone would never answer this one.
     with pytest.raises(JsonRpcException) as err:
@@ -345,21 +319,21 @@ async def test_bad_input_keeps_server_answering(engine_client: LanguageClient) -
     assert err.value.code == types.ErrorCodes.InvalidParams
     assert "line" in str(err.value)
     # A 10 MB document is tracked but never sent to the model: an empty answer.
-    big = _uri("e2e_big.py")
-    _open(engine_client, big, "x = 1\n" * (10_000_000 // 6))
-    result = await _inline(engine_client, big, 5, 0)
+    big = fixture_uri("e2e_big.py")
+    open_doc(engine_client, big, "x = 1\n" * (10_000_000 // 6))
+    result = await inline(engine_client, big, 5, 0)
     assert result is not None and not result.items
     # Binary content: empty answer too.
-    binary = _uri("e2e_binary.bin")
-    _open(engine_client, binary, "\x00\x01\x02ELF\x00" * 100, language="plaintext")
-    result = await _inline(engine_client, binary, 0, 3)
+    binary = fixture_uri("e2e_binary.bin")
+    open_doc(engine_client, binary, "\x00\x01\x02ELF\x00" * 100, language="plaintext")
+    result = await inline(engine_client, binary, 0, 3)
     assert result is not None and not result.items
     # A malformed setting is reported and replaced by its default; nothing breaks.
     engine_client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"lspCopilot": {"maxPromptTokens": "lots"}})
     )
     # And after all that, a real completion still comes back.
-    result = await _inline(engine_client, uri, 1, len("    return "))
+    result = await inline(engine_client, uri, 1, len("    return "))
     assert result is not None and result.items and result.items[0].insert_text.strip()
     warnings = [m.message for m in engine_client.messages]
     assert any("maxPromptTokens" in m for m in warnings), warnings
@@ -367,54 +341,44 @@ async def test_bad_input_keeps_server_answering(engine_client: LanguageClient) -
 
 
 async def test_accept_prefetches_the_next_suggestion(engine_client: LanguageClient) -> None:
-    uri = _uri("e2e_prefetch.py")
-    _open(engine_client, uri, "def scale(values, factor):\n    result = ")
+    uri = fixture_uri("e2e_prefetch.py")
+    open_doc(engine_client, uri, "def scale(values, factor):\n    result = ")
     col = len("    result = ")
-    shown = await _inline(engine_client, uri, 1, col)
+    shown = await inline(engine_client, uri, 1, col)
     assert shown is not None and shown.items
     text = shown.items[0].insert_text
     assert isinstance(text, str) and text and "\n" not in text
     before = await stats(engine_client)
     # The user accepts: the editor inserts the text and the client reports it.
-    _edit(engine_client, uri, 2, 1, col, text + "\n    ")
+    edit_doc(engine_client, uri, 2, 1, col, text + "\n    ")
     engine_client.protocol.notify("lspCopilot/didAccept", {
         "uri": uri, "position": {"line": 1, "character": col}, "text": text + "\n    "})
-    after = await _wait_stat(engine_client, "prefetched", before["prefetched"] + 1)
+    after = await wait_stat(engine_client, "prefetched", before["prefetched"] + 1)
     assert after["accepted"] == before["accepted"] + 1
-    await _wait_stat(engine_client, "engine_requests", before["engine_requests"] + 1)
+    await wait_stat(engine_client, "engine_requests", before["engine_requests"] + 1)
     # The next request at the end of the accepted text is served by that prefetch.
-    await _inline(engine_client, uri, 2, 4)
+    await inline(engine_client, uri, 2, 4)
     final = await stats(engine_client)
     assert final["engine_requests"] == before["engine_requests"] + 1
     assert final["cache_hits"] + final["merged"] > before["cache_hits"] + before["merged"]
 
 
-def _parses_with(text: str, line: int, char: int, insert: str) -> bool:
-    from lsp_copilot.language.ids import parser_for
-
-    lines = text.split("\n")
-    lines[line] = lines[line][:char] + insert + lines[line][char:]
-    parser = parser_for("python")
-    assert parser is not None
-    return not parser.parse("\n".join(lines).encode()).root_node.has_error
-
-
 async def test_explicit_request_answers_whole_and_uncut(engine_client: LanguageClient) -> None:
     """triggerKind Invoked through the real engine: counted, never debounced or cut by the
     deadline (a 1 ms deadline here), and the answer leaves the file parsing."""
-    uri = _uri("explicit_whole.py")
+    uri = fixture_uri("explicit_whole.py")
     text = ("import math\n\n\ndef circle_area(radius):\n"
             '    """Area of a circle of the given radius."""\n    return \n')
-    _open(engine_client, uri, text)
+    open_doc(engine_client, uri, text)
     engine_client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"lspCopilot": {"deadlineMs": 1}}))
     before = await stats(engine_client)
-    result = await _inline(engine_client, uri, 5, 11, types.InlineCompletionTriggerKind.Invoked)
+    result = await inline(engine_client, uri, 5, 11, types.InlineCompletionTriggerKind.Invoked)
     after = await stats(engine_client)
     assert after["explicit_requests"] == before.get("explicit_requests", 0) + 1
     assert result.items, "an explicit request at `return ` gets an answer"
     answer = result.items[0].insert_text
-    assert answer.strip() and _parses_with(text, 5, 11, answer), answer
+    assert answer.strip() and parses_with(text, 5, 11, answer), answer
     assert after.get("deadline_answers", 0) == before.get("deadline_answers", 0)
     engine_client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"lspCopilot": {"deadlineMs": 300}}))
@@ -423,13 +387,13 @@ async def test_explicit_request_answers_whole_and_uncut(engine_client: LanguageC
 async def test_automatic_answers_are_never_fragments(engine_client: LanguageClient) -> None:
     """Automatic requests at positions where a fragment is the easy answer: whatever comes
     back, inserted, leaves the file parsing (or nothing comes)."""
-    uri = _uri("whole_auto.py")
+    uri = fixture_uri("whole_auto.py")
     text = ("class Store:\n    def __init__(self):\n        self.items = {}\n\n"
             "    def put(self, key, value):\n        self.\n")
-    _open(engine_client, uri, text)
-    result = await _inline(engine_client, uri, 5, 13)
+    open_doc(engine_client, uri, text)
+    result = await inline(engine_client, uri, 5, 13)
     for item in result.items:
-        assert _parses_with(text, 5, 13, item.insert_text), item.insert_text
+        assert parses_with(text, 5, 13, item.insert_text), item.insert_text
 
 
 async def test_typing_and_explicit_requests_take_their_routes(
@@ -444,11 +408,11 @@ async def test_typing_and_explicit_requests_take_their_routes(
     assert routes["singleLine"]["route"] == routes["multiLine"]["route"] == "smollm2-135m"
     assert routes["singleLine"]["state"] == "ready" and routes["explicit"]["route"] == "main"
     assert routes["explicit"]["model"] == "qwen2.5-coder-0.5b"
-    uri = _uri("routes.py")
+    uri = fixture_uri("routes.py")
     text = "def double(x):\n    return \n"
-    _open(engine_client, uri, text)
-    await _inline(engine_client, uri, 1, 11)
-    await _inline(engine_client, uri, 1, 11, types.InlineCompletionTriggerKind.Invoked)
+    open_doc(engine_client, uri, text)
+    await inline(engine_client, uri, 1, 11)
+    await inline(engine_client, uri, 1, 11, types.InlineCompletionTriggerKind.Invoked)
     after = (await stats(engine_client))["routes"]
 
     def grew(kind: str, route: str) -> int:

@@ -12,8 +12,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from lsp_copilot.models.folders import default_model_dir
-from tests.e2e.conftest import initialize, stats, wait_for_engine
-from tests.e2e.test_engine_server import _inline, _open, _uri
+from tests.support.lsp import fixture_uri, initialize, inline, open_doc, stats, wait_for_engine
 
 SERVER = [sys.executable, "-m", "lsp_copilot", "serve"]
 
@@ -46,10 +45,10 @@ async def test_non_default_engine_settings_load_and_complete(
     s = await wait_for_engine(custom_client)
     assert s["engine_state"] == "ready", s["engine_error"]
     assert s["engine"]["speculative"] == "draft_model"
-    uri = _uri("e2e_custom_engine.py")
+    uri = fixture_uri("e2e_custom_engine.py")
     source = "".join(f"def area_{i}(w, h):\n    return w * h * {i}\n\n\n" for i in range(8))
-    _open(custom_client, uri, source + "def area_8(w, h):\n    return ")
-    await _inline(custom_client, uri, source.count("\n") + 1, len("    return "))
+    open_doc(custom_client, uri, source + "def area_8(w, h):\n    return ")
+    await inline(custom_client, uri, source.count("\n") + 1, len("    return "))
     after = await stats(custom_client)
     assert after["engine_requests"] == 1 and after["generated_tokens"] > 0, after
     # The draft model proposed tokens, and the target (the same weights) accepted some.

@@ -24,8 +24,8 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.e2e import vllm_serve
-from tests.e2e.conftest import ROOT, SERVER, initialize, stats
+from tests.support import vllm_serve
+from tests.support.lsp import ROOT, SERVER, initialize, stats
 
 # The server fixture is per module, so the test runs on the module's event loop (its client
 # answers only there).

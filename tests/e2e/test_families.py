@@ -15,7 +15,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.e2e.conftest import ROOT, stats
+from tests.support.lsp import ROOT, open_doc, stats
 
 pytestmark = pytest.mark.engine
 
@@ -36,12 +36,6 @@ MARKER = "<|endoftext|>"
 def render_footer(path):
     """The comment line that ends a file in the prompt."""
     return "# end of " + '''
-
-
-def _open(client: LanguageClient, uri: str, text: str) -> None:
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1,
-                                             text=text)))
 
 
 async def _complete_and_count(client: LanguageClient, uri: str, text: str
@@ -83,7 +77,7 @@ async def test_default_model_is_detected_and_gets_token_ids(
     s = await stats(engine_client)
     assert s["engine"]["template"] == "qwen2.5-coder"
     uri = (ROOT / "tests" / "fixtures" / "e2e_families_default.py").as_uri()
-    _open(engine_client, uri, CODE)
+    open_doc(engine_client, uri, CODE)
     result, before, after = await _complete_and_count(engine_client, uri, CODE)
     assert result is not None and result.items, "the default model should still complete"
     assert isinstance(result.items[0].insert_text, str) and result.items[0].insert_text.strip()
@@ -94,9 +88,9 @@ async def test_repository_template_goes_to_vllm_as_token_ids(
         engine_client: LanguageClient) -> None:
     other = (ROOT / "tests" / "fixtures" / "e2e_families_other.py").as_uri()
     uri = (ROOT / "tests" / "fixtures" / "e2e_families_repo.py").as_uri()
-    _open(engine_client, other, OTHER)
+    open_doc(engine_client, other, OTHER)
     code = CODE.replace("render_footer", "render_trailer")
-    _open(engine_client, uri, code)
+    open_doc(engine_client, uri, code)
     engine_client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
         settings={"lspCopilot": {"template": "starcoder2"}}))
     try:

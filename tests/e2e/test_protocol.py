@@ -8,7 +8,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.e2e.conftest import ROOT, initialize, send_raw, stats, wait_for_engine
+from tests.support.lsp import ROOT, initialize, send_raw, stats, wait_for_engine
 
 
 async def test_utf8_negotiated_when_offered(light_client: LanguageClient) -> None:

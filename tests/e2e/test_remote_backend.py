@@ -25,8 +25,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.e2e import vllm_serve
-from tests.e2e.conftest import ROOT, SERVER, initialize, stats
+from tests.support import vllm_serve
+from tests.support.lsp import SERVER, fixture_uri, initialize, open_doc, stats
 
 pytestmark = pytest.mark.engine
 
@@ -114,16 +114,6 @@ def metric(url: str, name: str, label: str = "") -> float:
     return total
 
 
-def _uri(name: str) -> str:
-    return (ROOT / "tests" / "fixtures" / name).as_uri()
-
-
-def _open(client: LanguageClient, uri: str, text: str) -> None:
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1,
-                                             text=text)))
-
-
 def _params(uri: str, line: int, char: int) -> types.InlineCompletionParams:
     return types.InlineCompletionParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
@@ -151,8 +141,8 @@ async def test_remote_backend_completes_through_the_protocol(
         remote_client: LanguageClient, vllm: Served) -> None:
     before = await stats(remote_client)
     assert before["engine"]["backend"] == "remote" and before["engine"]["model"] == MODEL_NAME
-    uri = _uri("e2e_remote_words.py")
-    _open(remote_client, uri, WORDS)
+    uri = fixture_uri("e2e_remote_words.py")
+    open_doc(remote_client, uri, WORDS)
     prompted = metric(vllm.url, "vllm:prompt_tokens_total")
     result = await remote_client.text_document_inline_completion_async(
         _params(uri, 11, len("    return len(")))
@@ -178,8 +168,8 @@ async def test_remote_backend_completes_through_the_protocol(
 
 async def test_remote_cancel_closes_the_stream_and_vllm_aborts(
         remote_client: LanguageClient, vllm: Served) -> None:
-    uri = _uri("e2e_remote_cancel.py")
-    _open(remote_client, uri, "class Inventory:\n    def __init__(self):\n")
+    uri = fixture_uri("e2e_remote_cancel.py")
+    open_doc(remote_client, uri, "class Inventory:\n    def __init__(self):\n")
     before = await stats(remote_client)
     deadline = time.monotonic() + 60
     while metric(vllm.url, "vllm:num_requests_running") > 0:  # earlier aborts settle
@@ -237,8 +227,8 @@ async def test_remote_stats_count_cached_prompt_tokens(vllm: Served) -> None:
 
 async def test_remote_bad_settings_are_explained_and_the_server_keeps_running(
         remote_client: LanguageClient, vllm: Served) -> None:
-    uri = _uri("e2e_remote_settings.py")  # nothing shown here yet: no typing-through
-    _open(remote_client, uri, WORDS)
+    uri = fixture_uri("e2e_remote_settings.py")  # nothing shown here yet: no typing-through
+    open_doc(remote_client, uri, WORDS)
 
     async def configure(expect: str, state: str = "failed", **extra: Any) -> dict[str, Any]:
         remote_client.workspace_did_change_configuration(types.DidChangeConfigurationParams(

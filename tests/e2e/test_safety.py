@@ -8,8 +8,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.e2e.conftest import stats
-from tests.e2e.test_engine_server import _inline, _open, _uri
+from tests.support.lsp import fixture_uri, inline, open_doc, stats
 
 pytestmark = pytest.mark.engine
 
@@ -26,13 +25,13 @@ def _safety(client: LanguageClient, level: str) -> None:
 async def test_a_suggestion_with_a_dangerous_call_is_blocked(
     engine_client: LanguageClient,
 ) -> None:
-    uri = _uri("e2e_safety.py")
-    _open(engine_client, uri, SOURCE)
+    uri = fixture_uri("e2e_safety.py")
+    open_doc(engine_client, uri, SOURCE)
     invoked = types.InlineCompletionTriggerKind.Invoked
     _safety(engine_client, "warn")
     try:
         seen = len(engine_client.messages)
-        shown = await _inline(engine_client, uri, 5, 11, invoked)
+        shown = await inline(engine_client, uri, 5, 11, invoked)
         assert shown.items, "the model answered nothing at `return `"
         assert "os.system(" in shown.items[0].insert_text, shown.items[0].insert_text
         told = [m.message for m in engine_client.messages[seen:]
@@ -42,7 +41,7 @@ async def test_a_suggestion_with_a_dangerous_call_is_blocked(
         _safety(engine_client, "block")
     before = await stats(engine_client)
     # The same answer again (the completion cache has it), now under the default.
-    blocked = await _inline(engine_client, uri, 5, 11, invoked)
+    blocked = await inline(engine_client, uri, 5, 11, invoked)
     after = await stats(engine_client)
     # Nothing shown calls os.system (an alternative that does not may lead instead).
     assert not any("os.system" in item.insert_text for item in blocked.items), blocked.items

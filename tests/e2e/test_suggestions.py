@@ -8,8 +8,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.e2e.conftest import stats
-from tests.e2e.test_engine_server import _edit, _inline, _open, _parses_with, _uri
+from tests.support.lsp import edit_doc, fixture_uri, inline, open_doc, parses_with, stats
 
 pytestmark = pytest.mark.engine
 
@@ -29,14 +28,14 @@ async def test_explicit_request_answers_several_whole_distinct_items(
 ) -> None:
     """maxSuggestions: an explicit request gets the first suggestion plus alternatives,
     each whole, no two alike; an automatic one at the same place gets one."""
-    uri = _uri("e2e_alternatives.py")
-    _open(engine_client, uri, SOURCE)
+    uri = fixture_uri("e2e_alternatives.py")
+    open_doc(engine_client, uri, SOURCE)
     _configure(engine_client, maxSuggestions=4, maxTokensMultiLine=24,
                requestTimeoutMs=240_000)
     try:
         before = await stats(engine_client)
-        result = await _inline(engine_client, uri, 0, COL,
-                               types.InlineCompletionTriggerKind.Invoked)
+        result = await inline(engine_client, uri, 0, COL,
+                              types.InlineCompletionTriggerKind.Invoked)
         after = await stats(engine_client)
     finally:
         _configure(engine_client, maxSuggestions=3, maxTokensMultiLine=64,
@@ -45,7 +44,7 @@ async def test_explicit_request_answers_several_whole_distinct_items(
     assert 2 <= len(texts) <= 4, texts
     assert len({t.rstrip() for t in texts}) == len(texts), texts
     for text in texts:
-        assert isinstance(text, str) and text.strip() and _parses_with(SOURCE, 0, COL, text), text
+        assert isinstance(text, str) and text.strip() and parses_with(SOURCE, 0, COL, text), text
     # Each item carries its own text in the accept command.
     assert [item.command.arguments[0]["text"] for item in result.items] == texts
     assert after["alternatives"] - before["alternatives"] == len(texts) - 1
@@ -53,7 +52,7 @@ async def test_explicit_request_answers_several_whole_distinct_items(
     # (at most three more: branches the model gave nothing usable for are not shown).
     assert len(texts) + 1 <= after["engine_requests"] - before["engine_requests"] <= 5
     # The same place, automatic: one suggestion (typed-through/cache may answer it).
-    again = await _inline(engine_client, uri, 0, COL)
+    again = await inline(engine_client, uri, 0, COL)
     assert len(again.items) <= 1
 
 
@@ -61,15 +60,15 @@ async def test_partial_accept_counts_and_the_rest_follows(engine_client: Languag
     """A client accepts the next word (VS Code's "accept next word", Neovim and Emacs'
     commands): didAccept carries acceptedChars, the stats count it, and the request at the
     end of the accepted word answers the rest of the same suggestion without the engine."""
-    uri = _uri("e2e_partial.py")
+    uri = fixture_uri("e2e_partial.py")
     text = ("def total_price(items, tax):\n"
             "    subtotal = sum(item.price for item in items)\n    return ")
-    _open(engine_client, uri, text)
+    open_doc(engine_client, uri, text)
     col = len("    return ")
     _configure(engine_client, requestTimeoutMs=240_000)  # time enough on a busy machine
     try:
-        shown = await _inline(engine_client, uri, 2, col,
-                              types.InlineCompletionTriggerKind.Invoked)
+        shown = await inline(engine_client, uri, 2, col,
+                             types.InlineCompletionTriggerKind.Invoked)
     finally:
         _configure(engine_client, requestTimeoutMs=30_000)
     suggestion = shown.items[0].insert_text
@@ -77,11 +76,11 @@ async def test_partial_accept_counts_and_the_rest_follows(engine_client: Languag
     assert word is not None and len(word.group(0)) < len(suggestion), suggestion
     part = word.group(0)
     before = await stats(engine_client)
-    _edit(engine_client, uri, 2, 2, col, part)  # the editor inserts the word
+    edit_doc(engine_client, uri, 2, 2, col, part)  # the editor inserts the word
     engine_client.protocol.notify("lspCopilot/didAccept", {
         "uri": uri, "position": {"line": 2, "character": col}, "text": suggestion,
         "acceptedChars": len(part)})
-    rest = await _inline(engine_client, uri, 2, col + len(part))
+    rest = await inline(engine_client, uri, 2, col + len(part))
     after = await stats(engine_client)
     assert after["partial_accepts"] == before["partial_accepts"] + 1
     assert after["accepted_chars"] == before["accepted_chars"] + len(part)

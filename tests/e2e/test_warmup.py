@@ -11,8 +11,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.e2e.conftest import stats
-from tests.e2e.test_engine_server import _edit, _inline, _open, _uri
+from tests.support.lsp import edit_doc, fixture_uri, inline, open_doc, stats
 
 pytestmark = pytest.mark.engine
 
@@ -35,21 +34,21 @@ def _close(client: LanguageClient, uri: str) -> None:
 
 async def _first_completion(client: LanguageClient, name: str, warm: bool) -> dict[str, Any]:
     """Open a fresh module, let the server warm it (or not), append a line and complete."""
-    uri = _uri(name)
+    uri = fixture_uri(name)
     text = _module()
     before = await stats(client)
-    _open(client, uri, text)
+    open_doc(client, uri, text)
     if warm:
         deadline = time.monotonic() + 120
         while (await stats(client))["warmed_up"] <= before["warmed_up"]:
             assert time.monotonic() < deadline, "the warm-up never finished"
             await asyncio.sleep(0.1)
-    else:
-        await asyncio.sleep(1.0)  # as long as a warm-up would have had
+    # (warmUp off: no warm-up task starts at all, which tests/unit/test_warmup_fake_engine.py
+    # checks; the completion below is the document's first prompt either way.)
     line = text.count("\n")
     typed = "result = "
-    _edit(client, uri, 2, line, 0, typed)
-    await _inline(client, uri, line, len(typed))
+    edit_doc(client, uri, 2, line, 0, typed)
+    await inline(client, uri, line, len(typed))
     after = await stats(client)
     _close(client, uri)
     return {k: after[k] - before[k] for k in (

@@ -6,7 +6,6 @@ index. The index is observed through `lspCopilot/stats` (`index_roots`, `index_f
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,9 +15,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import captured_exception_key
 
-from tests.e2e.conftest import plain, stats
-
-SERVER = [sys.executable, "-m", "lsp_copilot", "serve"]
+from tests.support.lsp import SERVER, plain, stats
 
 
 def _folder(root: Path, name: str, files: dict[str, str]) -> Path:
@@ -114,7 +111,8 @@ async def test_no_watcher_registration_without_dynamic_registration(
     registrations = await _start(client, [a], dynamic=False)
     s = await _until(client, lambda s: s["index_files"] == 1)
     assert s["index_files"] == 1
-    await asyncio.sleep(1.0)  # a registration would have been sent with the index start
+    # A registration is sent by `initialized`, which the server handled before this stats
+    # request; the client reads messages in order, so it would have arrived by now.
     assert registrations == []
     assert not (await stats(client)).get("watchers_registered")
 
@@ -126,7 +124,8 @@ async def test_a_refused_registration_is_not_fatal(client: LanguageClient, tmp_p
     await _start(client, [a], dynamic=True, answer=False)
     s = await _until(client, lambda s: s["index_files"] == 1)
     assert s["index_files"] == 1
-    await asyncio.sleep(1.0)
+    # The registration came (in order) before that stats answer and was refused before
+    # the next stats request went out: the server has had the refusal by then.
     assert not (await stats(client)).get("watchers_registered")
     (a / "more.py").write_text("Y = 2\n")
     client.text_document_did_save(types.DidSaveTextDocumentParams(

@@ -10,8 +10,9 @@ from lsp_copilot.acceptance import experiment
 from lsp_copilot.acceptance.store import OutcomeStore, read
 from lsp_copilot.acceptance.tracker import MAX_OPEN, SETTLE_S, Tracker, keys_for, latency_bucket
 from lsp_copilot.settings.core import Settings, parse_settings
+from tests.support.clock import ManualClock
 from tests.support.fakes import FakeEngine
-from tests.unit.test_scheduling_fake_engine import _completer, _snap
+from tests.support.pipeline import completer_for, snap
 
 URI = "file:///w/calc.py"
 BEFORE, AFTER = b"def add(a, b):\n    return ", b"\n\nprint(add(1, 2))\n"
@@ -19,16 +20,9 @@ KEYS = keys_for("/home/me/models/qwen", "qwen2.5-coder", "vllm", "single-line", 
                 250.0, "", "")
 
 
-class Clock:
-    now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def tracker(tmp_path: Path) -> Tracker:
-    return Tracker(OutcomeStore(tmp_path / "a.sqlite3"), clock=Clock())
+    return Tracker(OutcomeStore(tmp_path / "a.sqlite3"), clock=ManualClock(1000.0))
 
 
 def _outcomes(t: Tracker) -> list[str]:
@@ -171,15 +165,15 @@ def test_experiment_refuses_engine_settings_and_bad_values() -> None:
 
 
 async def test_completer_answers_each_line_with_its_arms_settings() -> None:
-    completer = await _completer(FakeEngine())
+    completer = await completer_for(FakeEngine())
     completer.experiment, _ = experiment.build(
         _settings({"on": {}, "off": {"disabledLanguages": ["python"]}}))
     seen = set()
     for line in range(8):
         text = "\n" * line + "def add(a, b):\n    return "
-        out = await completer.complete(_snap(text), len(text))
+        out = await completer.complete(snap(text), len(text))
         assert completer.experiment is not None
-        arm = completer.experiment.choose(_snap(text).uri, line + 1)[0]
+        arm = completer.experiment.choose(snap(text).uri, line + 1)[0]
         if arm == "on":
             assert (out.text, out.arm, out.template) == ("a + b", "on", "prefix-only")
         else:

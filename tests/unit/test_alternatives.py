@@ -14,9 +14,8 @@ from typing import Any
 
 from lsp_copilot.acceptance.store import OutcomeStore
 from lsp_copilot.acceptance.tracker import Tracker
-from lsp_copilot.documents.store import DocumentStore, Snapshot
-from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult, TokenChoice
-from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.documents.store import DocumentStore
+from lsp_copilot.engine.base import EngineRequest, TokenChoice
 from lsp_copilot.pipeline.alternatives import (
     BRANCH_DEPTH,
     Branch,
@@ -25,61 +24,13 @@ from lsp_copilot.pipeline.alternatives import (
     branches,
     distinct,
 )
-from lsp_copilot.pipeline.completer import Completer
 from lsp_copilot.server.handlers import feedback
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
-from tests.support.fakes import FakeEngine
+from tests.support.fakes import BranchingEngine, SeededEngine
+from tests.support.pipeline import URI, completer_for, snap
 
-URI = "file:///w/calc.py"
 SOURCE = "def add(a, b):\n    return "
-
-
-class SeededEngine(FakeEngine):
-    """Replies by seed (None: the first, greedy request); records each request and whether
-    the greedy one had streamed text when it came."""
-
-    def __init__(self, replies: dict[int | None, str], step_s: float = 0.01) -> None:
-        super().__init__(step_s=step_s)
-        self.replies = replies
-        self.requests: list[EngineRequest] = []
-        self.greedy_text_when: list[str] = []
-        self._greedy = ""
-        self.three_started = asyncio.Event()  # the first request and two alternatives
-
-    async def generate(self, request: EngineRequest) -> EngineResult:
-        self.requests.append(request)
-        self.greedy_text_when.append(self._greedy)
-        if len(self.requests) == 3:
-            self.three_started.set()
-        reply = self.replies[request.seed]
-        text = ""
-        try:
-            for i in range(0, len(reply), 2):
-                await asyncio.sleep(self.step_s)
-                text = reply[: i + 2]
-                if request.seed is None:
-                    self._greedy = text
-                cut = request.stop_at(text) if request.stop_at else None
-                if cut is not None:
-                    return EngineResult(text=text[:cut], stopped_early=True)
-        except asyncio.CancelledError:
-            self.aborted += 1
-            raise
-        return EngineResult(text=text)
-
-
-async def _completer(engine: FakeEngine, **settings: Any) -> Completer:
-    manager = EngineManager(factory=lambda s, report: engine)
-    assert (await manager.start(Settings())).ok
-    s = Settings(**{"debounce_mode": "off", "deadline_ms": 0, **settings})
-    return Completer(manager, Telemetry(), lambda: s, lambda: None)
-
-
-def _snap(text: str) -> Snapshot:
-    store = DocumentStore()
-    store.open(URI, "python", 1, text)
-    return store.snapshot(URI)
 
 
 def test_distinct_keeps_order_drops_repeats_and_blanks() -> None:
@@ -144,31 +95,12 @@ def test_a_branch_request_continues_from_the_branch_greedily() -> None:
     assert seen == [' "green", "blue"];']  # the rule saw the whole text
 
 
-class BranchingEngine(FakeEngine):
-    """Lists token choices like vLLM and answers each branch by the text it was given."""
-
-    def __init__(self, answers: dict[str, str]) -> None:
-        super().__init__()
-        self.info = EngineInfo("fake", "fake-model", "cpu", True, None, token_choices=True)
-        self.answers = answers
-        self.requests: list[EngineRequest] = []
-
-    async def generate(self, request: EngineRequest) -> EngineResult:
-        self.requests.append(request)
-        head = request.prompt[len(self.requests[0].prompt):]
-        reply = self.answers[head]
-        await asyncio.sleep(0)
-        if request.token_choices:
-            return EngineResult(text=reply[:4], token_choices=(
-                (_choice(1, " a", -0.1), _choice(2, " b", -1.0), _choice(3, " max", -2.0)),
-                (_choice(4, " +", -0.1), _choice(5, " -", -3.0))))
-        return EngineResult(text=reply)
-
-
 async def test_explicit_request_alternatives_branch_greedily_from_listed_tokens() -> None:
-    engine = BranchingEngine({"": " a + b\n", " b": " + a\n", " max": "(a, b)\n"})
-    completer = await _completer(engine)
-    outcome = await completer.complete(_snap(SOURCE), len(SOURCE), explicit=True)
+    engine = BranchingEngine({"": " a + b\n", " b": " + a\n", " max": "(a, b)\n"}, (
+        (_choice(1, " a", -0.1), _choice(2, " b", -1.0), _choice(3, " max", -2.0)),
+        (_choice(4, " +", -0.1), _choice(5, " -", -3.0))))
+    completer = await completer_for(engine)
+    outcome = await completer.complete(snap(SOURCE), len(SOURCE), explicit=True)
     assert outcome.text == "a + b" and outcome.alternatives == ["b + a", "max(a, b)"]
     first, listing, *rest = engine.requests
     assert listing.token_choices == 3 and listing.max_tokens == BRANCH_DEPTH
@@ -178,8 +110,8 @@ async def test_explicit_request_alternatives_branch_greedily_from_listed_tokens(
 
 async def test_explicit_request_answers_distinct_alternatives() -> None:
     engine = SeededEngine({None: " a + b\n", 1: " b + a\n", 2: " a + b\n"})
-    completer = await _completer(engine)
-    outcome = await completer.complete(_snap(SOURCE), len(SOURCE), explicit=True)
+    completer = await completer_for(engine)
+    outcome = await completer.complete(snap(SOURCE), len(SOURCE), explicit=True)
     assert outcome.text == "a + b" and outcome.alternatives == ["b + a"]  # seed 2 repeats
     assert [r.seed for r in engine.requests] == [None, 1, 2]
     assert engine.requests[0].temperature == 0.0
@@ -193,26 +125,26 @@ async def test_alternatives_are_post_processed_like_the_first() -> None:
     # An alternative that repeats the line above once cleaned up, one that only differs
     # by trailing blanks, and one that is a fragment (an open call) are all left out.
     engine = SeededEngine({None: " a + b\n", 1: " a + b   \n", 2: " max(a,\n"})
-    completer = await _completer(engine)
-    outcome = await completer.complete(_snap(SOURCE), len(SOURCE), explicit=True)
+    completer = await completer_for(engine)
+    outcome = await completer.complete(snap(SOURCE), len(SOURCE), explicit=True)
     assert outcome.text == "a + b" and outcome.alternatives == []
 
 
 async def test_automatic_requests_and_max_suggestions_1_get_one() -> None:
     engine = SeededEngine({None: " a + b\n", 1: " b + a\n", 2: " a - b\n"})
-    completer = await _completer(engine)
-    auto = await completer.complete(_snap(SOURCE), len(SOURCE))
+    completer = await completer_for(engine)
+    auto = await completer.complete(snap(SOURCE), len(SOURCE))
     assert auto.text == "a + b" and auto.alternatives == [] and len(engine.requests) == 1
-    one = await _completer(engine, max_suggestions=1, cache=False)
-    outcome = await one.complete(_snap(SOURCE + " "), len(SOURCE) + 1, explicit=True)
+    one = await completer_for(engine, max_suggestions=1, cache=False)
+    outcome = await one.complete(snap(SOURCE + " "), len(SOURCE) + 1, explicit=True)
     assert outcome.alternatives == [] and len(engine.requests) == 2
 
 
 async def test_cancelling_the_request_cancels_its_alternatives() -> None:
     engine = SeededEngine({None: " a + b\n", 1: " b" + " + b" * 40 + "\n",
                            2: " a" + " - a" * 40 + "\n"}, step_s=0.02)
-    completer = await _completer(engine)
-    task = asyncio.ensure_future(completer.complete(_snap(SOURCE), len(SOURCE), explicit=True))
+    completer = await completer_for(engine)
+    task = asyncio.ensure_future(completer.complete(snap(SOURCE), len(SOURCE), explicit=True))
     await engine.three_started.wait()
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
@@ -222,12 +154,12 @@ async def test_cancelling_the_request_cancels_its_alternatives() -> None:
 
 async def test_typing_through_follows_the_suggestion_the_user_took() -> None:
     engine = SeededEngine({None: " a + b\n", 1: " a * b\n", 2: " a + b\n"})
-    completer = await _completer(engine)
-    outcome = await completer.complete(_snap(SOURCE), len(SOURCE), explicit=True)
+    completer = await completer_for(engine)
+    outcome = await completer.complete(snap(SOURCE), len(SOURCE), explicit=True)
     assert outcome.alternatives == ["a * b"]
     completer.prefer(URI, "a * b")  # didAccept of part of the second item
     typed = SOURCE + "a "
-    rest = await completer.complete(_snap(typed), len(typed))
+    rest = await completer.complete(snap(typed), len(typed))
     assert rest.source == "typed_through" and rest.text == "* b"
 
 
@@ -276,8 +208,8 @@ async def test_an_alternative_still_running_long_after_the_first_is_left_out(
 
     monkeypatch.setattr(completion, "ALTERNATIVES_MIN_WAIT_S", 0.2)
     engine = SeededEngine({None: " a + b\n", 1: " b + a\n", 2: " a" + " - a" * 300 + "\n"})
-    completer = await _completer(engine)
-    outcome = await completer.complete(_snap(SOURCE), len(SOURCE), explicit=True)
+    completer = await completer_for(engine)
+    outcome = await completer.complete(snap(SOURCE), len(SOURCE), explicit=True)
     assert outcome.text == "a + b" and outcome.alternatives == ["b + a"]
     assert engine.aborted == 1  # the slow one, aborted before the answer went out
 
@@ -286,7 +218,7 @@ async def test_an_alternative_the_safety_check_would_cut_is_not_offered() -> Non
     """Alternatives pass the same safety check as the first suggestion (default: block)."""
     source = "import os\n\n\ndef run(cmd):\n    return "
     engine = SeededEngine({None: " cmd.strip()\n", 1: " os.system(cmd)\n", 2: " len(cmd)\n"})
-    completer = await _completer(engine)
+    completer = await completer_for(engine)
     store = DocumentStore()
     store.open(URI, "python", 1, source)
     outcome = await completer.complete(store.snapshot(URI), len(source), explicit=True)

@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 from lsp_copilot.engine.breaker import CLOSED, HALF_OPEN, OPEN, Breaker
+from tests.support.clock import ManualClock
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _breaker(**kw: float) -> tuple[Breaker, Clock]:
-    clock = Clock()
+def _breaker(**kw: float) -> tuple[Breaker, ManualClock]:
+    clock = ManualClock()
     return Breaker(failures=3, window_s=30, cooldown_s=10, clock=clock, **kw), clock  # type: ignore[arg-type]
 
 

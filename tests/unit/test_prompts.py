@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 
-from lsp_copilot.engine.base import Engine
 from lsp_copilot.prompts.templates import (
     TEMPLATES,
     PromptEncoder,
@@ -20,10 +19,15 @@ from lsp_copilot.prompts.templates import (
     template_for,
 )
 from lsp_copilot.settings.core import Settings, parse_settings
+from tests.support.fakes import EncodingEngine
+from tests.support.models import smollm2_like_folder
 
-SMOLLM2 = Path.home() / ".cache" / "lsp-copilot" / "models" / "SmolLM2-135M"
-needs_smollm2 = pytest.mark.skipif(not (SMOLLM2 / "tokenizer.json").is_file(),
-                                   reason="the default model is not prepared")
+
+@pytest.fixture(scope="module")
+def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with a tokenizer built as SmolLM2's is (its control tokens, byte-level BPE,
+    no BOS): the tests run without a prepared model or network, wherever the cache is."""
+    return smollm2_like_folder(tmp_path_factory.mktemp("smollm2"))
 
 
 # -- each template against its published string ---------------------------------------
@@ -241,10 +245,9 @@ def test_detects_each_family_from_fake_model_folders(tmp_path: Path) -> None:
         assert detect_family(str(folder)) == family, folder.name
 
 
-@needs_smollm2
-def test_the_default_model_is_prefix_only() -> None:
+def test_the_default_model_is_prefix_only(smollm2: Path) -> None:
     # SmolLM2 has <file_sep>, <repo_name>, <filename> but no fill-in-the-middle tokens.
-    assert detect_family(str(SMOLLM2)) == "prefix-only"
+    assert detect_family(str(smollm2)) == "prefix-only"
 
 
 def test_hub_ids_and_folders_without_a_tokenizer_go_by_name(tmp_path: Path) -> None:
@@ -328,11 +331,10 @@ def test_stop_strings_that_are_control_tokens_stop_by_id() -> None:
     assert encoder.stop_ids(["\n", "x"]) == ()  # ordinary text never stops by id
 
 
-@needs_smollm2
-def test_smollm2_tokenizer_keeps_file_sep_in_user_code_as_text() -> None:
-    encoder = PromptEncoder.for_model(str(SMOLLM2))
+def test_smollm2_tokenizer_keeps_file_sep_in_user_code_as_text(smollm2: Path) -> None:
+    encoder = PromptEncoder.for_model(str(smollm2))
     assert encoder is not None and encoder.bos == ()
-    tok = Tokenizer.from_file(str(SMOLLM2 / "tokenizer.json"))
+    tok = Tokenizer.from_file(str(smollm2 / "tokenizer.json"))
     sep = tok.token_to_id("<file_sep>")
     pieces = template_for("starcoder2").pieces("x = '<file_sep>'\n", "", "",
                                                [("b.py", "y = 2\n")], "a.py", "ws")
@@ -346,11 +348,10 @@ def test_smollm2_tokenizer_keeps_file_sep_in_user_code_as_text() -> None:
     assert list(encoder.encode(template_for(None).pieces(code, "")).ids) == tok.encode(code).ids
 
 
-@needs_smollm2
-def test_encoder_from_the_transformers_tokenizer_vllm_loads() -> None:
+def test_encoder_from_the_transformers_tokenizer_vllm_loads(smollm2: Path) -> None:
     from transformers import AutoTokenizer
 
-    hf = AutoTokenizer.from_pretrained(str(SMOLLM2))
+    hf = AutoTokenizer.from_pretrained(str(smollm2))
     encoder = PromptEncoder.for_hf_tokenizer(hf)
     assert encoder is not None
     code = "x = 1  # <file_sep>\n"
@@ -360,37 +361,7 @@ def test_encoder_from_the_transformers_tokenizer_vllm_loads() -> None:
 
 # -- wiring (FAKE engine: the template choice and the request, not the model) ---------
 
-class _FakeEngine(Engine):
-    """Records the requests it gets; answers a fixed text."""
-
-    def __init__(self, template: str, encoder: PromptEncoder | None) -> None:
-        from lsp_copilot.engine.base import EngineInfo
-
-        self.info = EngineInfo("fake", "fake-model", "cpu", True, None, template)
-        self.counter = type("C", (), {"name": "chars", "count": staticmethod(len)})()
-        self.encoder = encoder
-        self.requests: list[Any] = []
-
-    async def generate(self, request: Any) -> Any:
-        from lsp_copilot.engine.base import EngineResult
-
-        self.requests.append(request)
-        return EngineResult(text="1\n", prompt_tokens=len(request.prompt_token_ids or ()))
-
-    async def abort(self, request_id: str) -> None:
-        pass
-
-    async def warm_up(self) -> None:
-        pass
-
-    def stats(self) -> dict[str, int]:
-        return {}
-
-    async def shutdown(self) -> None:
-        pass
-
-
-async def _complete_fake(engine: _FakeEngine, **settings: Any) -> Any:
+async def _complete_fake(engine: EncodingEngine, **settings: Any) -> Any:
     from lsp_copilot.documents.store import DocumentStore
     from lsp_copilot.engine.manager import EngineManager
     from lsp_copilot.pipeline.completer import Completer
@@ -408,7 +379,7 @@ async def _complete_fake(engine: _FakeEngine, **settings: Any) -> Any:
 
 
 async def test_fake_engine_gets_the_detected_familys_token_ids() -> None:
-    engine = _FakeEngine("qwen2.5-coder", PromptEncoder(_byte_tokenizer()))
+    engine = EncodingEngine("qwen2.5-coder", PromptEncoder(_byte_tokenizer()))
     completer = await _complete_fake(engine)
     request = engine.requests[-1]
     assert request.prompt.startswith("<|fim_prefix|>") and request.prompt.endswith(
@@ -430,24 +401,23 @@ def _prefix_suffix(prompt: str) -> tuple[str, str]:
 
 
 async def test_fake_engine_template_setting_overrides_detection() -> None:
-    engine = _FakeEngine("qwen2.5-coder", None)
+    engine = EncodingEngine("qwen2.5-coder", None)
     await _complete_fake(engine, template="prefix-only")
     request = engine.requests[-1]
     assert "<|fim_prefix|>" not in request.prompt.replace(INJECTION, "")
     assert request.prompt_token_ids is None  # no tokenizer: the text goes
 
 
-@needs_smollm2
-def test_smollm2_prompts_encoded_line_by_line_equal_the_whole_encoding() -> None:
+def test_smollm2_prompts_encoded_line_by_line_equal_the_whole_encoding(smollm2: Path) -> None:
     """The encoder cuts long prompts before newlines that follow a visible character and
     caches each line's ids (a prompt that grows by a keystroke re-encodes one line); the
     ids must be exactly the tokenizer's own for the whole text."""
     import random
     import sysconfig
 
-    encoder = PromptEncoder.for_model(str(SMOLLM2))
+    encoder = PromptEncoder.for_model(str(smollm2))
     assert encoder is not None and encoder._by_line
-    tok = Tokenizer.from_file(str(SMOLLM2 / "tokenizer.json"))
+    tok = Tokenizer.from_file(str(smollm2 / "tokenizer.json"))
     rng = random.Random(7)
     files = sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py"))
     for path in rng.sample(files, 40):

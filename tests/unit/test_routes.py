@@ -8,7 +8,7 @@ import dataclasses
 import threading
 
 from lsp_copilot.documents.store import DocumentStore
-from lsp_copilot.engine.base import EngineInfo, EngineRequest, EngineResult, EngineUnavailable
+from lsp_copilot.engine.base import EngineRequest, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.routes import MAIN, Routes, chains, plan, route_kind
 from lsp_copilot.pipeline.completer import Completer
@@ -47,22 +47,16 @@ def test_route_kind() -> None:
     assert route_kind("single-line", False, False) == "singleLine"
 
 
-class _Named(FakeEngine):
-    def __init__(self, model: str, reply: str) -> None:
-        super().__init__(reply=reply, step_s=0.001)
-        self.info = EngineInfo("fake", model, "cpu", True, None)
-
-
 async def _routes(typing_loads: threading.Event | None = None) -> tuple[Routes, list[str]]:
-    main = EngineManager(factory=lambda s, r: _Named("main-model", " main\n"))
+    main = EngineManager(factory=lambda s, r: FakeEngine(" main\n", 0.001, "main-model"))
     assert (await main.start(Settings())).ok
     loaded: list[str] = []
 
-    def factory(settings: Settings, report: object) -> _Named:  # runs in the load thread
+    def factory(settings: Settings, report: object) -> FakeEngine:  # runs in the load thread
         if typing_loads is not None:
             typing_loads.wait(10)
         loaded.append(settings.model)
-        return _Named(settings.model, " small\n")
+        return FakeEngine(" small\n", 0.001, settings.model)
 
     return Routes(main, lambda: EngineManager(factory=factory)), loaded
 
@@ -138,23 +132,10 @@ def test_a_route_may_list_engines_to_fall_back_through_and_main_ends_each() -> N
         assert errors and "routes" in errors[0], bad
 
 
-class _Failing(_Named):
-    """Fails while ``down`` is set (a backend that is down or over its quota)."""
-
-    def __init__(self, model: str, reply: str) -> None:
-        super().__init__(model, reply)
-        self.down = False
-
-    async def generate(self, request: EngineRequest) -> EngineResult:
-        if self.down:
-            raise RuntimeError("503 Service Unavailable")
-        return await super().generate(request)
-
-
 async def test_a_failing_engine_opens_its_breaker_and_its_requests_fall_back_and_return(
 ) -> None:
     clock = [1000.0]
-    remote = _Failing("remote-model", " far\n")
+    remote = FakeEngine(" far\n", 0.001, "remote-model")
     main = EngineManager(factory=lambda s, r: remote, clock=lambda: clock[0])
     settings = Settings(routes=(("singleLine", (MAIN, "smollm2-135m")),), breaker_failures=2,
                         breaker_cooldown_ms=5_000, health_check_interval_ms=3_600_000)
@@ -162,11 +143,13 @@ async def test_a_failing_engine_opens_its_breaker_and_its_requests_fall_back_and
     told: list[tuple[str, str]] = []
     main.notify = lambda level, message: told.append((level, message))
     routes = Routes(main, lambda: EngineManager(
-        factory=lambda s, r: _Named(s.model, " near\n"), clock=lambda: clock[0]))
+        factory=lambda s, r: FakeEngine(" near\n", 0.001, s.model), clock=lambda: clock[0]))
     await routes.start(settings, "cpu", lambda _: None)
     await routes.manager_for("explicit").wait_ready()
     fallback = routes._manager("smollm2-135m")
-    assert fallback is not None and (await fallback.wait_ready() or True)
+    assert fallback is not None
+    loaded = await fallback.wait_ready()
+    assert loaded is not None and loaded.ok, loaded
 
     def ask() -> str:
         return routes.engine_for("singleLine")[1]
@@ -201,7 +184,7 @@ async def test_a_failing_engine_opens_its_breaker_and_its_requests_fall_back_and
 
 
 async def test_with_every_engine_of_a_route_out_the_answer_says_why() -> None:
-    remote = _Failing("remote-model", " far\n")
+    remote = FakeEngine(" far\n", 0.001, "remote-model")
     main = EngineManager(factory=lambda s, r: remote)
     settings = Settings(routes=(), breaker_failures=1, health_check_interval_ms=3_600_000)
     assert (await main.start(settings)).ok

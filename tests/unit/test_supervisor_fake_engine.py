@@ -2,7 +2,8 @@
 giving up, and the user's retry.
 
 These tests use a FAKE engine (it can die or hang on command) and a scripted clock (its
-sleeps advance a counter instead of time): they check the logic only. The same
+sleeps advance a counter instead of time, and take no real time): they check the logic
+only. Health-check timeouts stay in real time (short ones), as the manager measures them. The same
 behaviours are checked through the real engine and the real protocol in
 tests/e2e/test_engine_supervisor.py.
 """
@@ -16,99 +17,26 @@ from dataclasses import replace
 import pytest
 
 from lsp_copilot.engine.base import (
-    Engine,
     EngineDeadline,
     EngineDown,
-    EngineInfo,
     EngineRequest,
     EngineResult,
     EngineUnavailable,
 )
-from lsp_copilot.engine.manager import EngineManager, Reporter
+from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.supervisor import RestartPolicy
 from lsp_copilot.server.protocol import RESTART_COMMAND
 from lsp_copilot.settings.core import Settings
-
-
-class FakeEngine(Engine):
-    """Streams slowly; ``dead`` makes health checks fail, ``stuck`` makes everything hang."""
-
-    def __init__(self, name: str = "fake") -> None:
-        self.info = EngineInfo("fake", name, "cpu", True, None)
-        self.counter = None
-        self.dead = False
-        self.stuck = False
-        self.shut_down = False
-        self.cancelled = 0
-
-    async def generate(self, request: EngineRequest) -> EngineResult:
-        try:
-            if self.stuck:
-                await asyncio.Event().wait()
-            await asyncio.sleep(30)  # a long stream: only an incident or a deadline ends it
-        except asyncio.CancelledError:
-            self.cancelled += 1
-            raise
-        return EngineResult(text="never")
-
-    async def abort(self, request_id: str) -> None:
-        pass
-
-    async def warm_up(self) -> None:
-        pass
-
-    async def check_health(self) -> None:
-        if self.stuck:
-            await asyncio.Event().wait()
-        if self.dead:
-            raise RuntimeError("EngineCore died")
-
-    def stats(self) -> dict[str, int]:
-        return {}
-
-    async def shutdown(self) -> None:
-        self.shut_down = True
-
-
-class FakeClock:
-    """A scripted clock: ``sleep`` records the delay and moves ``now`` forward at once."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-        await asyncio.sleep(0.002)
-
-    def backoffs(self) -> list[float]:
-        return [s for s in self.sleeps if s >= 1.0]  # health-check ticks are 0.05 s here
-
+from tests.support.clock import ScriptedClock
+from tests.support.fakes import EngineFactory, FlakyEngine
+from tests.support.poll import until
 
 SETTINGS = Settings(request_timeout_ms=60_000, health_check_interval_ms=50,
                     health_check_timeout_ms=200)
 
 
-class Factory:
-    """Hands out engines (or raises) in order; records how often it was called."""
-
-    def __init__(self, *engines: FakeEngine | Exception) -> None:
-        self.queue = list(engines)
-        self.calls = 0
-
-    def __call__(self, settings: Settings, report: Reporter) -> FakeEngine:
-        self.calls += 1
-        item = self.queue.pop(0) if len(self.queue) > 1 else self.queue[0]
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-
-def _manager(factory: Factory, clock: FakeClock) -> tuple[EngineManager, list[tuple[str, str]]]:
+def _manager(factory: EngineFactory, clock: ScriptedClock
+             ) -> tuple[EngineManager, list[tuple[str, str]]]:
     manager = EngineManager(factory, clock=clock, sleep=clock.sleep)  # type: ignore[arg-type]
     manager.retry_hint = f"Run the command `{RESTART_COMMAND}`"  # as the server says it
     notices: list[tuple[str, str]] = []
@@ -116,30 +44,21 @@ def _manager(factory: Factory, clock: FakeClock) -> tuple[EngineManager, list[tu
     return manager, notices
 
 
-async def _until(predicate, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached"
-        await asyncio.sleep(0.005)
-
-
 REQUEST = EngineRequest(request_id="r1", prompt="def f():", max_tokens=8)
 
 
 async def test_fake_engine_death_ends_inflight_call_at_once_and_restarts_with_backoff() -> None:
-    first, second = FakeEngine("first"), FakeEngine("second")
-    clock = FakeClock()
-    manager, notices = _manager(Factory(first, second), clock)
+    first, second = FlakyEngine("first"), FlakyEngine("second")
+    clock = ScriptedClock()
+    manager, notices = _manager(EngineFactory(first, second), clock)
     assert (await manager.start(SETTINGS)).ok
     call = asyncio.ensure_future(manager.engine().generate(REQUEST))
-    await asyncio.sleep(0.02)
-    started = time.monotonic()
+    await first.generating.wait()
     first.dead = True
-    with pytest.raises(EngineDown):
+    with pytest.raises(EngineDown):  # at once: the 60 s deadline would raise EngineDeadline
         await call
-    assert time.monotonic() - started < 1.0  # at once, not after the 60 s deadline
     assert first.cancelled == 1 and first.shut_down
-    await _until(lambda: manager.state == "ready")
+    await until(lambda: manager.state == "ready")
     assert manager.info is not None and manager.info.model == "second"
     assert clock.backoffs() == [1.0]
     counters = manager.telemetry.counters
@@ -153,21 +72,21 @@ async def test_fake_engine_death_ends_inflight_call_at_once_and_restarts_with_ba
 
 
 async def test_fake_engine_stuck_fails_health_check_and_is_replaced() -> None:
-    stuck, fresh = FakeEngine("stuck"), FakeEngine("fresh")
-    clock = FakeClock()
-    manager, notices = _manager(Factory(stuck, fresh), clock)
+    stuck, fresh = FlakyEngine("stuck"), FlakyEngine("fresh")
+    clock = ScriptedClock()
+    manager, notices = _manager(EngineFactory(stuck, fresh), clock)
     assert (await manager.start(SETTINGS)).ok
     stuck.stuck = True
-    await _until(lambda: manager.telemetry.counters["engine_incidents"] == 1)
-    await _until(lambda: manager.state == "ready")
+    await until(lambda: manager.telemetry.counters["engine_incidents"] == 1)
+    await until(lambda: manager.state == "ready")
     assert "did not answer a health check" in notices[0][1]
     assert manager.info is not None and manager.info.model == "fresh"
     await manager.shutdown()
 
 
 async def test_fake_engine_call_past_its_deadline_is_answered_and_checks_health() -> None:
-    engine = FakeEngine()
-    manager = EngineManager(Factory(engine))  # type: ignore[arg-type]  # real time
+    engine = FlakyEngine()
+    manager = EngineManager(EngineFactory(engine))  # type: ignore[arg-type]  # real time
     settings = replace(SETTINGS, request_timeout_ms=100, health_check_interval_ms=3_600_000)
     probes = 0
     original = engine.check_health
@@ -179,35 +98,33 @@ async def test_fake_engine_call_past_its_deadline_is_answered_and_checks_health(
 
     engine.check_health = counting  # type: ignore[method-assign]
     assert (await manager.start(settings)).ok
-    started = time.monotonic()
-    with pytest.raises(EngineDeadline):
+    with pytest.raises(EngineDeadline):  # the 30 s stream ends at the 0.1 s deadline
         await manager.engine().generate(REQUEST)
-    assert time.monotonic() - started < 2.0
     assert manager.telemetry.counters["engine_deadline_exceeded"] == 1
-    await _until(lambda: probes == 1)  # a suspect call checks at once, not after an hour
+    await until(lambda: probes == 1)  # a suspect call checks at once, not after an hour
     assert manager.state == "ready"  # healthy: nothing restarted
     await manager.shutdown()
 
 
 async def test_fake_engine_repeated_failures_stay_down_until_retry() -> None:
-    engine = FakeEngine("dies")
-    clock = FakeClock()
-    factory = Factory(engine, RuntimeError("no memory left"), RuntimeError("no memory left"),
+    engine = FlakyEngine("dies")
+    clock = ScriptedClock()
+    factory = EngineFactory(engine, RuntimeError("no memory left"), RuntimeError("no memory left"),
                       RuntimeError("no memory left"), RuntimeError("no memory left"))
     manager, notices = _manager(factory, clock)
     assert (await manager.start(SETTINGS)).ok
     engine.dead = True
-    await _until(lambda: manager.state == "failed")
+    await until(lambda: manager.state == "failed")
     assert clock.backoffs() == [1.0, 2.0, 4.0]  # 3 restarts (engineMaxRestarts), doubling
     assert factory.calls == 4
     assert RESTART_COMMAND in (manager.error or "")
     assert [level for level, _ in notices] == ["warning", "error"]  # once per incident, then why
     with pytest.raises(EngineUnavailable):
         manager.engine()
-    await asyncio.sleep(0.05)
-    assert factory.calls == 4  # stays down: no more attempts on its own
+    await until(lambda: manager._recovery is not None and manager._recovery.done())
+    assert factory.calls == 4  # stays down: the recovery, which alone tries again, ended
 
-    good = FakeEngine("good")
+    good = FlakyEngine("good")
     factory.queue = [good]
     result = await manager.retry()
     assert result.ok and manager.state == "ready"
@@ -217,13 +134,13 @@ async def test_fake_engine_repeated_failures_stay_down_until_retry() -> None:
 
 
 async def test_fake_engine_max_restarts_zero_gives_up_at_once() -> None:
-    engine = FakeEngine()
-    clock = FakeClock()
-    factory = Factory(engine)
+    engine = FlakyEngine()
+    clock = ScriptedClock()
+    factory = EngineFactory(engine)
     manager, notices = _manager(factory, clock)
     assert (await manager.start(replace(SETTINGS, engine_max_restarts=0))).ok
     engine.dead = True
-    await _until(lambda: manager.state == "failed")
+    await until(lambda: manager.state == "failed")
     assert factory.calls == 1 and clock.backoffs() == []
     assert [level for level, _ in notices] == ["error"]
     assert "engineMaxRestarts = 0" in (manager.error or "")
@@ -231,13 +148,13 @@ async def test_fake_engine_max_restarts_zero_gives_up_at_once() -> None:
 
 
 async def test_fake_engine_failures_older_than_the_window_are_forgotten() -> None:
-    engines = [FakeEngine(str(i)) for i in range(4)]
-    clock = FakeClock()
-    manager, _ = _manager(Factory(*engines), clock)
+    engines = [FlakyEngine(str(i)) for i in range(4)]
+    clock = ScriptedClock()
+    manager, _ = _manager(EngineFactory(*engines), clock)
     assert (await manager.start(replace(SETTINGS, engine_max_restarts=1))).ok
     for i in range(3):  # three deaths, each long after the previous: each one restarts
         engines[i].dead = True
-        await _until(lambda i=i: manager.state == "ready" and manager.info is not None
+        await until(lambda i=i: manager.state == "ready" and manager.info is not None
                      and manager.info.model == str(i + 1))
         clock.now += 3600
     assert manager.telemetry.counters["engine_restarts"] == 3
@@ -245,29 +162,36 @@ async def test_fake_engine_failures_older_than_the_window_are_forgotten() -> Non
 
 
 async def test_fake_engine_shutdown_during_backoff_stays_stopped() -> None:
-    engine = FakeEngine()
-    clock = FakeClock()
-    factory = Factory(engine, FakeEngine("next"))
+    engine = FlakyEngine()
+    clock = ScriptedClock()
+    factory = EngineFactory(engine, FlakyEngine("next"))
     manager, _ = _manager(factory, clock)
     manager.policy = RestartPolicy(backoff_s=1.0)
 
-    async def slow_sleep(seconds: float) -> None:
-        clock.sleeps.append(seconds)
-        await asyncio.sleep(0.5 if seconds >= 1 else 0.002)
+    backoff_over = asyncio.Event()
 
-    manager._sleep = slow_sleep
+    async def held_sleep(seconds: float) -> None:
+        """A backoff lasts until the test ends it; health-check ticks take no time."""
+        clock.sleeps.append(seconds)
+        if seconds >= 1:
+            await backoff_over.wait()
+        else:
+            await asyncio.sleep(0)
+
+    manager._sleep = held_sleep
     assert (await manager.start(SETTINGS)).ok
     engine.dead = True
-    await _until(lambda: manager.state == "restarting")
+    await until(lambda: manager.state == "restarting" and clock.backoffs() == [1.0])
     await manager.shutdown()
-    await asyncio.sleep(0.7)
+    backoff_over.set()
+    await until(lambda: manager._recovery is not None and manager._recovery.done())
     assert manager.state == "stopped" and factory.calls == 1
 
 
 async def test_fake_engine_slow_health_check_while_streaming_is_not_restarted() -> None:
-    engine = FakeEngine()
-    clock = FakeClock()
-    factory = Factory(engine, FakeEngine("replacement"))
+    engine = FlakyEngine()
+    clock = ScriptedClock()
+    factory = EngineFactory(engine, FlakyEngine("replacement"))
     manager, notices = _manager(factory, clock)
     assert (await manager.start(SETTINGS)).ok
 
@@ -292,32 +216,25 @@ async def test_fake_engine_slow_health_check_while_streaming_is_not_restarted() 
 
 
 async def test_fake_engine_slow_health_check_while_computing_is_not_restarted() -> None:
-    engine = FakeEngine()
-    clock = FakeClock()
-    factory = Factory(engine, FakeEngine("replacement"))
+    engine = FlakyEngine()
+    clock = ScriptedClock()
+    factory = EngineFactory(engine, FlakyEngine("replacement"))
     manager, notices = _manager(factory, clock)
     started = time.monotonic()
-    engine.busy_seconds = lambda: time.monotonic() - started  # type: ignore[method-assign]
+    engine.busy_seconds = lambda: time.monotonic() - started  # type: ignore[attr-defined]
+
+    probes = 0
 
     async def overloaded() -> None:
+        nonlocal probes
+        probes += 1
         await asyncio.Event().wait()  # a long engine step: no answer, but CPU in use
 
     engine.check_health = overloaded  # type: ignore[method-assign]
     assert (await manager.start(SETTINGS)).ok
-    await asyncio.sleep(0.8)  # four health-check timeouts
+    # A probe starts only once the one before timed out and was judged: four judged.
+    await until(lambda: probes >= 5)
     assert manager.state == "ready" and factory.calls == 1 and notices == []
-    await manager.shutdown()
-
-
-async def test_the_supervised_engine_forwards_what_the_protocol_declares_only() -> None:
-    engine = FakeEngine()
-    manager, _ = _manager(Factory(engine), FakeClock())
-    assert (await manager.start(SETTINGS)).ok
-    supervised = manager.engine()
-    assert supervised.encoder is None and supervised.busy_seconds() is None  # the defaults
-    engine.busy_seconds = lambda: 1.5  # type: ignore[method-assign]
-    assert supervised.busy_seconds() == 1.5
-    assert not hasattr(supervised, "dead")  # what else the engine has stays its own
     await manager.shutdown()
 
 
@@ -329,24 +246,36 @@ def test_restart_policy_doubles_up_to_a_cap() -> None:
 async def test_a_remote_backend_out_of_reach_is_tried_again_until_it_is_back() -> None:
     """Refused or silent (not a wrong key): tried again past engineMaxRestarts, every
     breakerCooldownMs at most, from the first load on; a wrong key stays failed."""
-    from lsp_copilot.engine.remote.errors import RemoteError, RemoteRetryable
+    from lsp_copilot.engine.remote.backend import RemoteError, RemoteRetryable
 
-    clock = FakeClock()
+    clock = ScriptedClock()
     refused = RemoteRetryable("cannot connect to http://gpu-box:8000")
-    good = FakeEngine("remote")
-    factory = Factory(*[refused] * 6, good)
+    good = FlakyEngine("remote")
+    factory = EngineFactory(*[refused] * 6, good)
     manager, notices = _manager(factory, clock)
     remote = replace(SETTINGS, engine_backend="remote", breaker_cooldown_ms=4_000)
     result = await manager.start(remote)
     assert not result.ok and manager.state == "restarting"
-    await _until(lambda: manager.state == "ready")
+    await until(lambda: manager.state == "ready")
     assert factory.calls == 7  # more than engineMaxRestarts (3) allows a local engine
     assert clock.backoffs() == [1.0, 2.0, 4.0, 4.0, 4.0, 4.0]  # capped at the cooldown
     assert [level for level, _ in notices] == ["warning", "info"]
     assert "could not start: remote backend: cannot connect" in notices[0][1]
     await manager.shutdown()
 
-    manager, _ = _manager(Factory(RemoteError("refused the API key")), FakeClock())
+    manager, _ = _manager(EngineFactory(RemoteError("refused the API key")), ScriptedClock())
     assert not (await manager.start(remote)).ok
-    await asyncio.sleep(0.05)
     assert manager.state == "failed"
+    assert manager._recovery is None  # nothing will try it again
+
+
+async def test_the_supervised_engine_forwards_what_the_protocol_declares_only() -> None:
+    engine = FlakyEngine()
+    manager, _ = _manager(EngineFactory(engine), ScriptedClock())
+    assert (await manager.start(SETTINGS)).ok
+    supervised = manager.engine()
+    assert supervised.encoder is None and supervised.busy_seconds() is None  # the defaults
+    engine.busy_seconds = lambda: 1.5  # type: ignore[method-assign]
+    assert supervised.busy_seconds() == 1.5
+    assert not hasattr(supervised, "dead")  # what else the engine has stays its own
+    await manager.shutdown()

@@ -11,32 +11,21 @@ import itertools
 from pathlib import Path
 
 from lsp_copilot.documents.store import DocumentStore, Snapshot
-from lsp_copilot.engine.base import EngineRequest, EngineResult
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.pipeline.completer import Completer
 from lsp_copilot.pipeline.warmup import PRIORITY, Warmer, chunks
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
-from tests.unit.test_scheduling_fake_engine import FakeEngine
+from tests.support.fakes import FakeEngine
+from tests.support.models import smollm2_like_folder
+from tests.support.poll import until
 
 URI = "file:///w/shapes.py"
 
 
-class RecordingEngine(FakeEngine):
-    def __init__(self, step_s: float = 0.0) -> None:
-        super().__init__(reply="x\n")
-        self.requests: list[EngineRequest] = []
-        self.delay = step_s
-
-    async def generate(self, request: EngineRequest) -> EngineResult:
-        self.requests.append(request)
-        if self.delay:
-            try:
-                await asyncio.sleep(self.delay)
-            except asyncio.CancelledError:
-                self.aborted += 1
-                raise
-        return await super().generate(request)
+def _recording(delay_s: float = 0.0) -> FakeEngine:
+    """Answers "x" after ``delay_s`` (a prefill); records every request."""
+    return FakeEngine(reply="x\n", delay_s=delay_s)
 
 
 def _source() -> str:
@@ -45,7 +34,7 @@ def _source() -> str:
     return path.read_text()
 
 
-async def _setup(engine: RecordingEngine, **settings: object) -> tuple[Completer, Warmer,
+async def _setup(engine: FakeEngine, **settings: object) -> tuple[Completer, Warmer,
                                                                        Telemetry]:
     manager = EngineManager(factory=lambda s, report: engine)
     assert (await manager.start(Settings())).ok
@@ -76,13 +65,12 @@ def test_chunks_are_growing_prefixes_cut_at_line_ends() -> None:
 
 
 async def test_fake_engine_warm_up_prefills_the_first_completions_prompt() -> None:
-    engine = RecordingEngine()
+    engine = _recording()
     completer, warmer, telemetry = await _setup(engine)
     store = _store(_source())
     warmer.opened(_snap(store))
     assert warmer.running
-    while warmer.running:
-        await asyncio.sleep(0.01)
+    await until(lambda: not warmer.running)
     warm = list(engine.requests)
     assert warm and all(r.priority == PRIORITY and r.max_tokens == 1 for r in warm)
     assert telemetry.counters["warmed_up"] == 1
@@ -98,20 +86,21 @@ async def test_fake_engine_warm_up_prefills_the_first_completions_prompt() -> No
 
 
 async def test_fake_engine_real_request_cancels_the_warm_up() -> None:
-    engine = RecordingEngine(step_s=0.2)
+    engine = _recording(0.2)
     _, warmer, telemetry = await _setup(engine)
     store = _store(_source())
     warmer.opened(_snap(store))
-    await asyncio.sleep(0.05)
+    await until(lambda: engine.requests)  # a prefill in flight (0.2 s long)
     assert warmer.running
     warmer.cancel()  # what the completion handler does first
-    await asyncio.sleep(0.01)
-    assert not warmer.running and engine.aborted == 1
+    await asyncio.wait_for(engine.aborts.wait(), 5)
+    await until(lambda: not warmer.running)
+    assert engine.aborted == 1
     assert telemetry.counters["warm_up_aborted"] == 1 and telemetry.counters["warmed_up"] == 0
 
 
 async def test_fake_engine_no_warm_up_when_busy_disabled_or_secret() -> None:
-    engine = RecordingEngine()
+    engine = _recording()
     completer, warmer, telemetry = await _setup(engine, warm_up=False)
     warmer.opened(_snap(_store(_source())))
     assert not warmer.running
@@ -121,27 +110,27 @@ async def test_fake_engine_no_warm_up_when_busy_disabled_or_secret() -> None:
     warmer.opened(secret.snapshot("file:///w/.env"))
     assert not warmer.running
     # Busy: a real generation is in flight when the warm-up would start.
-    slow = RecordingEngine(step_s=0.3)
+    slow = _recording(0.3)
     completer, warmer, telemetry = await _setup(slow)
     store = _store(_source())
     real = asyncio.ensure_future(completer.complete(_snap(store), len(_source())))
-    await asyncio.sleep(0.05)
+    await until(lambda: slow.requests)  # the user's generation is in flight
     warmer.opened(_snap(store))
-    await asyncio.sleep(0.05)
-    assert not warmer.running and telemetry.counters["warmed_up"] == 0
+    await until(lambda: not warmer.running)  # it looked, and left the engine alone
+    assert telemetry.counters["warmed_up"] == 0
     await real
     assert all(r.priority != PRIORITY for r in slow.requests)
 
 
-async def test_fake_engine_with_token_ids_warms_exact_id_prefixes() -> None:
+async def test_fake_engine_with_token_ids_warms_exact_id_prefixes(tmp_path: Path) -> None:
     """With the model's tokenizer the Completer sends token ids: the warm-up's chunks must
-    be exact prefixes of those ids, a whole number of cache blocks apart."""
-    from lsp_copilot.models.folders import default_model_dir
+    be exact prefixes of those ids, a whole number of cache blocks apart (a real BPE
+    tokenizer built in tmp_path, not a prepared model)."""
     from lsp_copilot.prompts.templates import PromptEncoder
     from lsp_copilot.tokens import token_counter
 
-    model = str(default_model_dir())
-    engine = RecordingEngine()
+    model = str(smollm2_like_folder(tmp_path))
+    engine = _recording()
     engine.encoder = PromptEncoder.for_model(model)  # type: ignore[attr-defined]
     engine.counter = token_counter(model)  # type: ignore[assignment]
     assert engine.encoder is not None  # type: ignore[attr-defined]
@@ -168,7 +157,7 @@ async def test_fake_engine_with_token_ids_warms_exact_id_prefixes() -> None:
 
 
 async def test_fake_engine_no_warm_up_for_a_disabled_language() -> None:
-    engine = RecordingEngine()
+    engine = _recording()
     _, warmer, _ = await _setup(engine, disabled_languages=("python",))
     warmer.opened(_snap(_store(_source())))
     assert not warmer.running and engine.requests == []

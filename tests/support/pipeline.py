@@ -1,0 +1,32 @@
+"""A Completer over a fake engine, and document snapshots: the setup of pipeline tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsp_copilot.documents.store import DocumentStore, Snapshot
+from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.pipeline.cache import CompletionCache
+from lsp_copilot.pipeline.completer import Completer
+from lsp_copilot.settings.core import Settings
+from lsp_copilot.telemetry import Telemetry
+
+URI = "file:///w/calc.py"
+
+
+async def completer_for(engine: Any, cache: CompletionCache | None = None, /,
+                        **settings: Any) -> Completer:
+    """A Completer whose one engine (loaded) is ``engine`` and whose completion cache is
+    ``cache`` (positional: ``cache=False`` is the setting); no debounce, and no deadline
+    unless a test sets one: a loaded machine must not cut these answers."""
+    manager = EngineManager(factory=lambda s, report: engine)
+    assert (await manager.start(Settings())).ok
+    s = Settings(**{"debounce_mode": "off", "deadline_ms": 0, **settings})
+    return Completer(manager, Telemetry(), lambda: s, lambda: cache)
+
+
+def snap(text: str, uri: str = URI) -> Snapshot:
+    """A snapshot of a Python document holding ``text`` (version 1)."""
+    store = DocumentStore()
+    store.open(uri, "python", 1, text)
+    return store.snapshot(uri)
