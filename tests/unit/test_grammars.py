@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 import tree_sitter
 
-from lsp_copilot.context.symbols import extract, scopes_at
-from lsp_copilot.language.grammars import grammars_dir, queries_for, supported
+from lsp_copilot.context.symbols import extract
+from lsp_copilot.language.folders import grammars_dir, supported
+from lsp_copilot.language.grammars import queries_for
 from lsp_copilot.language.ids import ts_language
+from lsp_copilot.language.scopes import scopes_at
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "grammars"
 
