@@ -3,6 +3,7 @@ cursor (marked § in tests/fixtures/grammars/sample.*), the definitions and the 
 
 from __future__ import annotations
 
+import glob
 from pathlib import Path
 
 import pytest
@@ -88,7 +89,6 @@ def test_language_fixture(grammar: str) -> None:
 def test_wheel_ships_every_grammar_file() -> None:
     """pyproject's data-files must list each file of grammars/ (checked by hand once with
     `pip wheel .` and a clean venv: the queries land in share/lsp-copilot/grammars)."""
-    import glob
     import tomllib
 
     root = grammars_dir()
