@@ -165,18 +165,20 @@ def language_config(grammar: str | None) -> LanguageConfig:
 
 
 def supported() -> list[str]:
-    """Grammar names with queries (pack names, e.g. ``csharp``)."""
+    """Grammar names with a folder (pack names, e.g. ``csharp``)."""
     root = grammars_dir()
     if root is None:
         return []
     inverse = {v: k for k, v in _FOLDER.items()}
-    names = [inverse.get(p.name, p.name) for p in root.iterdir() if p.is_dir()]
-    return sorted(n for n in names if has_query(n, "symbols"))
+    return sorted(inverse.get(p.name, p.name) for p in root.iterdir()
+                  if (p / "language.json").is_file() or (p / "symbols.scm").is_file())
 
 
 def has_query(grammar: str, name: str) -> bool:
-    """Whether ``grammar``'s folder, or one it inherits from, has query ``name``."""
+    """Whether ``grammar``'s folder, or one it inherits from, has query ``name`` (its own
+    file alone when what it inherits cannot be read: loading it then says why)."""
     try:
         return any((path / f"{name}.scm").is_file() for path, _ in _chain(folder_for(grammar)))
     except (OSError, ValueError):
-        return False
+        root = grammars_dir()
+        return root is not None and (root / folder_for(grammar) / f"{name}.scm").is_file()

@@ -132,6 +132,7 @@ def test_inheritance_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         "c/language.json": '{"inherits": "b"}',
         "loop/language.json": '{"inherits": "loop"}',
         "lost/language.json": '{"inherits": "nowhere"}',
+        "selfish/safety.scm": "; inherits: selfish\\n(x) @x",
     })
     monkeypatch.setattr(folders, "grammars_dir", lambda: root)
     assert folders.load_config("b") == LanguageConfig(comment="//", blocks=frozenset({"block"}))
@@ -142,3 +143,6 @@ def test_inheritance_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     for broken in ("loop", "lost"):
         with pytest.raises(ValueError):
             folders.load_config(broken)
+    with pytest.raises(ValueError):
+        folders.query_source("selfish", "safety")
+    assert folders.supported() == ["a", "b", "c", "loop", "lost", "python"]
