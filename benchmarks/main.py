@@ -27,7 +27,9 @@ from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.engine.base import Engine, EngineRequest
 from lsp_copilot.engine.manager import EngineFactory, EngineManager, Reporter
 from lsp_copilot.language.ids import language_id_for_path
-from lsp_copilot.postprocess.finalize import Cursor, finalize, stop_rule
+from lsp_copilot.postprocess.cursor import Cursor
+from lsp_copilot.postprocess.finalize import finalize
+from lsp_copilot.postprocess.stop import stop_rule
 from lsp_copilot.prompts.templates import Template, template_for
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry

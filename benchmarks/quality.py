@@ -38,7 +38,7 @@ from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.language.ids import language_id_for_path, parser_for
 from lsp_copilot.language.trigger import BLOCK_OPENERS, completion_mode
 from lsp_copilot.pipeline.completer import Completer
-from lsp_copilot.postprocess.finalize import parse_inserted
+from lsp_copilot.postprocess.syntax import parse_inserted
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
 

@@ -172,7 +172,8 @@ def run(asked: str | None = None, settings: Settings | None = None,
     grammars = available_grammars()
     check("grammars", len(grammars) > 0, f"{len(grammars)} tree-sitter grammars",
           "pip install 'tree-sitter-language-pack>=0.13,<1'")
-    from lsp_copilot.language.grammars import grammars_dir, queries_for, supported
+    from lsp_copilot.language.folders import grammars_dir, supported
+    from lsp_copilot.language.grammars import queries_for
 
     # The context engine's query files ship as data files (share/lsp-copilot/grammars):
     # an install that lost them still completes, with a far poorer prompt.

@@ -205,9 +205,5 @@ class DocumentStore:
     def get_offset(self, uri: str, line: int, character: int, encoding: Encoding) -> int:
         return self._get(uri).buffer.offset(line, character, encoding)
 
-    def get_position(self, uri: str, offset: int, encoding: Encoding) -> tuple[int, int]:
-        """Back to the client's coordinates, e.g. for the range of a completion."""
-        return self._get(uri).buffer.position(offset, encoding)
-
     def __iter__(self) -> Iterator[str]:
         return iter(list(self._docs))

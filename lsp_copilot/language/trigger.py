@@ -7,25 +7,37 @@ comment or a string gets no completion). Languages without queries fall back to 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Protocol
 
-from lsp_copilot.documents.store import Snapshot
+import tree_sitter
+
+from lsp_copilot.language.grammars import queries_for
+from lsp_copilot.language.scopes import scopes_at
 
 Mode = Literal["none", "single-line", "multi-line"]
 
 BLOCK_OPENERS = (":", "{", "(", "[", "=>", " do", " then", "->")
 
 
+class Parsed(Protocol):
+    """What the mode is decided from: a document's bytes and syntax tree (a snapshot of
+    ``documents.store`` is one)."""
+
+    @property
+    def grammar(self) -> str | None: ...
+    @property
+    def data(self) -> bytes: ...
+    @property
+    def tree(self) -> tree_sitter.Tree | None: ...
+
+
 def _is_word(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
-def _in_comment(snapshot: Snapshot, offset: int) -> bool:
+def _in_comment(snapshot: Parsed, offset: int) -> bool:
     if snapshot.tree is None:
         return False
-    from lsp_copilot.context.index.symbols import scopes_at
-    from lsp_copilot.language.grammars import queries_for
-
     q = queries_for(snapshot.grammar)
     if q is not None:
         scopes = scopes_at(q, snapshot.tree, offset)
@@ -43,8 +55,8 @@ def _open_quote(before: str) -> bool:
     return any(before.count(q) % 2 == 1 for q in ('"', "'", "`"))
 
 
-def completion_mode(snapshot: Snapshot, offset: int) -> Mode:
-    """Pick the mode from the line around ``offset`` (a byte offset into the snapshot)."""
+def completion_mode(snapshot: Parsed, offset: int) -> Mode:
+    """Pick the mode from the line around ``offset`` (a byte offset into ``snapshot.data``)."""
     data = snapshot.data
     line_start = data.rfind(b"\n", 0, offset) + 1
     line_end = data.find(b"\n", offset)

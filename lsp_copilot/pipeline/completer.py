@@ -44,8 +44,10 @@ from lsp_copilot.pipeline.alternatives import (
 )
 from lsp_copilot.pipeline.cache import CompletionCache, cache_key
 from lsp_copilot.pipeline.scheduling import Debouncer, Flight
-from lsp_copilot.postprocess.finalize import Cursor, finalize, stop_rule
+from lsp_copilot.postprocess.cursor import Cursor
+from lsp_copilot.postprocess.finalize import finalize
 from lsp_copilot.postprocess.safety import Finding, SafetyChecker
+from lsp_copilot.postprocess.stop import stop_rule
 from lsp_copilot.privacy import Privacy
 from lsp_copilot.prompts.templates import Template, template_for
 from lsp_copilot.settings.core import Settings

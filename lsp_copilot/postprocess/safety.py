@@ -23,8 +23,9 @@ from pathlib import Path
 import tree_sitter
 
 from lsp_copilot.documents.store import Snapshot
-from lsp_copilot.language.grammars import folder_for, grammars_dir
-from lsp_copilot.language.ids import language_for, parser_for, ts_language
+from lsp_copilot.language.folders import has_query, supported
+from lsp_copilot.language.grammars import compile_query
+from lsp_copilot.language.ids import language_for, parser_for
 from lsp_copilot.postprocess.whole import edited_tree, is_whole
 
 log = logging.getLogger(__name__)
@@ -56,27 +57,18 @@ class Finding:
 @cache
 def safety_query(grammar: str | None) -> tree_sitter.Query | None:
     """The compiled ``safety.scm`` of ``grammar``; None without one (nothing is scanned)."""
-    root = grammars_dir()
-    language = ts_language(grammar) if grammar else None
-    if grammar is None or root is None or language is None:
-        return None
-    path = root / folder_for(grammar) / "safety.scm"
-    if not path.is_file():
+    if grammar is None:
         return None
     try:
-        return tree_sitter.Query(language, path.read_text())
+        return compile_query(grammar, "safety")
     except Exception as exc:  # a broken query file must not stop completions
-        log.warning("cannot load %s: %s", path, exc)
+        log.warning("cannot load the safety rules of %s: %s", grammar, exc)
         return None
 
 
 def safety_languages() -> list[str]:
-    """Grammars (pack names) with a ``safety.scm``."""
-    from lsp_copilot.language.grammars import supported
-
-    root = grammars_dir()
-    return [g for g in supported()
-            if root is not None and (root / folder_for(g) / "safety.scm").is_file()]
+    """Grammars (pack names) with a ``safety.scm`` (their own or one they inherit)."""
+    return [g for g in supported() if has_query(g, "safety")]
 
 
 def scan(grammar: str | None, tree: tree_sitter.Tree, data: bytes,

@@ -18,8 +18,11 @@ from dataclasses import dataclass
 import tree_sitter
 
 from lsp_copilot.documents.store import Snapshot
+from lsp_copilot.language.folders import language_config
 from lsp_copilot.language.ids import parser_for
-from lsp_copilot.postprocess.rules import BLOCK_HEADERS, rules_for
+
+BLOCK_HEADERS = (":", "{", " do", " then", "->")
+"""Line endings that open a block whose body must follow (``(``/``[`` only continue)."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,7 @@ class WholeChecker:
         self.offset = offset
         self._baseline: int | None = None
         self._baseline_error_starts: set[int] = set()
-        self._blocks = rules_for(snapshot.grammar).blocks if snapshot.grammar else frozenset()
+        self._blocks = language_config(snapshot.grammar).blocks
         self._line_start = snapshot.data.rfind(b"\n", 0, offset) + 1
 
     def baseline_errors(self) -> int:
@@ -161,7 +164,7 @@ def first_line_is_whole(snapshot: Snapshot, offset: int, text: str) -> bool:
     start = data.rfind(b"\n", 0, offset) + 1
     typed = data[start:offset].decode("utf-8", "replace")
     if opens_block(typed + head):
-        rules = rules_for(snapshot.grammar)
+        rules = language_config(snapshot.grammar)
         indent = typed[: len(typed) - len(typed.lstrip(" \t"))]
         body = f"\n{indent}    {rules.placeholder or 'pass'}"
         if rules.close:

@@ -3,14 +3,24 @@ cursor (marked § in tests/fixtures/grammars/sample.*), the definitions and the 
 
 from __future__ import annotations
 
+import glob
 from pathlib import Path
 
 import pytest
 import tree_sitter
 
-from lsp_copilot.context.index.symbols import extract, scopes_at
-from lsp_copilot.language.grammars import grammars_dir, queries_for, supported
+from lsp_copilot.context.index.symbols import extract
+from lsp_copilot.language import folders
+from lsp_copilot.language.folders import (
+    LanguageConfig,
+    grammars_dir,
+    language_config,
+    query_source,
+    supported,
+)
+from lsp_copilot.language.grammars import queries_for
 from lsp_copilot.language.ids import ts_language
+from lsp_copilot.language.scopes import scopes_at
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "grammars"
 
@@ -76,8 +86,8 @@ def test_language_fixture(grammar: str) -> None:
     assert not scopes.in_comment
 
 
-def test_wheel_ships_every_grammar_folder() -> None:
-    """pyproject's data-files must list each grammars/ folder (checked by hand once with
+def test_wheel_ships_every_grammar_file() -> None:
+    """pyproject's data-files must list each file of grammars/ (checked by hand once with
     `pip wheel .` and a clean venv: the queries land in share/lsp-copilot/grammars)."""
     import tomllib
 
@@ -85,6 +95,54 @@ def test_wheel_ships_every_grammar_folder() -> None:
     assert root is not None
     pyproject = tomllib.loads((root.parent / "pyproject.toml").read_text())
     data_files = pyproject["tool"]["setuptools"]["data-files"]
-    for folder in sorted(p.name for p in root.iterdir() if p.is_dir()):
-        patterns = data_files.get(f"share/lsp-copilot/grammars/{folder}")
-        assert patterns and f"grammars/{folder}/*.scm" in patterns, folder
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        patterns = data_files.get(f"share/lsp-copilot/grammars/{folder.name}", [])
+        shipped = {Path(f).name for pattern in patterns
+                   for f in glob.glob(str(root.parent / pattern))}
+        assert shipped == {p.name for p in folder.iterdir()}, folder.name
+
+
+def test_a_folder_reuses_what_it_inherits() -> None:
+    """tsx is typescript's folder, typescript has javascript's safety rules, and cpp adds
+    patterns to c's: each rule is written once."""
+    tsx, typescript = queries_for("tsx"), queries_for("typescript")
+    assert tsx is not None and typescript is not None
+    assert tsx.symbols.pattern_count == typescript.symbols.pattern_count
+    assert language_config("tsx") == language_config("typescript")
+    assert language_config("typescript").blocks > language_config("javascript").blocks
+    assert query_source("typescript", "safety") == query_source("javascript", "safety")
+    c, cpp = query_source("c", "safety"), query_source("cpp", "safety")
+    assert c is not None and cpp is not None and cpp.startswith(c) and len(cpp) > len(c)
+    assert query_source("bash", "safety") is None
+
+
+def _folders(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in {"python/symbols.scm": "", **files}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def test_inheritance_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _folders(tmp_path, {
+        "a/language.json": '{"comment": "#", "blocks": ["block"]}',
+        "a/safety.scm": "(a) @x",
+        "b/language.json": '{"inherits": "a", "comment": "//"}',
+        "b/safety.scm": "; inherits: a\n(b) @x",
+        "c/language.json": '{"inherits": "b"}',
+        "loop/language.json": '{"inherits": "loop"}',
+        "lost/language.json": '{"inherits": "nowhere"}',
+        "selfish/safety.scm": "; inherits: selfish\\n(x) @x",
+    })
+    monkeypatch.setattr(folders, "grammars_dir", lambda: root)
+    assert folders.load_config("b") == LanguageConfig(comment="//", blocks=frozenset({"block"}))
+    assert folders.load_config("c") == folders.load_config("b")
+    assert folders.query_source("c", "safety") == "(a) @x\n; inherits: a\n(b) @x"
+    assert folders.has_query("c", "safety") and not folders.has_query("c", "scope")
+    assert folders.load_config("none") == LanguageConfig()
+    for broken in ("loop", "lost"):
+        with pytest.raises(ValueError):
+            folders.load_config(broken)
+    with pytest.raises(ValueError):
+        folders.query_source("selfish", "safety")
+    assert folders.supported() == ["a", "b", "c", "loop", "lost", "python"]

@@ -1,7 +1,9 @@
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.language.trigger import Mode, completion_mode
 from lsp_copilot.pipeline.completer import cursor_at
-from lsp_copilot.postprocess.finalize import Cursor, finalize, stop_rule
+from lsp_copilot.postprocess.cursor import Cursor
+from lsp_copilot.postprocess.finalize import finalize
+from lsp_copilot.postprocess.stop import stop_rule
 
 
 def test_single_line_stops_at_first_newline() -> None:

@@ -2,13 +2,15 @@
 
 Each fixture holds the default model's raw text at a hole in real code (its ``source``
 says where it came from; ``collect.py`` there extracts them from a `bench quality` run),
-the code around the hole, and the cleaned text expected. Each names the rule it shows;
+the code around the hole, and the cleaned text expected. Each names the rule it shows
+(``module.function`` in ``lsp_copilot/postprocess/``);
 the second test checks that without that rule the result would be different, so the
 fixture really exercises it.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ import pytest
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.language.trigger import completion_mode
 from lsp_copilot.pipeline.completer import cursor_at
-from lsp_copilot.postprocess import finalize as postprocess
+from lsp_copilot.postprocess.finalize import finalize
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "postprocess"
 MARK = "<|cursor|>"
@@ -39,8 +41,7 @@ def _run(name: str) -> tuple[dict[str, Any], str]:
     assert mode == fixture["mode"]
     cursor = cursor_at(snapshot, offset)
     truncated = fixture.get("finish_reason") == "length"  # the generation hit its limit
-    return fixture, postprocess.finalize(fixture["raw"], mode, cursor, snapshot, offset,
-                                         truncated)
+    return fixture, finalize(fixture["raw"], mode, cursor, snapshot, offset, truncated)
 
 
 def test_there_are_fixtures() -> None:
@@ -58,6 +59,8 @@ def test_the_rule_is_needed(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     fixture = json.loads((FIXTURES / f"{name}.json").read_text())
     rules = fixture["rule"] if isinstance(fixture["rule"], list) else [fixture["rule"]]
     for rule in rules:  # (two rules may each be enough alone: then both are named)
-        monkeypatch.setattr(postprocess, rule, lambda text, *_: text)
+        module, function = rule.split(".")  # in lsp_copilot/postprocess/<module>.py
+        monkeypatch.setattr(importlib.import_module(f"lsp_copilot.postprocess.{module}"),
+                            function, lambda text, *_: text)
     _, got = _run(name)
     assert got != fixture["expected"]

@@ -1,0 +1,116 @@
+"""Text cleanup of a final answer: the model's own indentation of the first line, trailing
+whitespace, repetition (of itself, of the line above, of the suffix)."""
+
+from __future__ import annotations
+
+import re
+
+from lsp_copilot.language.trigger import Mode
+from lsp_copilot.postprocess.cursor import Cursor, indent
+
+MIN_REPEATED_LINE = 4
+"""A line repeating the suffix or the line above counts only with this many characters."""
+NGRAM_REPEATS = 4
+"""A run of the same token group this many times over is degenerate repetition."""
+
+
+def reindent(text: str, cursor: Cursor) -> str:
+    """The prompt ended before the cursor's last whitespace, so the model wrote it.
+
+    Its first line's leading whitespace stands for that dropped part: take it off. When
+    the model indented its first line more or less than the cursor is, shift the lines
+    after it by the same amount, so its body keeps its shape under the cursor's block.
+    """
+    ws = cursor.prompt_dropped_indent
+    kept = cursor.line_before[: len(cursor.line_before) - len(ws)]
+    lines = text.split("\n")
+    model = lines[0][: indent(lines[0])]
+    lines[0] = lines[0][len(model):]
+    if model != ws and not kept.strip():
+        for i in range(1, len(lines)):
+            if lines[i].startswith(kept + model):
+                lines[i] = cursor.line_before + lines[i][len(kept + model):]
+    return "\n".join(lines)
+
+
+def drop_word_continuation(text: str, cursor: Cursor) -> str:
+    """The prompt ended before a space the user typed after a word, and the model did not
+    write that space: it went on with the word (``num_tokens`` + ``_per_head = ...``),
+    which after the typed space would be broken code. No suggestion."""
+    mid_line = cursor.prompt_dropped_indent and cursor.line_before.strip()
+    return "" if mid_line and text and not text[0].isspace() else text
+
+
+def trim(text: str) -> str:
+    """No trailing spaces, no trailing blank lines; whitespace alone is no suggestion."""
+    lines = [line.rstrip() for line in text.split("\n")]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines) if any(line.strip() for line in lines) else ""
+
+
+def _content(line: str) -> bool:
+    return len(line.strip()) >= MIN_REPEATED_LINE and any(c.isalnum() for c in line)
+
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def _degenerate_line(line: str) -> int | None:
+    """Where a line falls into repeating one token group (with a name in it: not a
+    table of numbers) over and over, or None."""
+    tokens = [(m.start(), m.group()) for m in _TOKEN.finditer(line)]
+    words = [t for _, t in tokens]
+    for start in range(len(words)):
+        for size in range(1, 5):
+            unit = words[start:start + size]
+            if len(unit) < size or not any(w[0].isalpha() or w[0] == "_" for w in unit):
+                continue
+            repeats = 1
+            while words[start + repeats * size:start + (repeats + 1) * size] == unit:
+                repeats += 1
+            if repeats >= NGRAM_REPEATS:
+                return tokens[start + size][0]  # keep the first copy
+    return None
+
+
+def drop_repetition(text: str) -> str:
+    """Cut where the model starts looping: a line (or group of lines) repeated right
+    after itself, or a token group repeated many times in a line."""
+    lines = text.split("\n")
+    for k in range(1, len(lines)):
+        for period in (1, 2, 3):
+            if k < period or k + period > len(lines):
+                continue
+            now = [x.strip() for x in lines[k:k + period]]
+            before = [x.strip() for x in lines[k - period:k]]
+            if now == before and any(_content(x) for x in now):
+                return "\n".join(lines[:k])
+    pos = 0
+    for line in lines:
+        cut = _degenerate_line(line)
+        if cut is not None:
+            return text[:pos + cut].rstrip()
+        pos += len(line) + 1
+    return text
+
+
+def drop_repeats_of_neighbours(text: str, mode: Mode, cursor: Cursor) -> str:
+    """Drop an answer that repeats the line above; cut where it reaches the suffix."""
+    first = (cursor.line_before + text.split("\n", 1)[0]).strip()
+    if _content(first) and first == cursor.line_above.strip():
+        return ""
+    after = cursor.line_after.strip()
+    if after and text.strip() == after:
+        return ""  # the model only repeated what is already after the cursor
+    if after and text.rstrip().endswith(after):
+        text = text.rstrip()[: -len(after)]  # don't insert a second copy of the suffix
+    following = next((x.strip() for x in cursor.suffix_lines.split("\n") if x.strip()), "")
+    if mode == "single-line" and text.startswith("\n") and text.strip() == following:
+        return ""  # a next line the file already has
+    if mode == "multi-line" and _content(following):
+        lines = text.split("\n")
+        for k, line in enumerate(lines):
+            if line.strip() == following:
+                return "\n".join(lines[:k])
+    return text

@@ -1,0 +1,21 @@
+"""The text around the insertion point, as the post-processing rules read it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """The text around the insertion point that the rules need."""
+
+    line_before: str  # text of the cursor line before the cursor
+    line_after: str  # text of the cursor line after the cursor
+    prompt_dropped_indent: str = ""  # whitespace the prompt ends before (the model writes it)
+    line_above: str = ""  # the nearest non-blank line above the cursor line
+    suffix_lines: str = ""  # a few lines after the cursor line
+
+
+def indent(line: str) -> int:
+    """The width of ``line``'s leading spaces and tabs."""
+    return len(line) - len(line.lstrip(" \t"))

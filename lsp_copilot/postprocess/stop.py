@@ -1,0 +1,106 @@
+"""Streaming stop rules: where to cut the text generated so far, so that generation stops
+as soon as the answer is complete and the engine is free sooner. Only cheap text rules run
+here, on every streamed delta; ``finalize`` runs them once more on the final text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from lsp_copilot.language.trigger import Mode
+from lsp_copilot.postprocess.brackets import open_triple_quote
+from lsp_copilot.postprocess.cursor import Cursor, indent
+from lsp_copilot.postprocess.whole import opens_block
+
+MAX_LINES = 16
+"""A multi-line answer stops after this many lines."""
+
+
+def skip_leading_blank_lines(text: str, cursor: Cursor) -> str:
+    """At the start of an empty line, a leading newline is the model saying 'blank line'."""
+    if cursor.line_before.strip():
+        return text
+    while "\n" in text and not text.split("\n", 1)[0].strip():
+        text = text.split("\n", 1)[1]
+    return text
+
+
+def next_line_start(text: str, cursor: Cursor) -> int | None:
+    """At the end of a line the user finished, a model that starts with a newline is
+    suggesting the next line (as Copilot shows it): where that line starts, else None."""
+    if not cursor.line_before.strip() or cursor.line_after.strip():
+        return None
+    head = len(text) - len(text.lstrip(" \t"))
+    return head + 1 if text[head:head + 1] == "\n" else None
+
+
+def _body_follows(cursor: Cursor) -> bool:
+    """The next non-blank line is indented deeper than the cursor line: a block header
+    completed here already has its body."""
+    following = next((x for x in cursor.suffix_lines.split("\n") if x.strip()), "")
+    return bool(following) and indent(following) > indent(cursor.line_before)
+
+
+def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
+    """Where to cut the text generated so far, or None to keep streaming."""
+
+    def multi_line(text: str, header: bool = False) -> int | None:
+        """``header``: the answer's first line opens a block; its body follows."""
+        line_before = cursor.line_before
+        body = skip_leading_blank_lines(text, cursor)
+        skipped = len(text) - len(body)
+        lines = body.split("\n")
+        complete = lines[:-1]  # the last piece may still grow
+        if not complete:
+            return None
+        dropped = cursor.prompt_dropped_indent
+        if dropped:
+            first = complete[0]
+            if first.strip() and indent(first) < len(dropped):
+                return skipped  # the model left the cursor's block at once: nothing to add
+            # The first line's column: what the prompt kept of the line, then the model's.
+            first = line_before[: len(line_before) - len(dropped)] + first
+        else:
+            first = line_before + complete[0]
+        base = indent(first) if first.strip() else indent(line_before)
+        blank_run = 0
+        pos = skipped + len(complete[0]) + 1
+        quote = open_triple_quote(None, first)
+        for n, line in enumerate(complete[1:], start=1):
+            inside, quote = quote, open_triple_quote(quote, line)
+            if inside:  # a docstring's lines: their indentation and blank lines are text
+                blank_run = 0
+            elif not line.strip():
+                blank_run += 1
+                if blank_run >= 2:
+                    return pos - 1
+            elif header and indent(line) <= base:
+                # The block this answer opened has ended: keep its closer (`}`, `end`).
+                closes = indent(line) == base and (
+                    line.strip()[:1] in "})]" or line.strip() in ("end", "end;"))
+                return pos + len(line) if closes else pos - 1
+            else:
+                if indent(line) < base or (blank_run and indent(line) == base):
+                    # Dedent: the block has ended. A blank line then a sibling: a new item.
+                    return pos - 1
+                blank_run = 0
+            if n >= MAX_LINES:
+                return pos - 1
+            pos += len(line) + 1
+        return None
+
+    def single_line(text: str) -> int | None:
+        start = next_line_start(text, cursor)
+        if start is not None:  # the line is finished: suggest the next one
+            newline = text.find("\n", start)
+            return None if newline < 0 else newline
+        body = skip_leading_blank_lines(text, cursor)
+        newline = body.find("\n")
+        if newline < 0:
+            return None
+        if (not cursor.line_after.strip() and not _body_follows(cursor)
+                and opens_block(cursor.line_before + body[:newline])):
+            # A header with nothing under it would break the file: give it its body.
+            return multi_line(text, header=True)
+        return len(text) - len(body) + newline
+
+    return single_line if mode == "single-line" else multi_line
