@@ -18,7 +18,9 @@ from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.device import detect
 from lsp_copilot.language.ids import language_id_for_path
 from lsp_copilot.language.trigger import completion_mode
-from lsp_copilot.prompts.templates import PromptEncoder, detect_family, template_for
+from lsp_copilot.prompts.encoder import PromptEncoder
+from lsp_copilot.prompts.family import detect_family
+from lsp_copilot.prompts.templates import template_for
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.tokens import TokenCounter, fallback_counter, token_counter
 

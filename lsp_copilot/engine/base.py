@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from lsp_copilot.prompts.templates import PromptEncoder
+from lsp_copilot.prompts.encoder import PromptEncoder
 from lsp_copilot.tokens import TokenCounter
 
 

@@ -23,7 +23,7 @@ from lsp_copilot.engine.base import (
     EngineRequest,
     EngineResult,
 )
-from lsp_copilot.prompts.templates import PromptEncoder
+from lsp_copilot.prompts.encoder import PromptEncoder
 from lsp_copilot.tokens import TokenCounter
 
 ABORT_WAIT_S = 2.0

@@ -28,7 +28,8 @@ from lsp_copilot.engine.device import GpuInfo
 from lsp_copilot.engine.fit import model_shape
 from lsp_copilot.engine.validate import check_engine
 from lsp_copilot.process import install_orphan_guard, reap
-from lsp_copilot.prompts.templates import PromptEncoder, detect_family
+from lsp_copilot.prompts.encoder import PromptEncoder
+from lsp_copilot.prompts.family import detect_family
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.tokens import TokenCounter, token_counter
 

@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from lsp_copilot.engine.base import Engine, EngineInfo, EngineRequest, EngineResult
-from lsp_copilot.prompts.templates import PromptEncoder
+from lsp_copilot.prompts.encoder import PromptEncoder
 
 
 class CharCounter:

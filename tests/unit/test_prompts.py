@@ -11,13 +11,9 @@ from typing import Any
 import pytest
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 
-from lsp_copilot.prompts.templates import (
-    TEMPLATES,
-    PromptEncoder,
-    Special,
-    detect_family,
-    template_for,
-)
+from lsp_copilot.prompts.encoder import PromptEncoder
+from lsp_copilot.prompts.family import detect_family
+from lsp_copilot.prompts.templates import TEMPLATES, Special, template_for
 from lsp_copilot.settings.core import Settings, parse_settings
 from tests.support.fakes import EncodingEngine
 from tests.support.models import smollm2_like_folder

@@ -126,7 +126,7 @@ async def test_fake_engine_with_token_ids_warms_exact_id_prefixes(tmp_path: Path
     """With the model's tokenizer the Completer sends token ids: the warm-up's chunks must
     be exact prefixes of those ids, a whole number of cache blocks apart (a real BPE
     tokenizer built in tmp_path, not a prepared model)."""
-    from lsp_copilot.prompts.templates import PromptEncoder
+    from lsp_copilot.prompts.encoder import PromptEncoder
     from lsp_copilot.tokens import token_counter
 
     model = str(smollm2_like_folder(tmp_path))

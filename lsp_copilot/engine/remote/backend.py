@@ -27,7 +27,7 @@ from lsp_copilot.engine.remote import transport
 from lsp_copilot.engine.remote.config import RemoteConfig
 from lsp_copilot.engine.remote.errors import PriorityRejected, RemoteError, RemoteRetryable
 from lsp_copilot.engine.remote.tokenizer import calibrate, remote_family, tokenizer_file
-from lsp_copilot.prompts.templates import PromptEncoder
+from lsp_copilot.prompts.encoder import PromptEncoder
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.tokens import HFTokenCounter, TokenCounter, fallback_counter
 

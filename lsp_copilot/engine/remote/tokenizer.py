@@ -12,7 +12,8 @@ import httpx
 
 from lsp_copilot.engine.remote.config import RemoteConfig
 from lsp_copilot.engine.remote.errors import RemoteError
-from lsp_copilot.prompts.templates import DEFAULT_TEMPLATE, detect_family, family_from_name
+from lsp_copilot.prompts.family import detect_family, family_from_name
+from lsp_copilot.prompts.templates import DEFAULT_TEMPLATE
 from lsp_copilot.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
