@@ -16,12 +16,16 @@ garbles a greedy request that shares their batch; greedy requests are exact.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from lsp_copilot.engine.base import EngineRequest, TokenChoice
+from lsp_copilot.engine.base import Engine, EngineRequest, EngineResult, TokenChoice
+from lsp_copilot.pipeline.flights import Flights
+from lsp_copilot.settings.core import Settings
 
 BRANCH_DEPTH = 4
 """How far into the first answer alternatives may leave it: answers differ where the model
@@ -29,6 +33,15 @@ hesitates, which is often not the first token (`` "`` before ``blue`` or ``green
 
 ALTERNATIVE_PRIORITY = 2
 """Below every suggestion the user waits for first (0 single-line, 1 multi-line)."""
+
+ALTERNATIVES_WAIT_FACTOR = 3
+ALTERNATIVES_MIN_WAIT_S = 5.0
+"""Alternatives still running when the first suggestion is ready get three times as long
+as it took (they are several continuations side by side, each about as long as the first
+answer), and at least this (on two cores, just after the engine loaded, the listing request
+and three continuations side by side took over 4 s where the first answer took 2): then
+those still running are dropped, the first is never held for the slowest. (They end as
+soon as they are done: on a GPU, in a fraction of a second.)"""
 
 
 def alternative_requests(request: EngineRequest, count: int, temperature: float
@@ -134,3 +147,56 @@ def distinct(texts: Iterable[str], limit: int) -> list[str]:
         if len(out) >= limit:
             break
     return out
+
+
+class Alternatives:
+    """maxSuggestions - 1 alternatives to ``request`` under way, and the request that lists the
+    tokens they branch from. They start once the document's generation (``uri``'s, if
+    any) has ended: its prompt is then in the prefix cache, and on two cores the first
+    answer is not slowed by them. The caller cancels ``pending`` when it is done."""
+
+    def __init__(self, flights: Flights, engine: Engine, request: EngineRequest,
+                 settings: Settings, uri: str | None) -> None:
+        count = settings.max_suggestions - 1
+        self._flights = flights
+        self._engine = engine
+        self._request = request
+        self._sampled = alternative_requests(request, count, settings.alternative_temperature)
+        # (The generation is looked up when the listing starts: the caller starts it just
+        # after this.)
+        self._listing = asyncio.ensure_future(self._choices(count, uri))
+        self.tasks = [asyncio.ensure_future(self._alternative(i)) for i in range(count)]
+
+    @property
+    def pending(self) -> list[asyncio.Task[Any]]:
+        return [*self.tasks, self._listing]
+
+    async def _choices(self, count: int, uri: str | None) -> list[Branch] | None:
+        if uri is not None:
+            await self._flights.until_done(uri)
+        if not self._engine.info.token_choices:
+            return None
+        listed = await self._flights.generate(
+            self._engine, choices_request(self._request, count + 1))
+        return branches(listed.token_choices, self._request, count)
+
+    async def _alternative(self, index: int) -> EngineResult | None:
+        found = await asyncio.shield(self._listing)
+        if found is None:  # the engine lists no tokens: sampled alternatives
+            return await self._flights.generate(self._engine, self._sampled[index])
+        if index >= len(found):
+            return None
+        branch = found[index]
+        result = await self._flights.generate(
+            self._engine, branch_request(self._request, branch, index + 1))
+        result.text = branch.text + result.text
+        return result
+
+    async def results(self, first_s: float, trace: dict[str, Any]) -> list[EngineResult]:
+        """Those done in time (see ``ALTERNATIVES_MIN_WAIT_S``), in rank order; the first
+        suggestion took ``first_s`` seconds."""
+        done, _ = await asyncio.wait(
+            self.tasks, timeout=max(ALTERNATIVES_MIN_WAIT_S, ALTERNATIVES_WAIT_FACTOR * first_s))
+        trace["alternatives_late"] = len(self.tasks) - len(done)
+        return [r for t in self.tasks if t in done and not t.cancelled()
+                and t.exception() is None and (r := t.result()) is not None]

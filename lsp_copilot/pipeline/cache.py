@@ -51,7 +51,6 @@ class CompletionCache:
         self._memory_entries = memory_entries
         self._ttl = ttl_seconds
         self._disk: Any = None
-        self.folder = folder
         if folder is not None:
             try:
                 self._disk = self._open(folder, disk_bytes)

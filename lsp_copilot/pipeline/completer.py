@@ -1,16 +1,14 @@
-"""The completion pipeline shared by the server and `lsp-copilot complete`.
+"""One completion request's path, shared by the server and `lsp-copilot complete`.
 
-snapshot -> checks -> typing-through -> context -> cache -> shared flight (merge/reuse)
--> debounce -> engine (streaming, early stop) -> post-processing.
+snapshot -> checks -> typing-through -> context -> cache -> shared generation (merge/reuse)
+-> debounce -> engine (streaming, early stop) -> post-processing -> safety.
 Cancellation is an exception: it propagates; an engine generation nobody waits for any
-more is aborted (at once when a request needs something else, after the merge window
-when the client cancelled, since the next keystroke's request may still reuse it).
+more is aborted (``flights.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import itertools
 import logging
 import time
@@ -19,37 +17,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsp_copilot.acceptance.experiment import Experiment
-from lsp_copilot.context.budgets import budgets_for
 from lsp_copilot.context.builder import build_context
 from lsp_copilot.context.index.workspace import Workspace
 from lsp_copilot.context.result import Context
 from lsp_copilot.documents.store import Snapshot
-from lsp_copilot.engine.base import (
-    Engine,
-    EngineDeadline,
-    EngineRequest,
-    EngineResult,
-    EngineUnavailable,
-)
+from lsp_copilot.engine.base import Engine, EngineRequest, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager
-from lsp_copilot.engine.routes import MAIN, Routes, route_kind
+from lsp_copilot.engine.routes import Routes, route_kind
 from lsp_copilot.language.trigger import Mode, completion_mode
-from lsp_copilot.pipeline.alternatives import (
-    Branch,
-    alternative_requests,
-    branch_request,
-    branches,
-    choices_request,
-    distinct,
-)
+from lsp_copilot.pipeline.alternatives import Alternatives, distinct
 from lsp_copilot.pipeline.cache import CompletionCache, cache_key
-from lsp_copilot.pipeline.scheduling import Debouncer, Flight
+from lsp_copilot.pipeline.flights import Flights, whole_cut
+from lsp_copilot.pipeline.prompt import cursor_at, prompt_for, prompt_ids
+from lsp_copilot.pipeline.scheduling import Debouncer
+from lsp_copilot.pipeline.typing_through import TypingThrough
 from lsp_copilot.postprocess.cursor import Cursor
 from lsp_copilot.postprocess.finalize import finalize
 from lsp_copilot.postprocess.safety import Finding, SafetyChecker
 from lsp_copilot.postprocess.stop import stop_rule
 from lsp_copilot.privacy import Privacy
-from lsp_copilot.prompts.templates import Template, template_for
+from lsp_copilot.prompts.templates import Template
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
 
@@ -78,58 +65,9 @@ class Outcome:
     alternative_ids: list[str] = field(default_factory=list)  # their ids in feedback
 
 
-@dataclass(frozen=True)
-class _Shown:
-    """The last suggestion answered for a document, for typing-through."""
-
-    prefix: bytes
-    suffix: bytes
-    texts: tuple[str, ...]  # the suggestions answered, the one the user took first
-    mode: Mode
-
-
-ALTERNATIVES_WAIT_FACTOR = 3
-ALTERNATIVES_MIN_WAIT_S = 5.0
-"""Alternatives still running when the first suggestion is ready get three times as long
-as it took (they are several continuations side by side, each about as long as the first
-answer), and at least this (on two cores, just after the engine loaded, the listing request
-and three continuations side by side took over 4 s where the first answer took 2): then
-those still running are dropped, the first is never held for the slowest. (They end as
-soon as they are done: on a GPU, in a fraction of a second.)"""
-
-JOIN_AHEAD_CHARS = 1
-"""A request joins a generation only if it typed at most this much past its text."""
-
-SUFFIX_LINES = 4
-"""Lines after the cursor line that post-processing compares the answer with."""
-
-
-def cursor_at(snapshot: Snapshot, offset: int) -> Cursor:
-    """The text around ``offset`` that post-processing needs.
-
-    When the cursor follows whitespace, the prompt ends one character earlier (recorded
-    as ``prompt_dropped_indent``): BPE models carry a word's leading space in its token
-    (``:\n    x`` is ``:``, ``\n   ``, `` x``), so a prompt ending in that space is one
-    they rarely saw, and SmolLM2 answers it with a blank or dedented line. The model
-    writes the space back and post-processing takes it off.
-    """
-    data = snapshot.data
-    start = data.rfind(b"\n", 0, offset) + 1
-    end = data.find(b"\n", offset)
-    end = len(data) if end < 0 else end
-    above = data[:start].rstrip()  # up to the nearest non-blank line above
-    following = end
-    for _ in range(SUFFIX_LINES):
-        nxt = data.find(b"\n", following + 1)
-        following = len(data) if nxt < 0 else nxt
-    before = data[start:offset].decode("utf-8", "replace")
-    return Cursor(
-        line_before=before,
-        line_after=data[offset:end].decode("utf-8", "replace").rstrip("\r"),
-        line_above=above[above.rfind(b"\n") + 1:].decode("utf-8", "replace"),
-        suffix_lines=data[end + 1:following].decode("utf-8", "replace"),
-        prompt_dropped_indent=before[-1:] if before[-1:] in (" ", "\t") else "",
-    )
+def _none(mode: Mode, reason: str, context: Context | None = None) -> Outcome:
+    """No suggestion, for ``reason``."""
+    return Outcome("", mode, reason=reason, context=context, source="none")
 
 
 def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
@@ -146,6 +84,16 @@ def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
     return low
 
 
+def _max_tokens(settings: Settings, mode: Mode, cursor: Cursor) -> int:
+    """A single line stops at its end; the larger limit lets a block header that would
+    stand alone get its body (see postprocess.stop_rule)."""
+    if mode != "single-line":
+        return settings.max_tokens_multi_line
+    if cursor.line_after.strip():
+        return settings.max_tokens_single_line
+    return max(settings.max_tokens_single_line, settings.max_tokens_multi_line)
+
+
 class Completer:
     """Runs completions; per-request scheduling (supersede) sits in front of it."""
 
@@ -158,17 +106,15 @@ class Completer:
         clock: Callable[[], float] = time.monotonic,
         routes: Routes | None = None,
     ) -> None:
-        self.engines = engines
         self.routes = routes or Routes(engines)
         self.telemetry = telemetry
         self._settings = settings
         self._cache = cache
         self.debouncer = Debouncer(clock)
-        self._flights: dict[str, Flight] = {}  # uri -> the document's current generation
-        self._shown: dict[str, _Shown] = {}
+        self.flights = Flights(telemetry)
+        self.typing_through = TypingThrough()
         self._secret: dict[tuple[str, int], str | None] = {}
         self._last_ids: tuple[int, ...] = ()  # the last engine prompt (for the trace)
-        self._generating = 0  # engine generations under way (for the trace)
         self.privacy = Privacy()  # the server installs the user's rules
         self.safety = SafetyChecker()
         self.workspace: Workspace | None = None  # index, open buffers, edits (context engine)
@@ -178,19 +124,15 @@ class Completer:
 
     @property
     def queue_depth(self) -> int:
-        return sum(1 for f in self._flights.values() if not f.done)
+        """Engine generations in flight (documents whose generation is under way)."""
+        return self.flights.running
 
     def forget(self, uri: str) -> None:
         """The document closed: free what we keep for it."""
-        self._shown.pop(uri, None)
+        self.typing_through.forget(uri)
         self.debouncer.forget(uri)
         self._secret = {k: v for k, v in self._secret.items() if k[0] != uri}
-        flight = self._flights.pop(uri, None)
-        if flight is not None and flight.task is not None and not flight.done:
-            flight.task.cancel()
-
-    def _secret_reason(self, snapshot: Snapshot) -> str | None:
-        return self.secret_reason(snapshot.uri, snapshot.version, snapshot.data)
+        self.flights.forget(uri)
 
     def secret_reason(self, uri: str, version: int, data: bytes) -> str | None:
         """Why the document must stay private (cached per version: content is scanned)."""
@@ -206,6 +148,17 @@ class Completer:
 
     def is_private(self, uri: str, version: int, data: bytes) -> bool:
         return self.secret_reason(uri, version, data) is not None
+
+    def settings_for(self, snapshot: Snapshot, offset: int) -> tuple[str, Settings]:
+        """The `experiment` arm ("" without one) that answers at ``offset``, and its
+        settings: each line of a document keeps its arm."""
+        if self.experiment is None:
+            return "", self._settings()
+        return self.experiment.choose(snapshot.uri, snapshot.data.count(b"\n", 0, offset))
+
+    def prefer(self, uri: str, text: str) -> None:
+        """The user took (part of) ``text``: typing-through continues that suggestion."""
+        self.typing_through.prefer(uri, text)
 
     async def complete(
         self, snapshot: Snapshot, offset: int, *, prefetch: bool = False,
@@ -233,38 +186,41 @@ class Completer:
             trace["elapsed_ms"] = round((time.perf_counter() - began) * 1000, 1)
             self.telemetry.trace(trace)
 
+    def _refusal(self, snapshot: Snapshot, settings: Settings) -> Outcome | None:
+        """Why no completion is asked for in this document at all, if so."""
+        if not settings.enable:
+            return _none("none", "disabled by the `enable` setting")
+        if not settings.language_enabled(snapshot.language_id):
+            self.telemetry.count("disabled_language")
+            return _none("none", f"completions are off for {snapshot.language_id} "
+                         "(`disabledLanguages`)")
+        if snapshot.binary or snapshot.too_large:
+            self.telemetry.count("rejected_input")
+            return _none("none", "binary document" if snapshot.binary
+                         else "larger than maxDocumentBytes")
+        if snapshot.out_of_sync is not None:
+            self.telemetry.count("out_of_sync")
+            return _none("none", f"document out of sync: {snapshot.out_of_sync}")
+        secret = self.secret_reason(snapshot.uri, snapshot.version, snapshot.data)
+        if secret is not None:
+            self.telemetry.count("secret_skipped")
+            return _none("none", f"private file: {secret}")
+        return None
+
     async def _complete(
         self, snapshot: Snapshot, offset: int, prefetch: bool, explicit: bool,
         trace: dict[str, Any], pending: list[asyncio.Task[Any]],
     ) -> Outcome:
-        settings, arm = self._settings(), ""
-        if self.experiment is not None:  # each line of a document keeps its arm
-            arm, settings = self.experiment.choose(
-                snapshot.uri, snapshot.data.count(b"\n", 0, offset))
+        arm, settings = self.settings_for(snapshot, offset)
         started = time.perf_counter()
         waited = 0.0  # debounce and engine time, excluded from server time
         if not prefetch and not explicit:
             # Every request is a keystroke for the debounce, also those that typing-through,
             # the cache or a shared generation answer (else the next looks like a pause).
             self.debouncer.note(snapshot.uri)
-        if not settings.enable:
-            return Outcome("", "none", reason="disabled by the `enable` setting", source="none")
-        if not settings.language_enabled(snapshot.language_id):
-            self.telemetry.count("disabled_language")
-            return Outcome("", "none", reason=f"completions are off for {snapshot.language_id} "
-                           "(`disabledLanguages`)", source="none")
-        if snapshot.binary or snapshot.too_large:
-            self.telemetry.count("rejected_input")
-            why = "binary document" if snapshot.binary else "larger than maxDocumentBytes"
-            return Outcome("", "none", reason=why, source="none")
-        if snapshot.out_of_sync is not None:
-            self.telemetry.count("out_of_sync")
-            return Outcome("", "none", reason=f"document out of sync: {snapshot.out_of_sync}",
-                           source="none")
-        secret = self._secret_reason(snapshot)
-        if secret is not None:
-            self.telemetry.count("secret_skipped")
-            return Outcome("", "none", reason=f"private file: {secret}", source="none")
+        refused = self._refusal(snapshot, settings)
+        if refused is not None:
+            return refused
         mode = completion_mode(snapshot, offset)
         cursor = cursor_at(snapshot, offset)
         if explicit and mode == "single-line" and not (cursor.line_before.strip()
@@ -272,11 +228,11 @@ class Completer:
             mode = "multi-line"  # asked for on an empty line: as much as the block wants
         if mode == "none":
             self.telemetry.count("empty_mode")
-            return Outcome("", mode, reason="no completion at this position", source="none")
+            return _none(mode, "no completion at this position")
         trace["mode"] = mode
 
         if settings.typing_through and not prefetch and not explicit:
-            through = self._typed_through(snapshot, offset)
+            through = self.typing_through.rest(snapshot, offset)
             if through is not None:
                 self.telemetry.server_time((time.perf_counter() - started) * 1000)
                 return self._typed(through, mode, started)
@@ -285,27 +241,14 @@ class Completer:
             engine, route = self.routes.engine_for(route_kind(mode, explicit, prefetch))
         except EngineUnavailable as exc:
             self.telemetry.count("not_ready")
-            return Outcome("", mode, reason=f"engine not ready: {exc}", source="none")
+            return _none(mode, f"engine not ready: {exc}")
 
-        prompt_offset = offset - len(cursor.prompt_dropped_indent.encode())
-        # `template` names the main model's family; another route's model keeps its own.
-        template = template_for(settings.template if settings.template != "auto"
-                                and route == MAIN else engine.info.template)
-        context = self.build_context(
-            snapshot, prompt_offset, engine.counter, template,
-            budgets_for(settings, engine.info.device).for_request(mode, explicit), mode,
-            workspace=self.workspace, shares=settings.context_shares,
-        )
+        template, context = prompt_for(
+            engine, route, settings, snapshot, offset, cursor, mode, explicit=explicit,
+            workspace=self.workspace, build=self.build_context)
         self.telemetry.context_built((layer.name, layer.tokens, layer.truncated)
                                      for layer in context.layers)
-        # A single line stops at its end; the larger limit lets a block header that
-        # would stand alone get its body (see postprocess.stop_rule).
-        max_tokens = (
-            max(settings.max_tokens_single_line, settings.max_tokens_multi_line)
-            if mode == "single-line" and not cursor.line_after.strip()
-            else settings.max_tokens_single_line if mode == "single-line"
-            else settings.max_tokens_multi_line
-        )
+        max_tokens = _max_tokens(settings, mode, cursor)
         key = cache_key(engine.info.model, template.name, mode, max_tokens,
                         settings.temperature, context.prompt)
         cache = self._cache() if settings.cache else None
@@ -315,17 +258,17 @@ class Completer:
         source = "cache"
         truncated = False  # (known for the engine's own answers only)
         several = explicit and settings.max_suggestions > 1
-        alts: list[asyncio.Task[EngineResult | None]] = []
+        alts: Alternatives | None = None
         if raw is not None:
             self.telemetry.count("cache_hits")
             if several:
-                alts, listing = self._alternatives(engine, self._request(
+                alts = Alternatives(self.flights, engine, self._request(
                     engine, template, context, mode, cursor, max_tokens, settings, prefetch,
                     trace), settings, None)
-                pending += [*alts, listing]
+                pending += alts.pending
         else:
             t_merge = time.perf_counter()
-            got = await self._from_flight(snapshot.uri, context, settings, trace) if (
+            got = await self.flights.join(snapshot.uri, context, settings, trace) if (
                 settings.merge and not explicit) else None
             waited += (time.perf_counter() - t_merge) * 1000  # waiting on the engine
             if got is not None:
@@ -334,8 +277,7 @@ class Completer:
             else:
                 if self.queue_depth >= settings.max_queue:
                     self.telemetry.count("overloaded")
-                    return Outcome("", mode, reason="too many requests in flight; try again",
-                                   context=context, source="none")
+                    return _none(mode, "too many requests in flight; try again", context)
                 t0 = time.perf_counter()
                 if not prefetch and not explicit:
                     delay = self.debouncer.delay_ms(
@@ -353,45 +295,38 @@ class Completer:
                 waited -= encode_ms  # our own work (vLLM would tokenize in this process too)
                 trace["encode_ms"] = round(encode_ms, 2)
                 if several:  # they start once this generation's prompt is in the engine
-                    alts, listing = self._alternatives(engine, request, settings, snapshot.uri)
-                    pending += [*alts, listing]
-                result = await self._fly(
+                    alts = Alternatives(self.flights, engine, request, settings, snapshot.uri)
+                    pending += alts.pending
+                result = await self.flights.fly(
                     engine, snapshot.uri, key, mode, request, context.at_cursor(), settings,
                     cache, trace,
                     deadline=0 if prefetch or explicit else settings.deadline_ms,
-                    whole_cut=self._whole_cut(mode, cursor, snapshot, offset))
+                    cut_whole=whole_cut(mode, cursor, snapshot, offset))
                 waited += (time.perf_counter() - t0) * 1000
-                if result is not None:
-                    trace.update(prompt_tokens=result.prompt_tokens,
-                                 uncached=result.prompt_tokens - result.cached_prompt_tokens,
-                                 generated_tokens=result.generated_tokens,
-                                 first_token_ms=result.first_token_ms and round(
-                                     result.first_token_ms, 1))
                 if result is None:
-                    return Outcome("", mode, reason="engine error", context=context,
-                                   source="none")
+                    return _none(mode, "engine error", context)
+                trace.update(prompt_tokens=result.prompt_tokens,
+                             uncached=result.prompt_tokens - result.cached_prompt_tokens,
+                             generated_tokens=result.generated_tokens,
+                             first_token_ms=result.first_token_ms and round(
+                                 result.first_token_ms, 1))
                 raw, source = result.text, "engine"
                 truncated = result.finish_reason == "length"
         text = finalize(raw, mode, cursor, snapshot, offset, truncated)
         if not text and raw.strip() and finalize(raw, mode, cursor, truncated=truncated):
             self.telemetry.count("not_whole")  # the text rules kept it; the syntax did not
         candidates = [text]
-        if alts:
+        if alts is not None:
             # They start when the first has ended and run side by side (see
             # ALTERNATIVES_MIN_WAIT_S for how long they get).
             t_alt = time.perf_counter()
-            done, _ = await asyncio.wait(
-                alts, timeout=max(ALTERNATIVES_MIN_WAIT_S,
-                                  ALTERNATIVES_WAIT_FACTOR * (t_alt - started)))
+            results = await alts.results(t_alt - started, trace)
             waited += (time.perf_counter() - t_alt) * 1000
-            results = [r for t in alts if t in done and not t.cancelled()  # in rank order
-                       and t.exception() is None and (r := t.result()) is not None]
-            trace["alternatives_late"] = len(alts) - len(done)
             candidates += [finalize(r.text, mode, cursor, snapshot, offset,
                                     r.finish_reason == "length") for r in results]
         text, warned, unsafe = self._review(snapshot, offset, text, settings.safety, prefetch)
         alternatives: list[str] = []
-        if alts:
+        if alts is not None:
             # An alternative is offered only when the safety check has nothing to say.
             texts = distinct([text, *(t for t in candidates[1:] if t and self._clean(
                 snapshot, offset, t, settings.safety))], settings.max_suggestions)
@@ -406,7 +341,7 @@ class Completer:
                    "total": round(total_ms, 2)}
         self.telemetry.last_timings_ms = timings
         if text and not prefetch:
-            self._remember_shown(snapshot, offset, (text, *alternatives), mode)
+            self.typing_through.remember(snapshot, offset, (text, *alternatives))
         trace["route"] = route
         return Outcome(text, mode, timings, None if text else unsafe or "the model gave nothing "
                        "usable", context, source, raw, warned, tuple(
@@ -440,10 +375,12 @@ class Completer:
                  cursor: Cursor, max_tokens: int, settings: Settings, prefetch: bool,
                  trace: dict[str, Any]) -> EngineRequest:
         """The engine request for ``context``: token ids, stop rules, priority."""
-        ids, stop_ids = self._token_ids(engine, template, context)
-        if ids is not None and self.telemetry.tracing:  # what the last call lacked
-            trace["new_tokens"] = len(ids) - _common_prefix(ids, self._last_ids)
-            self._last_ids = ids
+        encoded = prompt_ids(engine, template, context)
+        if encoded is not None and encoded.escaped:
+            self.telemetry.count("escaped_special_tokens", encoded.escaped)
+        if encoded is not None and self.telemetry.tracing:  # what the last call lacked
+            trace["new_tokens"] = len(encoded.ids) - _common_prefix(encoded.ids, self._last_ids)
+            self._last_ids = encoded.ids
         return EngineRequest(
             request_id=f"lsp-copilot-{next(_ids)}",
             prompt=context.prompt,
@@ -452,271 +389,12 @@ class Completer:
             priority=2 if prefetch else (0 if mode == "single-line" else 1),
             stop=template.stop,
             stop_at=stop_rule(mode, cursor),
-            prompt_token_ids=ids,
-            stop_token_ids=stop_ids,
+            prompt_token_ids=encoded.ids if encoded is not None else None,
+            stop_token_ids=encoded.stop_ids if encoded is not None else (),
         )
-
-    def _alternatives(self, engine: Engine, request: EngineRequest, settings: Settings,
-                      uri: str | None) -> tuple[list[asyncio.Task[EngineResult | None]],
-                                                asyncio.Task[Any]]:
-        """maxSuggestions - 1 alternatives to ``request`` (see alternatives.py), and the
-        task that lists the tokens they branch from. They start once the document's
-        generation (``uri``'s flight, if any) has ended: its prompt is then in the prefix
-        cache, and on two cores the first answer is not slowed by them."""
-        count = settings.max_suggestions - 1
-
-        async def choices() -> list[Branch] | None:
-            current = self._flights.get(uri) if uri is not None else None
-            if current is not None and current.task is not None and not current.done:
-                await asyncio.wait({current.task})
-            if not engine.info.token_choices:
-                return None
-            listed = await self._generate(engine, choices_request(request, count + 1), None, "")
-            return branches(listed.token_choices, request, count)
-
-        listing = asyncio.ensure_future(choices())
-        sampled = alternative_requests(request, count, settings.alternative_temperature)
-
-        async def alternative(index: int) -> EngineResult | None:
-            found = await asyncio.shield(listing)
-            if found is None:  # the engine lists no tokens: sampled alternatives
-                return await self._generate(engine, sampled[index], None, "")
-            if index >= len(found):
-                return None
-            branch = found[index]
-            result = await self._generate(engine, branch_request(request, branch, index + 1),
-                                          None, "")
-            result.text = branch.text + result.text
-            return result
-
-        # (The flight is looked up when the listing starts: _fly registers it just after.)
-        return [asyncio.ensure_future(alternative(i)) for i in range(count)], listing
-
-    def _token_ids(self, engine: Engine, template: Template, context: Context
-                   ) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
-        """The prompt as token ids with the engine's tokenizer, and the stop tokens' ids;
-        (None, ()) for an engine without one (it then gets the text)."""
-        encoder = engine.encoder
-        if encoder is None:
-            return None, ()
-        encoded = encoder.encode(context.pieces or (context.prompt,))
-        if encoded.escaped:
-            self.telemetry.count("escaped_special_tokens", encoded.escaped)
-        return encoded.ids, encoder.stop_ids(template.stop)
-
-    # -- typing-through -------------------------------------------------------------
-
-    def _remember_shown(self, snapshot: Snapshot, offset: int, texts: tuple[str, ...],
-                        mode: Mode) -> None:
-        self._shown[snapshot.uri] = _Shown(snapshot.data[:offset], snapshot.data[offset:],
-                                           texts, mode)
-
-    def prefer(self, uri: str, text: str) -> None:
-        """The user took (part of) ``text``, one of the suggestions answered last, or what
-        was left of it: typing-through continues that one, not the first."""
-        shown = self._shown.get(uri)
-        if shown is None:
-            return
-        for candidate in shown.texts:
-            if text and candidate.endswith(text):
-                rest = tuple(t for t in shown.texts if t is not candidate)
-                self._shown[uri] = dataclasses.replace(shown, texts=(candidate, *rest))
-                return
-
-    def _typed_through(self, snapshot: Snapshot, offset: int) -> str | None:
-        shown = self._shown.get(snapshot.uri)
-        if shown is None:
-            return None
-        data = snapshot.data
-        if (len(data) - offset != len(shown.suffix) or not data.endswith(shown.suffix)
-                or not data.startswith(shown.prefix) or offset < len(shown.prefix)):
-            return None
-        typed = data[len(shown.prefix):offset].decode("utf-8", "replace")
-        for text in shown.texts:
-            if text.startswith(typed) and len(typed) < len(text):
-                return text[len(typed):]
-        return None
 
     def _typed(self, text: str, mode: Mode, started: float) -> Outcome:
         self.telemetry.count("typed_through")
         ms = round((time.perf_counter() - started) * 1000, 2)
         return Outcome(text, mode, {"context": 0.0, "engine": 0.0, "total": ms}, None, None,
                        "typed_through")
-
-    # -- shared generations -----------------------------------------------------------
-
-    async def _from_flight(self, uri: str, context: Context, settings: Settings,
-                           trace: dict[str, Any]) -> str | None:
-        """Text for the context's prompt from the document's in-flight generation, if it
-        has it."""
-        flight = self._flights.get(uri)
-        if flight is None or flight.task is None:
-            return None
-        relation = flight.relation(*context.at_cursor())
-        if relation is not None and relation[0] == "forward" and (
-                len(relation[1]) > len(flight.text) + JOIN_AHEAD_CHARS):
-            # The user is ahead of the generation (seen: one that had produced nothing for
-            # seconds held every later keystroke): a fresh one reuses its cached prefix.
-            trace["behind_flight"] = len(relation[1]) - len(flight.text)
-            relation = None
-        if relation is None:
-            if flight.consumers == 0 and not flight.done:
-                # Nobody can use it any more: free the engine now, not after the debounce.
-                flight.task.cancel()
-            return None
-        kind, delta = relation
-        trace["joined_flight"] = kind
-        self._attach(flight)
-        diverged = False
-        try:
-            while True:
-                flight.changed.clear()
-                text = flight.text
-                if kind == "forward" and not (text.startswith(delta) or delta.startswith(text)):
-                    diverged = True  # the generation went elsewhere
-                    return None
-                if flight.done:
-                    break
-                await flight.wait_change()
-            result = flight.task.result() if not flight.task.cancelled() else None
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            return None
-        finally:
-            trace.update(flight.progress())
-            self._detach(flight, settings, now=diverged)
-        if result is None:
-            return None
-        if kind == "forward":
-            if not result.text.startswith(delta):
-                return None
-            rest = result.text[len(delta):]
-            # Typed up to where the deadline cut it: not the model's end, ask again.
-            return None if flight.cut_by_deadline and not rest.strip() else rest
-        return delta + result.text
-
-    def _attach(self, flight: Flight) -> None:
-        flight.consumers += 1
-        if flight.abort_timer is not None:
-            flight.abort_timer.cancel()
-            flight.abort_timer = None
-
-    def _detach(self, flight: Flight, settings: Settings, now: bool = False) -> None:
-        """``now``: the generation went where the user did not: abort it at once."""
-        flight.consumers -= 1
-        if flight.consumers > 0 or flight.done or flight.task is None:
-            return
-        task = flight.task
-        if settings.merge and settings.merge_window_ms > 0 and not now:
-            # The next keystroke's request may still reuse it: abort after the window.
-            flight.abort_timer = asyncio.get_running_loop().call_later(
-                settings.merge_window_ms / 1000, task.cancel)
-        else:
-            task.cancel()
-
-    @staticmethod
-    def _whole_cut(mode: Mode, cursor: Cursor, snapshot: Snapshot, offset: int
-                   ) -> Callable[[str], int | None]:
-        """Where a generation the deadline stops may end: its last line end after which
-        the answer is whole (checked with the finished answer's own rules), or None."""
-        checked = [0]  # the newline last tried: each line end is tried once
-
-        def cut(text: str) -> int | None:
-            end = text.rfind("\n")
-            if end <= checked[0]:
-                return None
-            checked[0] = end
-            return end if finalize(text[:end], mode, cursor, snapshot, offset) else None
-
-        return cut
-
-    async def _fly(
-        self, engine: Engine, uri: str, key: str, mode: Mode, request: EngineRequest,
-        at_cursor: tuple[str, str], settings: Settings, cache: CompletionCache | None,
-        trace: dict[str, Any],
-        deadline: int, whole_cut: Callable[[str], int | None],
-    ) -> EngineResult | None:
-        """Start the document's new generation (aborting the old one) and wait for it.
-
-        Past ``deadline`` ms (0: none) the generation stops at the first line end where
-        the answer is whole, as llama.cpp's server does with ``t_max_predict_ms``: never
-        mid-line, never a fragment."""
-        old = self._flights.get(uri)
-        if old is not None and old.task is not None and not old.done:
-            old.task.cancel()  # superseded by a request it cannot serve: abort at once
-        flight = Flight(key=key, prompt=at_cursor[0], mode=mode, tail=at_cursor[1])
-        inner_stop = request.stop_at
-
-        def stop_at(text: str) -> int | None:
-            flight.publish(text)
-            cut = inner_stop(text) if inner_stop else None
-            if cut is None and deadline and flight.elapsed_ms() >= deadline:
-                cut = whole_cut(text)  # the user is waiting: show what is whole
-                flight.cut_by_deadline = cut is not None
-            return cut
-
-        request = EngineRequest(**{**request.__dict__, "stop_at": stop_at})
-        trace["engine_busy"] = self._generating  # generations this one shares the engine with
-        flight.task = asyncio.ensure_future(self._generate(
-            engine, request, cache, key, lambda: not flight.cut_by_deadline))
-        self._flights[uri] = flight
-        self._attach(flight)
-        try:
-            return await asyncio.shield(flight.task)
-        except asyncio.CancelledError:
-            if flight.task.cancelled():
-                current = asyncio.current_task()
-                if current is None or not current.cancelling():
-                    return None
-            raise
-        except EngineDeadline:
-            # requestTimeoutMs, too, cuts only at a line end: what was whole by then.
-            end = flight.text.rfind("\n")
-            if end <= 0:
-                return None
-            flight.cut_by_deadline = True
-            self.telemetry.count("deadline_answers")
-            return EngineResult(text=flight.text[:end], stopped_early=True)
-        except Exception:
-            return None
-        finally:
-            trace.update(flight.progress())
-            self._detach(flight, settings)
-
-    async def _generate(
-        self, engine: Engine, request: EngineRequest, cache: CompletionCache | None, key: str,
-        cacheable: Callable[[], bool] = lambda: True,
-    ) -> EngineResult:
-        self.telemetry.count("engine_requests")
-        self._generating += 1
-        try:
-            result = await engine.generate(request)
-        except asyncio.CancelledError:
-            self.telemetry.count("engine_aborted")
-            raise
-        except EngineUnavailable as exc:  # deadline or engine down: the supervisor says why
-            self.telemetry.count("engine_errors")
-            log.warning("engine request ended: %s", exc)
-            raise
-        except Exception:
-            self.telemetry.count("engine_errors")
-            log.exception("engine request failed")
-            raise
-        finally:
-            self._generating -= 1
-        self.telemetry.count("prompt_tokens", result.prompt_tokens)
-        if request.prompt_token_ids:
-            self.telemetry.count("token_id_prompts")
-            self.telemetry.count("prompt_token_ids", len(request.prompt_token_ids))
-        self.telemetry.count("cached_prompt_tokens", result.cached_prompt_tokens)
-        self.telemetry.count("generated_tokens", result.generated_tokens)
-        if result.stopped_early:
-            self.telemetry.count("engine_stopped_early")
-        if not cacheable():  # an answer cut by the deadline: not the model's whole answer
-            self.telemetry.count("deadline_answers")
-        elif cache is not None and result.finish_reason != "length":
-            # Cut by maxTokens, the text is whole only as post-processing trims it knowing
-            # so; read back from the cache it was judged complete, and dropped.
-            cache.put(key, result.text)
-        return result

@@ -1,14 +1,11 @@
-"""Turn a stream of keystroke requests into few engine calls.
-
-Three pieces, used by the Completer:
+"""Turn a stream of keystroke requests into few engine calls: when a request runs.
 
 - ``Scheduler``: one request in flight per document. A newer request supersedes the
   older one, which is answered empty (its client has moved on).
 - ``Debouncer``: learns each document's keystroke gap and decides how long to wait
   before calling the engine; a pause, a trigger character or the end of a line shortens it.
-- ``Flight``: one engine generation that several requests can share: a request whose
-  prompt extends (typed forward) or is a prefix of (deleted back) the flight's prompt
-  attaches to it instead of starting another.
+
+Requests that can share one engine generation do so through ``flights.py``.
 """
 
 from __future__ import annotations
@@ -16,10 +13,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from lsp_copilot.engine.base import EngineResult
 from lsp_copilot.telemetry import Telemetry
 
 T = TypeVar("T")
@@ -41,10 +37,6 @@ class Scheduler:
     def __init__(self, telemetry: Telemetry) -> None:
         self.telemetry = telemetry
         self._inflight: dict[str, asyncio.Future[Any]] = {}
-
-    @property
-    def queue_depth(self) -> int:
-        return sum(1 for task in self._inflight.values() if not task.done())
 
     async def run(self, key: str, work: Callable[[], Awaitable[T]]) -> T:
         """Run ``work`` as the only request in flight for ``key``.
@@ -132,72 +124,3 @@ class Debouncer:
         # Elsewhere wait a little over the user's usual gap: if no keystroke follows, they
         # paused (gaps vary: waiting just the mean would call the engine on half the keys).
         return float(min(max_ms, TYPING_WAIT * state.gap_ms))
-
-
-@dataclass
-class Flight:
-    """One engine generation, shared by every request that can use its text."""
-
-    key: str
-    prompt: str  # the prompt up to the cursor
-    mode: str
-    tail: str = ""  # the prompt after the cursor (a fill-in-the-middle suffix)
-    task: asyncio.Task[EngineResult] | None = None
-    text: str = ""
-    consumers: int = 0
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-    first_text: asyncio.Event = field(default_factory=asyncio.Event)  # the prompt is in
-    abort_timer: asyncio.TimerHandle | None = None
-    started: float = field(default_factory=time.perf_counter)
-    first_text_ms: float | None = None  # since ``started``: when the first text came
-    updates: int = 0  # text updates seen (about one per model step)
-    cut_by_deadline: bool = False  # answered with what it had when the deadline came
-
-    def publish(self, text: str) -> None:
-        if self.first_text_ms is None and text:
-            self.first_text_ms = (time.perf_counter() - self.started) * 1000
-            self.first_text.set()
-        self.updates += 1
-        self.text = text
-        self.changed.set()
-
-    def elapsed_ms(self) -> float:
-        return (time.perf_counter() - self.started) * 1000
-
-    def progress(self) -> dict[str, Any]:
-        """How far the generation got (for the trace of a request that did not see it end)."""
-        return {"flight_ms": round((time.perf_counter() - self.started) * 1000, 1),
-                "flight_first_text_ms": self.first_text_ms and round(self.first_text_ms, 1),
-                "flight_updates": self.updates, "flight_chars": len(self.text)}
-
-    @property
-    def done(self) -> bool:
-        return self.task is None or self.task.done()
-
-    async def wait_change(self) -> None:
-        """Wait for new text or the end; call ``changed.clear()`` before reading ``text``."""
-        if self.done or self.changed.is_set():
-            return
-        waiter = asyncio.ensure_future(self.changed.wait())
-        assert self.task is not None
-        try:
-            await asyncio.wait({waiter, self.task}, return_when=asyncio.FIRST_COMPLETED)
-        finally:  # also when our request is cancelled: a pending waiter would leak
-            waiter.cancel()
-
-    def relation(self, prompt: str, tail: str = "") -> tuple[str, str] | None:
-        """('forward', typed) or ('back', deleted) when a request whose prompt is
-        ``prompt`` up to the cursor and ``tail`` after it can reuse this flight."""
-        if tail != self.tail:
-            return None
-        if prompt.startswith(self.prompt):
-            typed = prompt[len(self.prompt) :]
-            if "\n" in typed and self.mode == "single-line":
-                return None
-            return "forward", typed
-        if self.prompt.startswith(prompt):
-            deleted = self.prompt[len(prompt) :]
-            if "\n" in deleted:
-                return None
-            return "back", deleted
-        return None

@@ -23,12 +23,11 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from lsp_copilot.context.budgets import budgets_for
-from lsp_copilot.context.builder import build_context
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.engine.base import Engine, EngineRequest, EngineUnavailable
+from lsp_copilot.engine.routes import MAIN
 from lsp_copilot.language.trigger import completion_mode
-from lsp_copilot.prompts.templates import template_for
+from lsp_copilot.pipeline.prompt import cursor_at, prompt_for, prompt_ids
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
 
@@ -108,13 +107,13 @@ class Warmer:
         if manager.state == "loading":
             await manager.wait_ready()
         try:
-            engine, _ = routes.engine_for("singleLine", count=False)
+            engine, route = routes.engine_for("singleLine", count=False)
         except EngineUnavailable:
             return
         if self._completer.queue_depth:
             return  # the engine is busy with the user's requests: they matter more
         try:
-            done = await self.prefill(engine, snapshot)
+            done = await self.prefill(engine, snapshot, route)
         except asyncio.CancelledError:
             self._telemetry.count("warm_up_aborted")
             raise
@@ -123,41 +122,36 @@ class Warmer:
             return
         self._telemetry.count("warmed_up" if done else "warm_up_aborted")
 
-    def prompt(self, engine: Engine, snapshot: Snapshot) -> tuple[str, tuple[int, ...] | None]:
-        """The prompt the Completer will send for a line typed at ``warm_offset``: its text,
-        and its token ids when the engine takes ids (as the Completer then sends them)."""
-        settings = self._settings()
+    def _prompt(self, engine: Engine, snapshot: Snapshot, route: str = MAIN
+               ) -> tuple[str, tuple[int, ...] | None]:
+        """The prompt the Completer will send for a line typed at ``warm_offset`` on
+        ``route``'s ``engine``: its text, and its token ids when the engine takes ids (as
+        the Completer then sends them)."""
         offset = warm_offset(snapshot)
         mode = completion_mode(snapshot, offset)
-        budget = budgets_for(settings, engine.info.device).for_request(
-            "multi-line" if mode == "none" else mode)
         # At a line start this is the base that the Completer's prompts for the lines typed
         # there extend (build_context keeps it for them).
-        template = template_for(settings.template if settings.template != "auto"
-                                else engine.info.template)
-        context = build_context(
-            snapshot, offset, engine.counter, template, budget,
+        template, context = prompt_for(
+            engine, route, self._completer.settings_for(snapshot, offset)[1], snapshot, offset,
+            cursor_at(snapshot, offset),
             "multi-line" if mode == "none" else mode, workspace=self._completer.workspace,
-            shares=settings.context_shares,
-        )
-        encoder = engine.encoder
-        if encoder is None:
-            return context.prompt, None
-        return context.prompt, encoder.encode(context.pieces or (context.prompt,)).ids
+            build=self._completer.build_context)
+        encoded = prompt_ids(engine, template, context)
+        return context.prompt, encoded.ids if encoded is not None else None
 
-    async def prefill(self, engine: Engine, snapshot: Snapshot) -> bool:
+    async def prefill(self, engine: Engine, snapshot: Snapshot, route: str = MAIN) -> bool:
         """Prefill chunk by chunk; False when a real generation started meanwhile."""
-        text, ids = self.prompt(engine, snapshot)
+        text, ids = self._prompt(engine, snapshot, route)
         parts: list[tuple[str, tuple[int, ...] | None]]
         if ids:  # exact prefixes of the ids, a whole number of cache blocks apart
             ends = [*range(CHUNK_TOKENS, len(ids), CHUNK_TOKENS), len(ids)]
             parts = [(text, ids[:end]) for end in ends]
         else:
             parts = [(part, None) for part in chunks(text, engine.counter.count)]
-        for prompt, prompt_ids in parts:
+        for prompt, chunk_ids in parts:
             if self._completer.queue_depth:
                 return False
             await engine.generate(EngineRequest(
                 request_id=f"lsp-copilot-warm-{next(_ids)}", prompt=prompt, max_tokens=1,
-                priority=PRIORITY, prompt_token_ids=prompt_ids))
+                priority=PRIORITY, prompt_token_ids=chunk_ids))
         return True

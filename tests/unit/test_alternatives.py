@@ -204,9 +204,9 @@ async def test_an_alternative_still_running_long_after_the_first_is_left_out(
     (ALTERNATIVES_WAIT_FACTOR times as long as the first took, at least
     ALTERNATIVES_MIN_WAIT_S) a sample is aborted
     and the answer has the others."""
-    from lsp_copilot.pipeline import completer as completion
+    from lsp_copilot.pipeline import alternatives
 
-    monkeypatch.setattr(completion, "ALTERNATIVES_MIN_WAIT_S", 0.2)
+    monkeypatch.setattr(alternatives, "ALTERNATIVES_MIN_WAIT_S", 0.2)
     engine = SeededEngine({None: " a + b\n", 1: " b + a\n", 2: " a" + " - a" * 300 + "\n"})
     completer = await completer_for(engine)
     outcome = await completer.complete(snap(SOURCE), len(SOURCE), explicit=True)

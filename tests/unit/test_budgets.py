@@ -75,7 +75,6 @@ def test_an_explicit_request_gets_the_explicit_budget() -> None:
         store.open("file:///w/a.py", "python", 1, "def add(a, b):\n    return ")
         snap = store.snapshot("file:///w/a.py")
         await completer.complete(snap, len(snap.data))
-        completer._shown.clear()
         await completer.complete(snap, len(snap.data), explicit=True)
         context = completer.telemetry.snapshot()["context"]
         assert context["prompts"] == 2 and context["layers"]["P0 cursor window"]["present"] == 2

@@ -1,6 +1,6 @@
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.language.trigger import Mode, completion_mode
-from lsp_copilot.pipeline.completer import cursor_at
+from lsp_copilot.pipeline.prompt import cursor_at
 from lsp_copilot.postprocess.cursor import Cursor
 from lsp_copilot.postprocess.finalize import finalize
 from lsp_copilot.postprocess.stop import stop_rule

@@ -19,7 +19,7 @@ import pytest
 
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.language.trigger import completion_mode
-from lsp_copilot.pipeline.completer import cursor_at
+from lsp_copilot.pipeline.prompt import cursor_at
 from lsp_copilot.postprocess.finalize import finalize
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "postprocess"

@@ -161,3 +161,37 @@ async def test_fake_engine_no_warm_up_for_a_disabled_language() -> None:
     _, warmer, _ = await _setup(engine, disabled_languages=("python",))
     warmer.opened(_snap(_store(_source())))
     assert not warmer.running and engine.requests == []
+
+
+async def test_fake_engine_warm_up_on_a_routed_engine_renders_the_completers_prompt() -> None:
+    """Typing goes to another route's engine: the `template` setting names the main model's
+    family, so the warm-up, like the Completer, renders that engine's own family."""
+    from lsp_copilot.engine.base import EngineInfo
+    from lsp_copilot.engine.routes import Routes
+
+    main = _recording()
+    main.info = EngineInfo("fake", "main-model", "cpu", True, None, "qwen2.5-coder")
+    small = _recording()
+    small.info = EngineInfo("fake", "smollm2-135m", "cpu", True, None, "prefix-only")
+    manager = EngineManager(factory=lambda s, report: main)
+    assert (await manager.start(Settings())).ok
+    routes = Routes(manager, lambda: EngineManager(factory=lambda s, report: small))
+    s = Settings(debounce_mode="off", cache=False, template="qwen2.5-coder")
+    await routes.start(s, "cpu", lambda _: None)
+    await routes.manager_for("singleLine").wait_ready()
+    telemetry = Telemetry()
+    completer = Completer(manager, telemetry, lambda: s, routes=routes)
+    warmer = Warmer(completer, telemetry, lambda: s)
+    uri = "file:///w/shapes_routed.py"
+    store = _store(_source(), uri)
+    warmer.opened(_snap(store, uri))
+    await until(lambda: not warmer.running)
+    assert telemetry.counters["warmed_up"] == 1 and main.requests == []
+    warm = small.requests[-1].prompt
+    store.change(uri, 2, [(None, _source() + "def helper(")], "utf-16")
+    snap = _snap(store, uri)
+    await completer.complete(snap, len(snap.data))
+    real = small.requests[-1].prompt
+    assert "<|fim_prefix|>" not in real + warm
+    assert real.startswith(warm) and len(warm) > 0.9 * len(real)
+    await routes.shutdown()

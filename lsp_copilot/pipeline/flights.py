@@ -1,0 +1,306 @@
+"""Shared generations: one engine generation per document, which every request it can serve
+joins instead of starting another, and the counted engine call that all generations make.
+
+A request whose prompt extends (typed forward) or is a prefix of (deleted back) the
+generation's prompt attaches to it. A generation nobody waits for any more is aborted: at
+once when a request needs something else, after the merge window when the client
+cancelled (the next keystroke's request may still reuse it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lsp_copilot.context.result import Context
+from lsp_copilot.documents.store import Snapshot
+from lsp_copilot.engine.base import (
+    Engine,
+    EngineDeadline,
+    EngineRequest,
+    EngineResult,
+    EngineUnavailable,
+)
+from lsp_copilot.language.trigger import Mode
+from lsp_copilot.pipeline.cache import CompletionCache
+from lsp_copilot.postprocess.cursor import Cursor
+from lsp_copilot.postprocess.finalize import finalize
+from lsp_copilot.settings.core import Settings
+from lsp_copilot.telemetry import Telemetry
+
+log = logging.getLogger(__name__)
+
+JOIN_AHEAD_CHARS = 1
+"""A request joins a generation only if it typed at most this much past its text."""
+
+
+@dataclass
+class Flight:
+    """One engine generation, shared by every request that can use its text."""
+
+    prompt: str  # the prompt up to the cursor
+    mode: str
+    tail: str = ""  # the prompt after the cursor (a fill-in-the-middle suffix)
+    task: asyncio.Task[EngineResult] | None = None
+    text: str = ""
+    consumers: int = 0
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    abort_timer: asyncio.TimerHandle | None = None
+    started: float = field(default_factory=time.perf_counter)
+    first_text_ms: float | None = None  # since ``started``: when the first text came
+    updates: int = 0  # text updates seen (about one per model step)
+    cut_by_deadline: bool = False  # answered with what it had when the deadline came
+
+    def publish(self, text: str) -> None:
+        if self.first_text_ms is None and text:
+            self.first_text_ms = (time.perf_counter() - self.started) * 1000
+        self.updates += 1
+        self.text = text
+        self.changed.set()
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.started) * 1000
+
+    def progress(self) -> dict[str, Any]:
+        """How far the generation got (for the trace of a request that did not see it end)."""
+        return {"flight_ms": round((time.perf_counter() - self.started) * 1000, 1),
+                "flight_first_text_ms": self.first_text_ms and round(self.first_text_ms, 1),
+                "flight_updates": self.updates, "flight_chars": len(self.text)}
+
+    @property
+    def done(self) -> bool:
+        return self.task is None or self.task.done()
+
+    async def wait_change(self) -> None:
+        """Wait for new text or the end; call ``changed.clear()`` before reading ``text``."""
+        if self.done or self.changed.is_set():
+            return
+        waiter = asyncio.ensure_future(self.changed.wait())
+        assert self.task is not None
+        try:
+            await asyncio.wait({waiter, self.task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:  # also when our request is cancelled: a pending waiter would leak
+            waiter.cancel()
+
+    def relation(self, prompt: str, tail: str = "") -> tuple[str, str] | None:
+        """('forward', typed) or ('back', deleted) when a request whose prompt is
+        ``prompt`` up to the cursor and ``tail`` after it can reuse this flight."""
+        if tail != self.tail:
+            return None
+        if prompt.startswith(self.prompt):
+            typed = prompt[len(self.prompt) :]
+            if "\n" in typed and self.mode == "single-line":
+                return None
+            return "forward", typed
+        if self.prompt.startswith(prompt):
+            deleted = self.prompt[len(prompt) :]
+            if "\n" in deleted:
+                return None
+            return "back", deleted
+        return None
+
+
+def whole_cut(mode: Mode, cursor: Cursor, snapshot: Snapshot, offset: int
+              ) -> Callable[[str], int | None]:
+    """Where a generation the deadline stops may end: its last line end after which
+    the answer is whole (checked with the finished answer's own rules), or None."""
+    checked = [0]  # the newline last tried: each line end is tried once
+
+    def cut(text: str) -> int | None:
+        end = text.rfind("\n")
+        if end <= checked[0]:
+            return None
+        checked[0] = end
+        return end if finalize(text[:end], mode, cursor, snapshot, offset) else None
+
+    return cut
+
+
+class Flights:
+    """The engine generations under way: each document's current one, and every call."""
+
+    def __init__(self, telemetry: Telemetry) -> None:
+        self.telemetry = telemetry
+        self._by_uri: dict[str, Flight] = {}  # uri -> the document's current generation
+        self._generating = 0  # engine generations under way (for the trace)
+
+    @property
+    def running(self) -> int:
+        """Documents whose generation is still under way."""
+        return sum(1 for f in self._by_uri.values() if not f.done)
+
+    def forget(self, uri: str) -> None:
+        """The document closed: abort its generation."""
+        flight = self._by_uri.pop(uri, None)
+        if flight is not None and flight.task is not None and not flight.done:
+            flight.task.cancel()
+
+    async def until_done(self, uri: str) -> None:
+        """Wait until the document's generation under way (if any) has ended."""
+        current = self._by_uri.get(uri)
+        if current is not None and current.task is not None and not current.done:
+            await asyncio.wait({current.task})
+
+    async def join(self, uri: str, context: Context, settings: Settings,
+                   trace: dict[str, Any]) -> str | None:
+        """Text for the context's prompt from the document's generation under way, if it
+        has it."""
+        flight = self._by_uri.get(uri)
+        if flight is None or flight.task is None:
+            return None
+        relation = flight.relation(*context.at_cursor())
+        if relation is not None and relation[0] == "forward" and (
+                len(relation[1]) > len(flight.text) + JOIN_AHEAD_CHARS):
+            # The user is ahead of the generation (seen: one that had produced nothing for
+            # seconds held every later keystroke): a fresh one reuses its cached prefix.
+            trace["behind_flight"] = len(relation[1]) - len(flight.text)
+            relation = None
+        if relation is None:
+            if flight.consumers == 0 and not flight.done:
+                # Nobody can use it any more: free the engine now, not after the debounce.
+                flight.task.cancel()
+            return None
+        kind, delta = relation
+        trace["joined_flight"] = kind
+        self._attach(flight)
+        diverged = False
+        try:
+            while True:
+                flight.changed.clear()
+                text = flight.text
+                if kind == "forward" and not (text.startswith(delta) or delta.startswith(text)):
+                    diverged = True  # the generation went elsewhere
+                    return None
+                if flight.done:
+                    break
+                await flight.wait_change()
+            result = flight.task.result() if not flight.task.cancelled() else None
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            return None
+        finally:
+            trace.update(flight.progress())
+            self._detach(flight, settings, now=diverged)
+        if result is None:
+            return None
+        if kind == "forward":
+            if not result.text.startswith(delta):
+                return None
+            rest = result.text[len(delta):]
+            # Typed up to where the deadline cut it: not the model's end, ask again.
+            return None if flight.cut_by_deadline and not rest.strip() else rest
+        return delta + result.text
+
+    def _attach(self, flight: Flight) -> None:
+        flight.consumers += 1
+        if flight.abort_timer is not None:
+            flight.abort_timer.cancel()
+            flight.abort_timer = None
+
+    def _detach(self, flight: Flight, settings: Settings, now: bool = False) -> None:
+        """``now``: the generation went where the user did not: abort it at once."""
+        flight.consumers -= 1
+        if flight.consumers > 0 or flight.done or flight.task is None:
+            return
+        task = flight.task
+        if settings.merge and settings.merge_window_ms > 0 and not now:
+            # The next keystroke's request may still reuse it: abort after the window.
+            flight.abort_timer = asyncio.get_running_loop().call_later(
+                settings.merge_window_ms / 1000, task.cancel)
+        else:
+            task.cancel()
+
+    async def fly(
+        self, engine: Engine, uri: str, key: str, mode: Mode, request: EngineRequest,
+        at_cursor: tuple[str, str], settings: Settings, cache: CompletionCache | None,
+        trace: dict[str, Any], deadline: int, cut_whole: Callable[[str], int | None],
+    ) -> EngineResult | None:
+        """Start the document's new generation (aborting the old one) and wait for it.
+
+        Past ``deadline`` ms (0: none) the generation stops at the first line end where
+        the answer is whole (``cut_whole``), as llama.cpp's server does with
+        ``t_max_predict_ms``: never mid-line, never a fragment."""
+        old = self._by_uri.get(uri)
+        if old is not None and old.task is not None and not old.done:
+            old.task.cancel()  # superseded by a request it cannot serve: abort at once
+        flight = Flight(prompt=at_cursor[0], mode=mode, tail=at_cursor[1])
+        inner_stop = request.stop_at
+
+        def stop_at(text: str) -> int | None:
+            flight.publish(text)
+            cut = inner_stop(text) if inner_stop else None
+            if cut is None and deadline and flight.elapsed_ms() >= deadline:
+                cut = cut_whole(text)  # the user is waiting: show what is whole
+                flight.cut_by_deadline = cut is not None
+            return cut
+
+        request = EngineRequest(**{**request.__dict__, "stop_at": stop_at})
+        trace["engine_busy"] = self._generating  # generations this one shares the engine with
+        flight.task = asyncio.ensure_future(self.generate(
+            engine, request, cache, key, lambda: not flight.cut_by_deadline))
+        self._by_uri[uri] = flight
+        self._attach(flight)
+        try:
+            return await asyncio.shield(flight.task)
+        except asyncio.CancelledError:
+            if flight.task.cancelled():
+                current = asyncio.current_task()
+                if current is None or not current.cancelling():
+                    return None
+            raise
+        except EngineDeadline:
+            # requestTimeoutMs, too, cuts only at a line end: what was whole by then.
+            end = flight.text.rfind("\n")
+            if end <= 0:
+                return None
+            flight.cut_by_deadline = True
+            self.telemetry.count("deadline_answers")
+            return EngineResult(text=flight.text[:end], stopped_early=True)
+        except Exception:
+            return None
+        finally:
+            trace.update(flight.progress())
+            self._detach(flight, settings)
+
+    async def generate(
+        self, engine: Engine, request: EngineRequest, cache: CompletionCache | None = None,
+        key: str = "", cacheable: Callable[[], bool] = lambda: True,
+    ) -> EngineResult:
+        """One engine call, counted; its answer cached under ``key`` (with a ``cache``)."""
+        self.telemetry.count("engine_requests")
+        self._generating += 1
+        try:
+            result = await engine.generate(request)
+        except asyncio.CancelledError:
+            self.telemetry.count("engine_aborted")
+            raise
+        except EngineUnavailable as exc:  # deadline or engine down: the supervisor says why
+            self.telemetry.count("engine_errors")
+            log.warning("engine request ended: %s", exc)
+            raise
+        except Exception:
+            self.telemetry.count("engine_errors")
+            log.exception("engine request failed")
+            raise
+        finally:
+            self._generating -= 1
+        self.telemetry.count("prompt_tokens", result.prompt_tokens)
+        if request.prompt_token_ids:
+            self.telemetry.count("token_id_prompts")
+            self.telemetry.count("prompt_token_ids", len(request.prompt_token_ids))
+        self.telemetry.count("cached_prompt_tokens", result.cached_prompt_tokens)
+        self.telemetry.count("generated_tokens", result.generated_tokens)
+        if result.stopped_early:
+            self.telemetry.count("engine_stopped_early")
+        if not cacheable():  # an answer cut by the deadline: not the model's whole answer
+            self.telemetry.count("deadline_answers")
+        elif cache is not None and result.finish_reason != "length":
+            # Cut by maxTokens, the text is whole only as post-processing trims it knowing
+            # so; read back from the cache it was judged complete, and dropped.
+            cache.put(key, result.text)
+        return result

@@ -1,0 +1,92 @@
+"""What a completion sends the engine: one recipe, shared by completions and the warm-up.
+
+The warm-up prefills the prompt that the first completion will send: it helps only while
+both build it the same way, so both call ``prompt_for`` (template, context) and
+``prompt_ids`` (its token ids).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lsp_copilot.context.budgets import budgets_for
+from lsp_copilot.context.builder import build_context
+from lsp_copilot.context.index.workspace import Workspace
+from lsp_copilot.context.result import Context
+from lsp_copilot.documents.store import Snapshot
+from lsp_copilot.engine.base import Engine
+from lsp_copilot.engine.routes import MAIN
+from lsp_copilot.language.trigger import Mode
+from lsp_copilot.postprocess.cursor import Cursor
+from lsp_copilot.prompts.templates import Template, template_for
+from lsp_copilot.settings.core import Settings
+
+SUFFIX_LINES = 4
+"""Lines after the cursor line that post-processing compares the answer with."""
+
+
+def cursor_at(snapshot: Snapshot, offset: int) -> Cursor:
+    """The text around ``offset`` that post-processing needs.
+
+    When the cursor follows whitespace, the prompt ends one character earlier (recorded
+    as ``prompt_dropped_indent``): BPE models carry a word's leading space in its token
+    (``:\\n    x`` is ``:``, ``\\n   ``, `` x``), so a prompt ending in that space is one
+    they rarely saw, and SmolLM2 answers it with a blank or dedented line. The model
+    writes the space back and post-processing takes it off.
+    """
+    data = snapshot.data
+    start = data.rfind(b"\n", 0, offset) + 1
+    end = data.find(b"\n", offset)
+    end = len(data) if end < 0 else end
+    above = data[:start].rstrip()  # up to the nearest non-blank line above
+    following = end
+    for _ in range(SUFFIX_LINES):
+        nxt = data.find(b"\n", following + 1)
+        following = len(data) if nxt < 0 else nxt
+    before = data[start:offset].decode("utf-8", "replace")
+    return Cursor(
+        line_before=before,
+        line_after=data[offset:end].decode("utf-8", "replace").rstrip("\r"),
+        line_above=above[above.rfind(b"\n") + 1:].decode("utf-8", "replace"),
+        suffix_lines=data[end + 1:following].decode("utf-8", "replace"),
+        prompt_dropped_indent=before[-1:] if before[-1:] in (" ", "\t") else "",
+    )
+
+
+def prompt_for(
+    engine: Engine, route: str, settings: Settings, snapshot: Snapshot, offset: int,
+    cursor: Cursor, mode: Mode, *, explicit: bool = False, workspace: Workspace | None = None,
+    build: Callable[..., Context] = build_context,
+) -> tuple[Template, Context]:
+    """The template and the context of a completion at ``offset`` (where ``cursor`` is)
+    on ``route``'s ``engine``: the prompt ends before a dropped indent (``cursor_at``)."""
+    # `template` names the main model's family; another route's model keeps its own.
+    template = template_for(settings.template if settings.template != "auto"
+                            and route == MAIN else engine.info.template)
+    context = build(
+        snapshot, offset - len(cursor.prompt_dropped_indent.encode()), engine.counter,
+        template, budgets_for(settings, engine.info.device).for_request(mode, explicit),
+        mode, workspace=workspace,
+        shares=settings.context_shares,
+    )
+    return template, context
+
+
+@dataclass(frozen=True)
+class PromptIds:
+    """The prompt as token ids with the engine's tokenizer, and the stop tokens' ids."""
+
+    ids: tuple[int, ...]
+    stop_ids: tuple[int, ...]
+    escaped: int  # control-token strings in the code, encoded as plain text
+
+
+def prompt_ids(engine: Engine, template: Template, context: Context) -> PromptIds | None:
+    """``context``'s prompt as ``engine`` takes it; None for an engine without a
+    tokenizer of its own (it then gets the text)."""
+    encoder = engine.encoder
+    if encoder is None:
+        return None
+    encoded = encoder.encode(context.pieces or (context.prompt,))
+    return PromptIds(encoded.ids, encoder.stop_ids(template.stop), encoded.escaped)
