@@ -298,6 +298,36 @@ async def test_fake_engine_prefetch_has_no_deadline() -> None:
     assert completer.telemetry.counters["deadline_answers"] == 0
 
 
+async def test_fake_engine_prefetch_after_an_accept_waits_for_the_text_then_completes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The accept may come before the didChange that inserts the text: the prefetch waits
+    for it, completes where it ends, and the request typed there is answered from it."""
+    from lsp_copilot.pipeline import prefetch
+
+    monkeypatch.setattr(prefetch, "PREFETCH_WAIT_S", 60.0)  # (a bound, not a measurement)
+    engine = FakeEngine(" b\n", step_s=0.001)
+    completer = await completer_for(engine, CompletionCache(None))
+    store = DocumentStore()
+    store.open(URI, "python", 1, SOURCE)
+    task = asyncio.ensure_future(  # accepted, not in the document yet
+        prefetch.prefetch_after(completer, store, "utf-16", URI, 1, 11, "a + "))
+    for _ in range(5):
+        await asyncio.sleep(0.02)  # it looks, and waits
+    assert engine.prompts == [] and not task.done()
+    store.change(URI, 2, [(None, SOURCE + "a + ")], "utf-16")  # the didChange
+    await task
+    assert completer.telemetry.counters["prefetched"] == 1 and len(engine.prompts) == 1
+    assert engine.prompts[0].endswith(SOURCE + "a +")  # (the space is left to the model)
+    typed = store.snapshot(URI)
+    outcome = await completer.complete(typed, len(typed.data))
+    assert (outcome.text, outcome.source) == ("b", "cache") and len(engine.prompts) == 1
+    # Text the document never gets: no prefetch once the wait is over.
+    monkeypatch.setattr(prefetch, "PREFETCH_WAIT_S", 0.05)
+    await prefetch.prefetch_after(completer, store, "utf-16", URI, 1, 15, "zz")
+    assert completer.telemetry.counters["prefetched"] == 1 and len(engine.prompts) == 1
+
+
 async def test_fake_engine_request_timeout_answers_the_whole_lines_it_has() -> None:
     """requestTimeoutMs is a time limit too: it cuts at a line end, never mid-line, and an
     explicit request that ran into it gets what was whole by then (not cached)."""

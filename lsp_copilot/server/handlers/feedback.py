@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from typing import Any
 
 from lsp_copilot.acceptance.tracker import Suggestion
-from lsp_copilot.documents.buffer import PositionError
-from lsp_copilot.documents.store import DocumentError
+from lsp_copilot.pipeline.prefetch import prefetch_after
 from lsp_copilot.server.protocol import ACCEPTED_CHARS
 from lsp_copilot.server.state import CopilotServer
-
-log = logging.getLogger(__name__)
-
-
-PREFETCH_WAIT_S = 0.5
 
 
 def _field(params: Any, name: str) -> Any:
@@ -80,37 +72,9 @@ def did_accept(ls: CopilotServer, params: Any) -> None:
     line, character = _field(position, "line"), _field(position, "character")
     if not isinstance(line, int) or not isinstance(character, int):
         return
-    ls.spawn(_prefetch(ls, uri, line, character, text))
+    ls.spawn(prefetch_after(ls.completer, ls.store, ls.encoding, uri, line, character, text))
 
 
 def accept_command(ls: CopilotServer, args: Any = None) -> None:
     """``workspace/executeCommand`` form of didAccept (arguments: [{uri, position, text, id}])."""
     did_accept(ls, args[0] if isinstance(args, list | tuple) and args else args)
-
-
-async def _prefetch(ls: CopilotServer, uri: str, line: int, character: int, text: str) -> None:
-    """Compute the suggestion that follows an accepted one, as llama.vim does.
-
-    The accepted text reaches us as a didChange that may come before or after this
-    notification: wait until the document holds it, then complete at its end.
-    """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + PREFETCH_WAIT_S
-    encoded = text.encode("utf-8", "surrogatepass")
-    while True:
-        try:
-            start = ls.store.get_offset(uri, line, character, ls.encoding)
-            snapshot = ls.store.snapshot(uri)
-        except (DocumentError, PositionError):
-            return
-        end = start + len(encoded)
-        if snapshot.data[start:end] == encoded:
-            break
-        if loop.time() > deadline:
-            return
-        await asyncio.sleep(0.02)
-    ls.telemetry.count("prefetched")
-    try:
-        await ls.completer.complete(snapshot, end, prefetch=True)
-    except Exception:
-        log.exception("prefetch failed")
