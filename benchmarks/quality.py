@@ -150,8 +150,7 @@ async def run_holes(holes: list[Hole], index: WorkspaceIndex, settings: Settings
     done (a long run on a busy machine can be read, or stopped, half way)."""
     telemetry = Telemetry()
     ours = Completer(manager, telemetry, lambda: settings)
-    base = Completer(manager, telemetry, lambda: settings)
-    base.build_context = prefix_only_context
+    base = Completer(manager, telemetry, lambda: settings, context_builder=prefix_only_context)
     store = DocumentStore(settings.max_document_bytes)
     records = []
     for n, hole in enumerate(holes, start=1):

@@ -133,8 +133,8 @@ def fallback_counter() -> TiktokenCounter:
     return TiktokenCounter()
 
 
-@functools.lru_cache(maxsize=8)
 def token_counter(model_path: str) -> TokenCounter:
+    """The model's own tokenizer; its owner (an engine, the CLI) keeps it."""
     path = Path(model_path) / "tokenizer.json"
     if path.is_file():
         try:

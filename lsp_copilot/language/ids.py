@@ -197,12 +197,11 @@ def ts_language(grammar: str) -> tree_sitter.Language | None:
         return None
 
 
-@cache
 def parser_for(grammar: str) -> tree_sitter.Parser | None:
-    """A shared parser for ``grammar``, or None if the grammar cannot be loaded.
+    """A new parser for ``grammar``, or None if the grammar cannot be loaded.
 
-    Parsers are not thread-safe: use the shared one from the event loop thread only
-    (make your own with ``tree_sitter.Parser(ts_language(grammar))`` elsewhere).
+    Not shared: a parser holds state and is not thread-safe, and making one takes about
+    a microsecond (the Language it needs is loaded once).
     """
     language = ts_language(grammar)
     if language is None:

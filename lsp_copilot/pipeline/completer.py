@@ -105,6 +105,7 @@ class Completer:
         cache: Callable[[], CompletionCache | None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
         routes: Routes | None = None,
+        context_builder: Callable[..., Context] = build_context,
     ) -> None:
         self.routes = routes or Routes(engines)
         self.telemetry = telemetry
@@ -119,8 +120,9 @@ class Completer:
         self.safety = SafetyChecker()
         self.workspace: Workspace | None = None  # index, open buffers, edits (context engine)
         self.experiment: Experiment | None = None  # the server builds it from the settings
-        # Swappable so that `bench quality` runs a prefix-only baseline through this path.
-        self.build_context: Callable[..., Context] = build_context
+        # How a prompt's context is built: the layered context, or another recipe to
+        # compare it with on the same path (a prefix-only baseline).
+        self.context_builder = context_builder
 
     @property
     def queue_depth(self) -> int:
@@ -245,7 +247,7 @@ class Completer:
 
         template, context = prompt_for(
             engine, route, settings, snapshot, offset, cursor, mode, explicit=explicit,
-            workspace=self.workspace, build=self.build_context)
+            workspace=self.workspace, build=self.context_builder)
         self.telemetry.context_built((layer.name, layer.tokens, layer.truncated)
                                      for layer in context.layers)
         max_tokens = _max_tokens(settings, mode, cursor)

@@ -63,14 +63,13 @@ def test_an_explicit_request_gets_the_explicit_budget() -> None:
         assert (await manager.start(Settings())).ok
         settings = Settings(debounce_mode="off", deadline_ms=0, cache=False,
                             context_budgets=(("explicit", 1900), ("singleLine", 900)))
-        completer = Completer(manager, Telemetry(), lambda: settings)
         seen: list[int] = []
 
         def spy(*args: Any, **kwargs: Any) -> Context:
             seen.append(args[4])
             return real_build_context(*args, **kwargs)
 
-        completer.build_context = spy
+        completer = Completer(manager, Telemetry(), lambda: settings, context_builder=spy)
         store = DocumentStore()
         store.open("file:///w/a.py", "python", 1, "def add(a, b):\n    return ")
         snap = store.snapshot("file:///w/a.py")
