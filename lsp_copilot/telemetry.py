@@ -26,6 +26,7 @@ COUNTERS = (
     "cache_hits",
     "typed_through",
     "merged",
+    "flights_joined",
     "cancelled",
     "superseded",
     "not_ready",

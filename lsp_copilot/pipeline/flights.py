@@ -166,6 +166,7 @@ class Flights:
             return None
         kind, delta = relation
         trace["joined_flight"] = kind
+        self.telemetry.count("flights_joined")  # now, not when its text comes (`merged`)
         self._attach(flight)
         diverged = False
         try:

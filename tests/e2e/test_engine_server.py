@@ -197,9 +197,14 @@ async def test_same_position_request_merges_into_the_generation(
     uri = fixture_uri("e2e_merge.py")
     open_doc(engine_client, uri, "class Stack:\n    def __init__(self):\n")
     before = await stats(engine_client)
-    first = asyncio.ensure_future(inline(engine_client, uri, 2, 0))
-    await wait_stat(engine_client, "engine_requests", before["engine_requests"] + 1)
-    second = await inline(engine_client, uri, 2, 0)
+    # The engine generates nothing until the second request has joined the first one's
+    # generation: it is still running when the second comes, however fast the engine is.
+    with engines_frozen(engine_client):
+        first = asyncio.ensure_future(inline(engine_client, uri, 2, 0))
+        await wait_stat(engine_client, "engine_requests", before["engine_requests"] + 1)
+        pending = asyncio.ensure_future(inline(engine_client, uri, 2, 0))
+        await wait_stat(engine_client, "flights_joined", before["flights_joined"] + 1)
+    second = await pending
     await first
     after = await stats(engine_client)
     assert after["merged"] == before["merged"] + 1

@@ -55,6 +55,7 @@ async def test_fake_engine_request_extending_inflight_prompt_reuses_it() -> None
     assert (await first).text == "a + b + c"
     assert len(engine.prompts) == 1
     assert completer.telemetry.counters["merged"] == 1
+    assert completer.telemetry.counters["flights_joined"] == 1
 
 
 @pytest.mark.parametrize("template", ["qwen2.5-coder", "codellama", "prefix-only"])
