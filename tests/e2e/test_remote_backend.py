@@ -9,9 +9,11 @@ configured with ``engineBackend = "remote"`` talks to it through the real protoc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import secrets
+import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,7 +28,14 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.support import vllm_serve
-from tests.support.lsp import SERVER, fixture_uri, initialize, open_doc, stats
+from tests.support.lsp import (
+    SERVER,
+    engine_core_pids,
+    fixture_uri,
+    initialize,
+    open_doc,
+    stats,
+)
 
 pytestmark = pytest.mark.engine
 
@@ -50,10 +59,31 @@ SLOW_MACHINE = {"remoteFirstTokenTimeoutMs": 120_000, "remoteTimeoutMs": 300_000
 class Served:
     url: str
     log: Path
+    pid: int | None = None  # None: a deployment the test did not start
 
     def aborts(self) -> int:
         """Requests vLLM aborted because their client went away (--enable-log-requests)."""
         return len(re.findall(r"Request \S+ aborted\.", self.log.read_text(errors="replace")))
+
+    def received(self) -> int:
+        """Requests vLLM's API server took in (--enable-log-requests)."""
+        return len(re.findall(r"Received request ", self.log.read_text(errors="replace")))
+
+    @contextlib.contextmanager
+    def core_frozen(self) -> Iterator[None]:
+        """Stop the deployment's EngineCore (SIGSTOP) until the block ends: its API server
+        takes requests in and aborts them, but nothing is generated meanwhile."""
+        pids = engine_core_pids(self.pid) if self.pid is not None else []
+        if self.pid is not None:
+            assert pids, "vllm serve's EngineCore should run in a child process"
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
 
 
 @pytest.fixture(scope="session")
@@ -72,7 +102,7 @@ def vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     url = f"http://127.0.0.1:{port}"
     try:
         vllm_serve.wait_healthy(proc, url, work / "serve.log")
-        yield Served(url, work / "serve.log")
+        yield Served(url, work / "serve.log", proc.pid)
     finally:
         vllm_serve.stop(proc)
 
@@ -175,21 +205,27 @@ async def test_remote_cancel_closes_the_stream_and_vllm_aborts(
     while metric(vllm.url, "vllm:num_requests_running") > 0:  # earlier aborts settle
         assert time.monotonic() < deadline, "vLLM is still busy with an earlier request"
         await asyncio.sleep(0.1)
-    aborted = vllm.aborts()
-    fut = asyncio.ensure_future(remote_client.protocol.send_request_async(
-        types.TEXT_DOCUMENT_INLINE_COMPLETION, _params(uri, 2, 0), msg_id="remote-cancel-1"))
-    deadline = time.monotonic() + 120
-    await until(remote_client, lambda s: s["engine_requests"] == before["engine_requests"] + 1)
-    while metric(vllm.url, "vllm:num_requests_running") < 1:  # it reached vLLM
-        assert time.monotonic() < deadline and not fut.done(), "the request never ran"
-        await asyncio.sleep(0.02)
-    remote_client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="remote-cancel-1"))
-    with pytest.raises(JsonRpcException) as err:
-        await fut
-    assert err.value.code == types.LSPErrorCodes.RequestCancelled
-    after = await until(remote_client,
-                        lambda s: s["engine_aborted"] == before["engine_aborted"] + 1, 30)
-    assert after["cancelled"] == before["cancelled"] + 1
+    aborted, received = vllm.aborts(), vllm.received()
+    # The deployment generates nothing until the cancel has closed the stream: the
+    # request is still running when it comes, however fast the deployment is.
+    with vllm.core_frozen():
+        fut = asyncio.ensure_future(remote_client.protocol.send_request_async(
+            types.TEXT_DOCUMENT_INLINE_COMPLETION, _params(uri, 2, 0),
+            msg_id="remote-cancel-1"))
+        await until(remote_client,
+                    lambda s: s["engine_requests"] == before["engine_requests"] + 1)
+        deadline = time.monotonic() + 120
+        while vllm.received() < received + 1:  # it reached vLLM
+            assert time.monotonic() < deadline and not fut.done(), "the request never came"
+            await asyncio.sleep(0.02)
+        remote_client.protocol.notify(types.CANCEL_REQUEST,
+                                      types.CancelParams(id="remote-cancel-1"))
+        with pytest.raises(JsonRpcException) as err:
+            await fut
+        assert err.value.code == types.LSPErrorCodes.RequestCancelled
+        after = await until(remote_client,
+                            lambda s: s["engine_aborted"] == before["engine_aborted"] + 1, 30)
+        assert after["cancelled"] == before["cancelled"] + 1
     # Closing the stream is what vLLM sees as the abort; nothing runs on after it.
     deadline = time.monotonic() + 30
     while vllm.aborts() < aborted + 1:
