@@ -13,7 +13,6 @@ import contextlib
 import os
 import re
 import secrets
-import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from tests.support.lsp import (
     SERVER,
     engine_core_pids,
     fixture_uri,
+    frozen,
     initialize,
     open_doc,
     stats,
@@ -76,14 +76,8 @@ class Served:
         pids = engine_core_pids(self.pid) if self.pid is not None else []
         if self.pid is not None:
             assert pids, "vllm serve's EngineCore should run in a child process"
-        for pid in pids:
-            os.kill(pid, signal.SIGSTOP)
-        try:
+        with frozen(pids):
             yield
-        finally:
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGCONT)
 
 
 @pytest.fixture(scope="session")

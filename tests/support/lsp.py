@@ -204,12 +204,8 @@ def engine_core_pids(server_pid: int) -> list[int]:
 
 
 @contextlib.contextmanager
-def engines_frozen(client: LanguageClient) -> Iterator[None]:
-    """Stop every EngineCore of the server (SIGSTOP) until the block ends: requests reach
-    the engine but nothing is generated, so a test can act on a generation in flight
-    however fast the engine is. Keep the block short: far below healthCheckTimeoutMs."""
-    pids = engine_core_pids(server_pid(client))
-    assert pids, "vLLM's EngineCore should run in a child process"
+def frozen(pids: list[int]) -> Iterator[None]:
+    """Stop these processes (SIGSTOP) until the block ends, then let them go on."""
     for pid in pids:
         os.kill(pid, signal.SIGSTOP)
     try:
@@ -218,3 +214,14 @@ def engines_frozen(client: LanguageClient) -> Iterator[None]:
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
+
+
+@contextlib.contextmanager
+def engines_frozen(client: LanguageClient) -> Iterator[None]:
+    """Stop every EngineCore of the server until the block ends: requests reach the
+    engine but nothing is generated, so a test can act on a generation in flight however
+    fast the engine is. Keep the block short: far below healthCheckTimeoutMs."""
+    pids = engine_core_pids(server_pid(client))
+    assert pids, "vLLM's EngineCore should run in a child process"
+    with frozen(pids):
+        yield
