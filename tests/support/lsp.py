@@ -16,6 +16,7 @@ from typing import Any
 
 import psutil
 from lsprotocol import types
+from pygls.lsp.client import LanguageClient as PlainClient
 from pytest_lsp import LanguageClient, client_capabilities
 
 SERVER = [sys.executable, "-m", "lsp_copilot", "serve"]
@@ -117,9 +118,9 @@ async def initialize(
     return result
 
 
-async def serve(options: dict[str, object]) -> LanguageClient:
+async def serve(options: dict[str, object]) -> PlainClient:
     """A server of our own (not pytest-lsp's), initialized, its engine ready."""
-    client = LanguageClient("test", "1")
+    client = PlainClient("test", "1")
     await client.start_io(*SERVER)
     await client.initialize_async(
         types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=ROOT.as_uri(),

@@ -72,7 +72,8 @@ def test_language_id_for_path() -> None:
 def test_parsers() -> None:
     p = parser_for("python")
     assert p is not None
-    assert parser_for("python") is p
+    assert p.parse(b"x = 1\n").root_node.type == "module"
+    assert parser_for("python") is not p  # a parser holds state: each caller gets its own
     assert parser_for("no-such-grammar") is None
     assert parser_for("cobol") is None
     grammars = available_grammars()
