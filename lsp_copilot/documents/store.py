@@ -158,11 +158,11 @@ class DocumentStore:
         data = doc.buffer.data
         doc.too_large = len(data) > self.max_parse_bytes
         doc.binary = b"\x00" in data
-        parser = parser_for(doc.grammar) if doc.grammar else None
-        if parser is None or doc.too_large or doc.binary:
+        if not doc.grammar or doc.too_large or doc.binary:
             doc.syntax = None
-        elif doc.syntax is None:
-            doc.syntax = SyntaxTree(parser, data)
+        elif doc.syntax is None:  # a parser only for a new tree, not at every keystroke
+            parser = parser_for(doc.grammar)
+            doc.syntax = SyntaxTree(parser, data) if parser is not None else None
         elif fresh:
             doc.syntax.reparse(data)
         else:
