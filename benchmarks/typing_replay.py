@@ -75,6 +75,51 @@ def _functions(path: Path) -> list[tuple[int, str]]:
     return out
 
 
+BLOCK_ENDERS = ("return", "raise", "pass", "break", "continue")
+
+
+def auto_indent(line: str) -> str:
+    """The indentation an editor puts on the line after ``line`` when Enter is pressed
+    (VS Code's, Neovim's and Emacs's Python modes): the same, one level more after a
+    block or bracket opener, one less after a statement that ends its block."""
+    stripped = line.strip()
+    indent = line[: len(line) - len(line.lstrip(" \t"))]
+    if stripped.endswith((":", "(", "[", "{")):
+        return indent + "    "
+    if stripped.split(" ", 1)[0] in BLOCK_ENDERS:
+        return indent[:-4]
+    return indent
+
+
+def _type(body: str, rng: random.Random, limit: int) -> list[Key]:
+    """The keystrokes of a user typing ``body`` in an editor that indents on Enter: Enter
+    is one change (the newline and the editor's indentation), then the user pauses and
+    fixes the indentation with quick spaces or backspaces."""
+    keys: list[Key] = []
+    lines = body.split("\n")
+    for i, line in enumerate(lines):
+        want = len(line) - len(line.lstrip(" ")) if line.strip() else 0
+        have = 0
+        if i > 0:
+            indent = auto_indent(lines[i - 1])
+            keys.append(Key("\n" + indent, rng.uniform(500, 1500)))  # end of line: think
+            have = len(indent)
+            keys += [Key(None, 15)] * max(0, have - want)
+        keys += [Key(" ", 15)] * max(0, want - have)
+        for ch in line[want:] if line.strip() else "":
+            if ch.isalpha() and rng.random() < 0.02:  # a typo, noticed and fixed
+                keys.append(Key(rng.choice("qxz"), rng.uniform(120, 250)))
+                keys.append(Key(None, rng.uniform(150, 300)))
+            if ch in ".(:,=" and rng.random() < 0.35:
+                gap = rng.uniform(350, 900)  # after punctuation: sometimes look
+            else:
+                gap = rng.lognormvariate(4.7, 0.35)  # ~110 ms bursts
+            keys.append(Key(ch, gap))
+        if len(keys) >= limit:
+            break
+    return keys[:max(0, limit)]
+
+
 def make_scripts(corpus: Path, keystrokes: int, seed: int = 1) -> list[Script]:
     rng = random.Random(seed)
     files = python_files(corpus, 5_000, 150_000,
@@ -90,23 +135,7 @@ def make_scripts(corpus: Path, keystrokes: int, seed: int = 1) -> list[Script]:
             continue
         offset, body = rng.choice(found)
         text = path.read_text("utf-8", "replace")
-        keys: list[Key] = []
-        for n, ch in enumerate(body):
-            if total + len(keys) >= keystrokes:
-                break
-            if ch == " " and body[max(0, n - 1)] in "\n ":
-                keys.append(Key(ch, 15))  # auto-indent-like runs of spaces are quick
-                continue
-            if ch.isalpha() and rng.random() < 0.02:  # a typo, noticed and fixed
-                keys.append(Key(rng.choice("qxz"), rng.uniform(120, 250)))
-                keys.append(Key(None, rng.uniform(150, 300)))
-            if ch == "\n":
-                gap = rng.uniform(500, 1500)  # end of line: think
-            elif ch in ".(:,=" and rng.random() < 0.35:
-                gap = rng.uniform(350, 900)  # after punctuation: sometimes look
-            else:
-                gap = rng.lognormvariate(4.7, 0.35)  # ~110 ms bursts
-            keys.append(Key(ch, gap))
+        keys = _type(body, rng, keystrokes - total)
         total += len(keys)
         rel = path.relative_to(corpus).as_posix()
         scripts.append(Script(path.as_uri(), text[:offset], keys, rel,
@@ -139,6 +168,7 @@ class Run:
     latencies_ms: list[float] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     pause_keys: list[tuple[str, int, str]] = field(default_factory=list)  # uri, version, how
+    pause_log: list[dict[str, Any]] = field(default_factory=list)  # what each pause showed
     trace: list[dict[str, Any]] = field(default_factory=list)  # the server's request trace
 
 
@@ -214,8 +244,8 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
                 change = types.TextDocumentContentChangePartial(
                     range=types.Range(start, start), text=key.text)
                 text += key.text
-                if key.text == "\n":
-                    line, col = line + 1, 0
+                if "\n" in key.text:
+                    line, col = line + key.text.count("\n"), len(key.text.rsplit("\n", 1)[1])
                 else:
                     col += len(key.text)
             version += 1
@@ -240,9 +270,11 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
             await asyncio.sleep(key.gap_ms / 1000)
             if key.gap_ms >= PAUSE_MS:
                 run.pauses += 1
+                shown: Any = None
                 if fut.done() and not fut.cancelled() and fut.exception() is None:
                     result = fut.result()
                     if result is not None and result.items and answered:
+                        shown = result.items[0].insert_text
                         run.pauses_with_suggestion += 1
                         run.latencies_ms.append((answered[0] - sent) * 1000)
                         how = "suggested"
@@ -256,6 +288,10 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
                     run.pauses_late += 1
                     how = "late"
                 run.pause_keys.append((script.uri, version, how))
+                run.pause_log.append({"file": script.rel, "version": version, "how": how,
+                                      "gap_ms": round(key.gap_ms),
+                                      "line": text[text.rfind("\n") + 1:],
+                                      "suggestion": shown})
         await asyncio.sleep(0.3)
         client.text_document_did_close(types.DidCloseTextDocumentParams(
             types.TextDocumentIdentifier(script.uri)))
@@ -372,5 +408,8 @@ def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
     for r in runs:  # the server's per-request trace: timings and counts, no text
         (out_dir / f"trace-{r.name}.jsonl").write_text(
             "".join(json.dumps(x) + "\n" for x in r.trace))
+        # Each pause: the line as typed and what was shown (text of the corpus).
+        (out_dir / f"pauses-{r.name}.jsonl").write_text(
+            "".join(json.dumps(x) + "\n" for x in r.pause_log))
     _plot(runs, out_dir / "bench-typing.png")
     return rows

@@ -156,18 +156,29 @@ def opens_block(line: str) -> bool:
 
 def first_line_is_whole(snapshot: Snapshot, offset: int, text: str) -> bool:
     """The measure of a pause: the typed part of the line plus the suggestion's first
-    line is a whole statement, or a block header (judged with a placeholder body)."""
-    head = text.split("\n", 1)[0]
-    if not head.strip():
-        return False
+    line is a whole statement, or a block header (judged with a placeholder body).
+
+    A comment is neither. At the end of a finished line, a suggestion that starts with
+    a newline offers the next line (as Copilot shows it): that line is the one judged."""
     data = snapshot.data
     start = data.rfind(b"\n", 0, offset) + 1
     typed = data[start:offset].decode("utf-8", "replace")
+    lead = ""
+    head, _, rest = text.partition("\n")
+    if not head.strip() and typed.strip() and rest.strip():
+        following = rest.lstrip("\n")
+        lead, head = text[: len(text) - len(following)], following.split("\n", 1)[0]
+        typed = ""
+    if not head.strip():
+        return False
+    rules = language_config(snapshot.grammar)
+    if rules.comment and head.strip().startswith(rules.comment):
+        return False
     if opens_block(typed + head):
-        rules = language_config(snapshot.grammar)
-        indent = typed[: len(typed) - len(typed.lstrip(" \t"))]
+        line = typed or head
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
         body = f"\n{indent}    {rules.placeholder or 'pass'}"
         if rules.close:
             body += f"\n{indent}{rules.close}"
         head += body
-    return is_whole(snapshot, offset, head)
+    return is_whole(snapshot, offset, lead + head)

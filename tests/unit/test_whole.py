@@ -96,6 +96,18 @@ def test_first_line_measure() -> None:
     assert not first_line_is_whole(snap, off, "")
 
 
+def test_first_line_measure_of_a_comment_and_of_the_next_line() -> None:
+    snap, off = _at("def f(\n    a: int,\n    |\n) -> None:\n    pass\n")
+    assert first_line_is_whole(snap, off, "b: int,")
+    assert not first_line_is_whole(snap, off, "# pkg/module.py")  # not a statement
+    snap, off = _at("def f(\n    a: int,|\n) -> None:\n    pass\n")
+    assert first_line_is_whole(snap, off, "\n    b: int,")  # the next line is judged
+    assert not first_line_is_whole(snap, off, "\n    b: int = (")
+    assert not first_line_is_whole(snap, off, "\n")
+    snap, off = _at("def f(xs):\n    y = len(xs)|\n")
+    assert first_line_is_whole(snap, off, "\n    for x in xs:")  # a header, with a body
+
+
 def test_without_a_grammar_nothing_is_held_back() -> None:
     snap, off = _at("some text |\n", "plaintext")
     assert WholeChecker(snap, off).check("more (") is None
