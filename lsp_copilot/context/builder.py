@@ -134,7 +134,8 @@ def _extend(base: Context, typed_bytes: bytes, counter: TokenCounter, budget: in
     )
     return Context(mode=mode, prompt=prompt, prompt_tokens=tokens, budget_tokens=budget,
                    tokenizer=base.tokenizer, prefix=base.prefix + typed, suffix=base.suffix,
-                   layers=layers, pieces=(*base.pieces, typed) if typed else base.pieces)
+                   layers=layers, pieces=(*base.pieces, typed) if typed else base.pieces,
+                   headers=base.headers)
 
 
 def _build_context(
@@ -262,6 +263,8 @@ def _build_context(
         layers=tuple(out_layers),
         pieces=pieces,
         cursor=template.cursor_index(pieces),
+        headers=frozenset(f"{q.comment} {p}" for p in {path, *(p for p, _ in _files(layers))}
+                          ) if q is not None and q.comment else frozenset(),
     )
 
 

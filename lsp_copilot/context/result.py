@@ -38,6 +38,7 @@ class Context:
     # token ids are built from; "".join(pieces) == prompt.
     pieces: tuple[str, ...] = ()
     cursor: int = -1  # where the cursor stands in ``prompt`` (-1: at its end)
+    headers: frozenset[str] = frozenset()  # the comment lines naming files (``# a/b.py``)
 
     def at_cursor(self) -> tuple[str, str]:
         """The prompt before and after the cursor (a keystroke changes the first only)."""

@@ -14,6 +14,9 @@ class Cursor:
     prompt_dropped_indent: str = ""  # whitespace the prompt ends before (the model writes it)
     line_above: str = ""  # the nearest non-blank line above the cursor line
     suffix_lines: str = ""  # a few lines after the cursor line
+    # The lines the prompt names its files with (``# pkg/mod.py``): prompt structure that a
+    # small model may write back as if it were code.
+    prompt_headers: frozenset[str] = frozenset()
 
 
 def indent(line: str) -> int:

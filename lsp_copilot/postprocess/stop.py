@@ -33,6 +33,17 @@ def next_line_start(text: str, cursor: Cursor) -> int | None:
     return head + 1 if text[head:head + 1] == "\n" else None
 
 
+def header_cut(text: str, headers: frozenset[str]) -> int | None:
+    """Where a finished line of ``text`` that is one of the prompt's file headers starts
+    (the newline before it, or 0): the model began a new file there, the answer ends."""
+    pos = 0
+    for line in text.split("\n")[:-1]:  # finished lines only
+        if line.strip() in headers:
+            return max(0, pos - 1)
+        pos += len(line) + 1
+    return None
+
+
 def _body_follows(cursor: Cursor) -> bool:
     """The next non-blank line is indented deeper than the cursor line: a block header
     completed here already has its body."""
@@ -88,11 +99,29 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
             pos += len(line) + 1
         return None
 
+    def next_line(text: str, start: int) -> int | None:
+        """The line after a finished one; a block header comes with its body."""
+        newline = text.find("\n", start)
+        if newline < 0 or not opens_block(text[start:newline]):
+            return None if newline < 0 else newline
+        base = indent(text[start:newline])
+        pos, lines = newline + 1, 0
+        while (end := text.find("\n", pos)) >= 0:
+            line = text[pos:end]
+            if line.strip() and indent(line) <= base:
+                closes = indent(line) == base and (
+                    line.strip()[:1] in "})]" or line.strip() in ("end", "end;"))
+                return end if closes and lines else pos - 1
+            lines += 1
+            if lines >= MAX_LINES:
+                return end
+            pos = end + 1
+        return None
+
     def single_line(text: str) -> int | None:
         start = next_line_start(text, cursor)
         if start is not None:  # the line is finished: suggest the next one
-            newline = text.find("\n", start)
-            return None if newline < 0 else newline
+            return next_line(text, start)
         body = skip_leading_blank_lines(text, cursor)
         newline = body.find("\n")
         if newline < 0:
@@ -103,4 +132,15 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
             return multi_line(text, header=True)
         return len(text) - len(body) + newline
 
-    return single_line if mode == "single-line" else multi_line
+    rule = single_line if mode == "single-line" else multi_line
+    if not cursor.prompt_headers:
+        return rule
+
+    def before_header(text: str) -> int | None:
+        cut = header_cut(text, cursor.prompt_headers)
+        if cut is None:
+            return rule(text)
+        own = rule(text[:cut] + "\n")
+        return cut if own is None else min(own, cut)
+
+    return before_header

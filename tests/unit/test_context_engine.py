@@ -133,6 +133,9 @@ def test_layers_bring_definitions_from_other_files(workspace: tuple[Path, Worksp
     assert "def area(self) -> float:" in ctx.prompt and "x19 = 19" not in ctx.prompt
     assert ctx.prompt.endswith(ctx.prefix) and ctx.layers[-1].name.startswith("P0")
     assert ctx.prompt_tokens <= 512
+    # The lines that name the prompt's files, which post-processing never lets through.
+    assert ctx.headers and all(h in ctx.prompt for h in ctx.headers)
+    assert "# app.py" in ctx.headers and any(h != "# app.py" for h in ctx.headers)
 
 
 def test_index_follows_edits(workspace: tuple[Path, WorkspaceIndex]) -> None:

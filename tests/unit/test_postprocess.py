@@ -23,8 +23,28 @@ def test_newline_first_after_a_finished_line_suggests_the_next_line() -> None:
     assert finalize("\n    return x\nfoo()", "single-line", cursor) == "\n    return x"
     has_it = Cursor("    x = f()", "", suffix_lines="    return x\n")
     assert finalize("\n    return x", "single-line", has_it) == ""
+    # A block header as the next line comes with its body.
+    assert rule("\n    if x:\n        return 1\n") is None  # the body may go on
+    assert finalize("\n    if x:\n        return 1\n    y = 2", "single-line", cursor) == (
+        "\n    if x:\n        return 1")
     # In the middle of a line a newline still means nothing to add there.
     assert finalize("\n    return x", "single-line", Cursor("x = f(", ")")) == ""
+
+
+def test_a_file_header_of_the_prompt_ends_the_answer() -> None:
+    """Seen with SmolLM2 at the start of an empty line: ``# pkg/client.py``, the header
+    the prompt names the current file with, written back as if a new file began."""
+    headers = frozenset({"# pkg/client.py", "# pkg/base.py"})
+    cursor = Cursor("", "", prompt_headers=headers)
+    rule = stop_rule("single-line", cursor)
+    assert rule("# pkg/client") is None  # not a finished line yet
+    assert rule("# pkg/client.py\n") == 0
+    assert finalize("# pkg/client.py\nimport os", "single-line", cursor) == ""
+    multi = Cursor("    ", "", prompt_dropped_indent="    ", prompt_headers=headers)
+    assert finalize("    x = 1\n    y = 2\n# pkg/base.py\nclass Base:", "multi-line",
+                    multi) == "x = 1\n    y = 2"
+    # Any other comment is the model's to write.
+    assert finalize("# pkg/other.py", "single-line", cursor) == "# pkg/other.py"
 
 
 def test_blank_line_start_skips_leading_newlines_and_indent() -> None:
