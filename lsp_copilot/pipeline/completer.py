@@ -9,6 +9,7 @@ more is aborted (``flights.py``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import time
@@ -27,7 +28,7 @@ from lsp_copilot.engine.routes import Routes, route_kind
 from lsp_copilot.language.trigger import Mode, completion_mode
 from lsp_copilot.pipeline.alternatives import Alternatives, distinct
 from lsp_copilot.pipeline.cache import CompletionCache, cache_key
-from lsp_copilot.pipeline.flights import Flights, whole_cut
+from lsp_copilot.pipeline.flights import BEFORE_END, Flights, whole_cut
 from lsp_copilot.pipeline.prompt import cursor_at, prompt_for, prompt_ids
 from lsp_copilot.pipeline.scheduling import Debouncer
 from lsp_copilot.pipeline.typing_through import TypingThrough
@@ -250,6 +251,7 @@ class Completer:
             workspace=self.workspace, build=self.context_builder)
         self.telemetry.context_built((layer.name, layer.tokens, layer.truncated)
                                      for layer in context.layers)
+        cursor = dataclasses.replace(cursor, prompt_headers=context.headers)
         max_tokens = _max_tokens(settings, mode, cursor)
         key = cache_key(engine.info.model, template.name, mode, max_tokens,
                         settings.temperature, context.prompt)
@@ -303,15 +305,20 @@ class Completer:
                     engine, snapshot.uri, key, mode, request, context.at_cursor(), settings,
                     cache, trace,
                     deadline=0 if prefetch or explicit else settings.deadline_ms,
-                    cut_whole=whole_cut(mode, cursor, snapshot, offset))
+                    cut_whole=whole_cut(mode, cursor, snapshot, offset),
+                    continues=mode == "single-line" and not explicit
+                    and not cursor.line_after.strip())
                 waited += (time.perf_counter() - t0) * 1000
                 if result is None:
                     return _none(mode, "engine error", context)
-                trace.update(prompt_tokens=result.prompt_tokens,
-                             uncached=result.prompt_tokens - result.cached_prompt_tokens,
-                             generated_tokens=result.generated_tokens,
-                             first_token_ms=result.first_token_ms and round(
-                                 result.first_token_ms, 1))
+                if result.extra.get(BEFORE_END):
+                    trace["before_end"] = True  # the counts below come with the end
+                else:
+                    trace.update(prompt_tokens=result.prompt_tokens,
+                                 uncached=result.prompt_tokens - result.cached_prompt_tokens,
+                                 generated_tokens=result.generated_tokens,
+                                 first_token_ms=result.first_token_ms and round(
+                                     result.first_token_ms, 1))
                 raw, source = result.text, "engine"
                 truncated = result.finish_reason == "length"
         text = finalize(raw, mode, cursor, snapshot, offset, truncated)

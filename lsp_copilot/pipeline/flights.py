@@ -10,6 +10,7 @@ cancelled (the next keystroke's request may still reuse it).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -34,6 +35,8 @@ from lsp_copilot.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
+BEFORE_END = "before_end"
+"""``EngineResult.extra`` key: the answer of a generation still writing the next line."""
 JOIN_AHEAD_CHARS = 1
 """A request joins a generation only if it typed at most this much past its text."""
 
@@ -54,6 +57,11 @@ class Flight:
     first_text_ms: float | None = None  # since ``started``: when the first text came
     updates: int = 0  # text updates seen (about one per model step)
     cut_by_deadline: bool = False  # answered with what it had when the deadline came
+    # Goes on past its answer to the end of the next line: the request at the end of the
+    # line, or after Enter, finds that line under way or written.
+    continues: bool = False
+    answer: str | None = None  # its answer, once whole (set only when it ``continues``)
+    answered: asyncio.Event = field(default_factory=asyncio.Event)
 
     def publish(self, text: str) -> None:
         if self.first_text_ms is None and text:
@@ -75,6 +83,17 @@ class Flight:
     def done(self) -> bool:
         return self.task is None or self.task.done()
 
+    async def answer_or_end(self) -> None:
+        """Wait until the answer is whole (it goes on with the next line) or the end."""
+        if self.done or self.answered.is_set():
+            return
+        waiter = asyncio.ensure_future(self.answered.wait())
+        assert self.task is not None
+        try:
+            await asyncio.wait({waiter, self.task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+
     async def wait_change(self) -> None:
         """Wait for new text or the end; call ``changed.clear()`` before reading ``text``."""
         if self.done or self.changed.is_set():
@@ -93,7 +112,8 @@ class Flight:
             return None
         if prompt.startswith(self.prompt):
             typed = prompt[len(self.prompt) :]
-            if "\n" in typed and self.mode == "single-line":
+            if "\n" in typed and self.mode == "single-line" and not (
+                    self.continues and ends_with_enter(typed)):
                 return None
             return "forward", typed
         if self.prompt.startswith(prompt):
@@ -102,6 +122,22 @@ class Flight:
                 return None
             return "back", deleted
         return None
+
+
+def ends_with_enter(typed: str) -> bool:
+    """``typed`` ends with one Enter and the indentation the editor put after it."""
+    return typed.count("\n") == 1 and not typed.partition("\n")[2].strip()
+
+
+def next_line_end(text: str, start: int) -> int | None:
+    """The end of the first non-blank line of ``text`` after ``start`` (a newline),
+    None while it is still being written."""
+    pos = start + 1
+    while (end := text.find("\n", pos)) >= 0:
+        if text[pos:end].strip():
+            return end
+        pos = end + 1
+    return None
 
 
 def whole_cut(mode: Mode, cursor: Cursor, snapshot: Snapshot, offset: int
@@ -118,6 +154,12 @@ def whole_cut(mode: Mode, cursor: Cursor, snapshot: Snapshot, offset: int
         return end if finalize(text[:end], mode, cursor, snapshot, offset) else None
 
     return cut
+
+
+def _typed_length(typed: str) -> int:
+    """How far a request typed past a flight's prompt: the indentation the editor put
+    after Enter is not the user's typing."""
+    return len(typed.partition("\n")[0]) + 1 if ends_with_enter(typed) else len(typed)
 
 
 class Flights:
@@ -154,7 +196,7 @@ class Flights:
             return None
         relation = flight.relation(*context.at_cursor())
         if relation is not None and relation[0] == "forward" and (
-                len(relation[1]) > len(flight.text) + JOIN_AHEAD_CHARS):
+                _typed_length(relation[1]) > len(flight.text) + JOIN_AHEAD_CHARS):
             # The user is ahead of the generation (seen: one that had produced nothing for
             # seconds held every later keystroke): a fresh one reuses its cached prefix.
             trace["behind_flight"] = len(relation[1]) - len(flight.text)
@@ -178,6 +220,11 @@ class Flights:
                     return None
                 if flight.done:
                     break
+                answer = flight.answer
+                if answer is not None and kind == "back":
+                    return delta + answer
+                if answer is not None and answer.startswith(delta) and answer[len(delta):].strip():
+                    return answer[len(delta):]  # (what it writes next is for later)
                 await flight.wait_change()
             result = flight.task.result() if not flight.task.cancelled() else None
         except asyncio.CancelledError:
@@ -193,8 +240,9 @@ class Flights:
             if not result.text.startswith(delta):
                 return None
             rest = result.text[len(delta):]
-            # Typed up to where the deadline cut it: not the model's end, ask again.
-            return None if flight.cut_by_deadline and not rest.strip() else rest
+            # Typed all of it: what follows (the next line) is a question of its own.
+            # Typed up to where the deadline cut it, not the model's end: ask again.
+            return None if (delta or flight.cut_by_deadline) and not rest.strip() else rest
         return delta + result.text
 
     def _attach(self, flight: Flight) -> None:
@@ -208,6 +256,8 @@ class Flights:
         flight.consumers -= 1
         if flight.consumers > 0 or flight.done or flight.task is None:
             return
+        if flight.answer is not None and not now:
+            return  # answered, it writes the next line (bounded) unless a request diverges
         task = flight.task
         if settings.merge and settings.merge_window_ms > 0 and not now:
             # The next keystroke's request may still reuse it: abort after the window.
@@ -220,25 +270,37 @@ class Flights:
         self, engine: Engine, uri: str, key: str, mode: Mode, request: EngineRequest,
         at_cursor: tuple[str, str], settings: Settings, cache: CompletionCache | None,
         trace: dict[str, Any], deadline: int, cut_whole: Callable[[str], int | None],
+        continues: bool = False,
     ) -> EngineResult | None:
-        """Start the document's new generation (aborting the old one) and wait for it.
+        """Start the document's new generation (aborting the old one) and wait for its
+        answer.
 
         Past ``deadline`` ms (0: none) the generation stops at the first line end where
         the answer is whole (``cut_whole``), as llama.cpp's server does with
-        ``t_max_predict_ms``: never mid-line, never a fragment."""
+        ``t_max_predict_ms``: never mid-line, never a fragment. ``continues``: once the
+        answer ends at a line end, it is returned and the generation goes on to the end
+        of the next line, for the keystrokes that finish this line and press Enter."""
         old = self._by_uri.get(uri)
         if old is not None and old.task is not None and not old.done:
             old.task.cancel()  # superseded by a request it cannot serve: abort at once
-        flight = Flight(prompt=at_cursor[0], mode=mode, tail=at_cursor[1])
+        flight = Flight(prompt=at_cursor[0], mode=mode, tail=at_cursor[1],
+                        continues=continues)
         inner_stop = request.stop_at
 
         def stop_at(text: str) -> int | None:
             flight.publish(text)
+            if flight.answer is not None:
+                return next_line_end(text, len(flight.answer))
             cut = inner_stop(text) if inner_stop else None
             if cut is None and deadline and flight.elapsed_ms() >= deadline:
                 cut = cut_whole(text)  # the user is waiting: show what is whole
                 flight.cut_by_deadline = cut is not None
-            return cut
+            if cut is None or not continues or flight.cut_by_deadline or (
+                    text[cut:cut + 1] != "\n"):
+                return cut
+            flight.answer = text[:cut]
+            flight.answered.set()
+            return next_line_end(text, cut)
 
         request = EngineRequest(**{**request.__dict__, "stop_at": stop_at})
         trace["engine_busy"] = self._generating  # generations this one shares the engine with
@@ -247,7 +309,14 @@ class Flights:
         self._by_uri[uri] = flight
         self._attach(flight)
         try:
-            return await asyncio.shield(flight.task)
+            await flight.answer_or_end()
+            if flight.answer is not None and not flight.done:  # (its counts come at the end)
+                return EngineResult(text=flight.answer, stopped_early=True,
+                                    extra={BEFORE_END: True})
+            result = await asyncio.shield(flight.task)
+            if flight.answer is not None:
+                result = dataclasses.replace(result, text=flight.answer)
+            return result
         except asyncio.CancelledError:
             if flight.task.cancelled():
                 current = asyncio.current_task()
@@ -256,6 +325,8 @@ class Flights:
             raise
         except EngineDeadline:
             # requestTimeoutMs, too, cuts only at a line end: what was whole by then.
+            if flight.answer is not None:
+                return EngineResult(text=flight.answer, stopped_early=True)
             end = flight.text.rfind("\n")
             if end <= 0:
                 return None

@@ -212,6 +212,37 @@ async def test_same_position_request_merges_into_the_generation(
     assert second is not None
 
 
+async def test_an_answer_at_the_line_end_writes_the_next_line_for_enter(
+    engine_client: LanguageClient,
+) -> None:
+    """The answer comes when its line is whole and the generation goes on with the next
+    line: the pause at the end of the typed line and the request after Enter (with the
+    editor's indentation) are answered from it, with no engine call of their own."""
+    uri = fixture_uri("e2e_next_line.py")
+    typed = "    total = a +"
+    open_doc(engine_client, uri, "def add(a, b):\n" + typed)
+    before = await stats(engine_client)
+    shown = await inline(engine_client, uri, 1, len(typed))
+    assert shown is not None and shown.items
+    answer = shown.items[0].insert_text
+    assert isinstance(answer, str) and answer.strip() and "\n" not in answer
+    # Its counts come when the generation has written the next line too.
+    await wait_stat(engine_client, "generated_tokens", before["generated_tokens"] + 1)
+    edit_doc(engine_client, uri, 2, 1, len(typed), answer)  # the user types it
+    typed += answer
+    pause = await inline(engine_client, uri, 1, len(typed))
+    assert pause is not None and pause.items
+    following = pause.items[0].insert_text
+    assert isinstance(following, str) and following.startswith("\n    ") and following.strip()
+    assert parses_with("def add(a, b):\n" + typed + "\n", 1, len(typed), following)
+    edit_doc(engine_client, uri, 3, 1, len(typed), "\n    ")  # Enter: the editor indents
+    enter = await inline(engine_client, uri, 2, 4)
+    assert enter is not None and enter.items
+    assert enter.items[0].insert_text == following[len("\n    "):]
+    after = await stats(engine_client)
+    assert after["engine_requests"] == before["engine_requests"] + 1
+
+
 async def test_typing_through_needs_no_engine_call(engine_client: LanguageClient) -> None:
     uri = fixture_uri("e2e_typing.py")
     open_doc(engine_client, uri, "def add(a, b):\n    return ")

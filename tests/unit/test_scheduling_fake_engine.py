@@ -73,6 +73,60 @@ async def test_fake_engine_fill_in_the_middle_prompts_merge_too(template: str) -
     assert len(engine.prompts) == 1
 
 
+async def test_fake_engine_enter_takes_the_next_line_under_way() -> None:
+    """At the end of a finished line the model writes the next line; the request after
+    Enter (and the editor's indentation) joins that generation instead of starting one."""
+    line = "def add(a, b):\n    total = a + b"
+    engine = FakeEngine(reply="\n    return total\n", step_s=0.02)
+    completer = await completer_for(engine, typing_through=False)
+    first = asyncio.ensure_future(completer.complete(snap(line), len(line)))
+    await engine.streamed(2)
+    typed = line + "\n    "
+    second = await completer.complete(snap(typed), len(typed))
+    assert second.source == "merged" and second.text == "return total"
+    assert (await first).text == "\n    return total"
+    assert len(engine.prompts) == 1
+
+
+async def test_fake_engine_an_answer_at_the_line_end_goes_on_with_the_next_line() -> None:
+    """The answer comes when its line is whole; the generation writes the next line
+    meanwhile, for the pause at the end of the line and for the request after Enter."""
+    reply = " b)\n    return total\n"
+    engine = FakeEngine(reply=reply, step_s=0.02)
+    completer = await completer_for(engine, typing_through=False)
+    line = "def add(a, b):\n    total = f(a,"
+    first = await completer.complete(snap(line), len(line))
+    assert first.text == " b)" and engine.sent != reply  # answered, still generating
+    typed = line + " b)"
+    pause = await completer.complete(snap(typed), len(typed))
+    assert pause.source == "merged" and pause.text == "\n    return total"
+    typed += "\n    "
+    enter = await completer.complete(snap(typed), len(typed))
+    assert enter.source == "merged" and enter.text == "return total"
+    assert len(engine.prompts) == 1 and engine.aborted == 0
+
+
+async def test_fake_engine_a_keystroke_elsewhere_stops_the_next_line() -> None:
+    engine = FakeEngine(reply=" b)\n    return total\n", step_s=0.02)
+    completer = await completer_for(engine, typing_through=False)
+    line = "def add(a, b):\n    total = f(a,"
+    assert (await completer.complete(snap(line), len(line))).text == " b)"
+    typed = line + " c"
+    await completer.complete(snap(typed), len(typed))
+    assert engine.aborted == 1 and len(engine.prompts) == 2
+
+
+async def test_fake_engine_typing_all_of_an_answer_asks_what_follows() -> None:
+    """The user typed the whole answer of a finished generation: its empty rest is no
+    answer (the pause at the end of the line wants the next line), so ask again."""
+    engine = FakeEngine(reply=" b\n")
+    completer = await completer_for(engine, typing_through=False)
+    assert (await completer.complete(snap(SOURCE + "a +"), len(SOURCE) + 3)).text == " b"
+    typed = SOURCE + "a + b"
+    again = await completer.complete(snap(typed), len(typed))
+    assert again.source == "engine" and len(engine.prompts) == 2
+
+
 async def test_fake_engine_a_generation_behind_the_user_is_not_joined() -> None:
     """Typed further than a (stalled) generation got: start afresh, do not wait on it."""
     engine = FakeEngine(reply=" a + b\n", step_s=0.3)
