@@ -30,6 +30,7 @@ from lsp_copilot.language.trigger import Mode
 from lsp_copilot.pipeline.cache import CompletionCache
 from lsp_copilot.postprocess.cursor import Cursor
 from lsp_copilot.postprocess.finalize import finalize
+from lsp_copilot.postprocess.whole import opens_block
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
 
@@ -130,12 +131,16 @@ def ends_with_enter(typed: str) -> bool:
 
 
 def next_line_end(text: str, start: int) -> int | None:
-    """The end of the first non-blank line of ``text`` after ``start`` (a newline),
-    None while it is still being written."""
+    """The end of the first non-blank line of ``text`` after ``start`` (a newline), or of
+    the first line of its body when it opens a block; None while it is being written."""
     pos = start + 1
+    header = False
     while (end := text.find("\n", pos)) >= 0:
-        if text[pos:end].strip():
-            return end
+        line = text[pos:end]
+        if line.strip():
+            if header or not opens_block(line):
+                return end
+            header = True
         pos = end + 1
     return None
 
@@ -217,6 +222,7 @@ class Flights:
                 text = flight.text
                 if kind == "forward" and not (text.startswith(delta) or delta.startswith(text)):
                     diverged = True  # the generation went elsewhere
+                    trace["join_ended"] = "diverged"
                     return None
                 if flight.done:
                     break
@@ -230,19 +236,25 @@ class Flights:
         except asyncio.CancelledError:
             raise
         except Exception:
+            trace["join_ended"] = "failed"
             return None
         finally:
             trace.update(flight.progress())
             self._detach(flight, settings, now=diverged)
         if result is None:
+            trace["join_ended"] = "aborted"
             return None
         if kind == "forward":
             if not result.text.startswith(delta):
+                trace["join_ended"] = "stopped_before"  # it ended before what was typed
                 return None
             rest = result.text[len(delta):]
             # Typed all of it: what follows (the next line) is a question of its own.
             # Typed up to where the deadline cut it, not the model's end: ask again.
-            return None if (delta or flight.cut_by_deadline) and not rest.strip() else rest
+            if (delta or flight.cut_by_deadline) and not rest.strip():
+                trace["join_ended"] = "typed_all"
+                return None
+            return rest
         return delta + result.text
 
     def _attach(self, flight: Flight) -> None:

@@ -23,6 +23,9 @@ T = TypeVar("T")
 TRIGGER_CHARS = frozenset(".(,[{:=")
 TRIGGER_WAIT = 0.6
 """At a new line or after a trigger character, wait this share of the learned gap."""
+LINE_END_CHARS = frozenset(",:([{)]}")
+"""Characters that end most lines of code: typed last on a line, a pause (Enter, a look
+at the code) is likely to follow."""
 TYPING_WAIT = 1.8
 """Elsewhere, wait this many learned gaps."""
 PAUSE_FACTOR = 2.5
@@ -119,6 +122,10 @@ class Debouncer:
         # after one) wait a fraction of the gap: a fast run (auto-indent, ", ") still
         # cancels it, and a generation the next keystroke agrees with is reused.
         last = line_before.rstrip(" ")[-1:] if line_before.endswith(" ") else line_before[-1:]
+        if line_before[-1:] in LINE_END_CHARS and not line_after.strip():
+            # The end of a line: start now. Its answer (or the next line, written while
+            # Enter is pressed) is ready sooner, and a keystroke that follows joins it.
+            return 0.0
         if not line_before.strip() or last in TRIGGER_CHARS:
             return float(min(max_ms, TRIGGER_WAIT * state.gap_ms))
         # Elsewhere wait a little over the user's usual gap: if no keystroke follows, they

@@ -85,7 +85,12 @@ def _unmatched_closers(text: str, rules: LanguageConfig) -> int:
 
 
 def balance(text: str, mode: Mode, cursor: Cursor, rules: LanguageConfig) -> str:
-    """Cut at a closing bracket that closes nothing, or that the suffix already has."""
+    """Cut at a closing bracket that closes nothing, or that the suffix already has.
+
+    The next line after a finished one may close what lines above opened (``}`` of a
+    dict): only the syntax check, which sees the whole buffer, can judge it."""
+    if mode == "single-line" and text.lstrip(" \t").startswith("\n"):
+        return text
     before = cursor.line_before
     if mode == "multi-line":
         before = cursor.line_above + "\n" + before

@@ -6,6 +6,14 @@ from lsp_copilot.postprocess.finalize import finalize
 from lsp_copilot.postprocess.stop import stop_rule
 
 
+def _at(text: str) -> tuple[Snapshot, int]:
+    cut = text.index("|")
+    text = text.replace("|", "")
+    store = DocumentStore()
+    store.open("file:///w.py", "python", 1, text)
+    return store.snapshot("file:///w.py"), len(text[:cut].encode())
+
+
 def test_single_line_stops_at_first_newline() -> None:
     rule = stop_rule("single-line", Cursor("x = ", ""))
     assert rule("foo(1") is None
@@ -27,6 +35,11 @@ def test_newline_first_after_a_finished_line_suggests_the_next_line() -> None:
     assert rule("\n    if x:\n        return 1\n") is None  # the body may go on
     assert finalize("\n    if x:\n        return 1\n    y = 2", "single-line", cursor) == (
         "\n    if x:\n        return 1")
+    # The next line may close a bracket a line above opened; the syntax check judges it.
+    snap, off = _at('x = {\n    "a": 1,|\n')
+    assert finalize("\n}", "single-line", cursor_at(snap, off), snap, off) == "\n}"
+    snap, off = _at('def f():\n    x = 1|\n')
+    assert finalize("\n}", "single-line", cursor_at(snap, off), snap, off) == ""
     # In the middle of a line a newline still means nothing to add there.
     assert finalize("\n    return x", "single-line", Cursor("x = f(", ")")) == ""
 

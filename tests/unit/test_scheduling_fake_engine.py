@@ -17,6 +17,7 @@ from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.pipeline.cache import CompletionCache
 from lsp_copilot.pipeline.completer import Completer
+from lsp_copilot.pipeline.flights import next_line_end
 from lsp_copilot.pipeline.scheduling import Debouncer
 from lsp_copilot.privacy import secret_reason
 from lsp_copilot.settings.core import Settings
@@ -104,6 +105,15 @@ async def test_fake_engine_an_answer_at_the_line_end_goes_on_with_the_next_line(
     enter = await completer.complete(snap(typed), len(typed))
     assert enter.source == "merged" and enter.text == "return total"
     assert len(engine.prompts) == 1 and engine.aborted == 0
+
+
+def test_the_next_line_written_after_an_answer_ends_with_its_line_or_its_body() -> None:
+    answer = "    y = 1"
+    assert next_line_end(answer + "\n    return", len(answer)) is None
+    assert next_line_end(answer + "\n\n    return y\n", len(answer)) == len(answer) + 14
+    text = answer + "\n    if y:\n        return y\n"
+    assert next_line_end(text[:-1], len(answer)) is None  # a header waits for its body
+    assert next_line_end(text, len(answer)) == len(text) - 1
 
 
 async def test_fake_engine_a_keystroke_elsewhere_stops_the_next_line() -> None:
@@ -252,7 +262,12 @@ def test_debounce_with_a_scripted_clock() -> None:
     for _ in range(5):
         keystroke(100)
     assert keystroke(100) == pytest.approx(180.0)
-    assert keystroke(100, before="x = foo(") == pytest.approx(60.0)  # after a trigger: sooner
+    # After a trigger: sooner.
+    assert keystroke(100, before="x = foo(", after=")") == pytest.approx(60.0)
+    assert keystroke(100, before="x = foo(a, ", after=")") == pytest.approx(60.0)
+    # What ends a line, at its end: now (Enter and a pause are likely to follow).
+    assert keystroke(100, before="x = foo(a)") == 0.0
+    assert keystroke(100, before="    b: int,") == 0.0
     assert keystroke(100, before="x = foo(a, ") == pytest.approx(60.0)  # a space after one
     assert keystroke(100, before="    ") == pytest.approx(60.0)  # a new (indented) line
     assert keystroke(100, before="return ") == pytest.approx(180.0)  # any other space
