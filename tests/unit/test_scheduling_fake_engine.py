@@ -269,7 +269,8 @@ def test_debounce_with_a_scripted_clock() -> None:
     assert keystroke(100, before="x = foo(a)") == 0.0
     assert keystroke(100, before="    b: int,") == 0.0
     assert keystroke(100, before="x = foo(a, ") == pytest.approx(60.0)  # a space after one
-    assert keystroke(100, before="    ") == pytest.approx(60.0)  # a new (indented) line
+    assert keystroke(100, before="    ") == 0.0  # a new (indented) line: Enter
+    assert keystroke(100, before="    ", after="x") == pytest.approx(60.0)
     assert keystroke(100, before="return ") == pytest.approx(180.0)  # any other space
     # A pause before a keystroke says nothing of the next gap (typing resumes in a burst):
     # the usual wait, and the rhythm barely moves.
