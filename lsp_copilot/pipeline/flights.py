@@ -86,20 +86,16 @@ class Flight:
 
     async def answer_or_end(self) -> None:
         """Wait until the answer is whole (it goes on with the next line) or the end."""
-        if self.done or self.answered.is_set():
-            return
-        waiter = asyncio.ensure_future(self.answered.wait())
-        assert self.task is not None
-        try:
-            await asyncio.wait({waiter, self.task}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
+        await self._event_or_end(self.answered)
 
     async def wait_change(self) -> None:
         """Wait for new text or the end; call ``changed.clear()`` before reading ``text``."""
-        if self.done or self.changed.is_set():
+        await self._event_or_end(self.changed)
+
+    async def _event_or_end(self, event: asyncio.Event) -> None:
+        if self.done or event.is_set():
             return
-        waiter = asyncio.ensure_future(self.changed.wait())
+        waiter = asyncio.ensure_future(event.wait())
         assert self.task is not None
         try:
             await asyncio.wait({waiter, self.task}, return_when=asyncio.FIRST_COMPLETED)
