@@ -12,7 +12,14 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from lsp_copilot.models.folders import default_model_dir
-from tests.support.lsp import fixture_uri, initialize, inline, open_doc, stats, wait_for_engine
+from tests.support.lsp import (
+    fixture_uri,
+    initialize,
+    inline,
+    open_doc,
+    settled,
+    wait_for_engine,
+)
 
 SERVER = [sys.executable, "-m", "lsp_copilot", "serve"]
 
@@ -49,7 +56,7 @@ async def test_non_default_engine_settings_load_and_complete(
     source = "".join(f"def area_{i}(w, h):\n    return w * h * {i}\n\n\n" for i in range(8))
     open_doc(custom_client, uri, source + "def area_8(w, h):\n    return ")
     await inline(custom_client, uri, source.count("\n") + 1, len("    return "))
-    after = await stats(custom_client)
+    after = await settled(custom_client)
     assert after["engine_requests"] == 1 and after["generated_tokens"] > 0, after
     # The draft model proposed tokens, and the target (the same weights) accepted some.
     assert 0 < after["spec_accepted_tokens"] <= after["spec_draft_tokens"], after

@@ -34,6 +34,7 @@ from tests.support.lsp import (
     frozen,
     initialize,
     open_doc,
+    settled,
     stats,
 )
 
@@ -173,7 +174,7 @@ async def test_remote_backend_completes_through_the_protocol(
     assert result is not None and result.items, "expected a suggestion from the real model"
     text = result.items[0].insert_text
     assert isinstance(text, str) and text.strip() and "\n" not in text, text
-    after = await stats(remote_client)
+    after = await settled(remote_client)
     assert after["engine_requests"] == before["engine_requests"] + 1
     assert after["prompt_tokens"] > before["prompt_tokens"]
     assert after["generated_tokens"] > before["generated_tokens"]

@@ -11,7 +11,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.support.lsp import edit_doc, fixture_uri, inline, open_doc, stats
+from tests.support.lsp import edit_doc, fixture_uri, inline, open_doc, settled, stats
 
 pytestmark = pytest.mark.engine
 
@@ -49,7 +49,7 @@ async def _first_completion(client: LanguageClient, name: str, warm: bool) -> di
     typed = "result = "
     edit_doc(client, uri, 2, line, 0, typed)
     await inline(client, uri, line, len(typed))
-    after = await stats(client)
+    after = await settled(client)
     _close(client, uri)
     return {k: after[k] - before[k] for k in (
         "engine_requests", "prompt_tokens", "cached_prompt_tokens", "warmed_up")}

@@ -93,6 +93,17 @@ async def wait_stat(client: LanguageClient, name: str, count: int,
     return s
 
 
+async def settled(client: LanguageClient, timeout: float = 60) -> dict[str, Any]:
+    """`lspCopilot/stats` once no generation is under way. A typing answer can come
+    before its generation ends (it goes on with the next line); the token counts come
+    with the end."""
+    deadline = time.monotonic() + timeout
+    while (s := await stats(client))["queue_depth"] > 0:
+        assert time.monotonic() < deadline, f"generations still under way: {s}"
+        await asyncio.sleep(0.02)
+    return s
+
+
 async def initialize(
     client: LanguageClient, spec: str, options: dict[str, Any] | None
 ) -> types.InitializeResult:
