@@ -44,6 +44,12 @@ def header_cut(text: str, headers: frozenset[str]) -> int | None:
     return None
 
 
+def _closes_block(line: str, base: int) -> bool:
+    """``line`` is the closer (`}`, `end`) of a block whose header is indented ``base``."""
+    return indent(line) == base and (
+        line.strip()[:1] in "})]" or line.strip() in ("end", "end;"))
+
+
 def _body_follows(cursor: Cursor) -> bool:
     """The next non-blank line is indented deeper than the cursor line: a block header
     completed here already has its body."""
@@ -86,9 +92,7 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
                     return pos - 1
             elif header and indent(line) <= base:
                 # The block this answer opened has ended: keep its closer (`}`, `end`).
-                closes = indent(line) == base and (
-                    line.strip()[:1] in "})]" or line.strip() in ("end", "end;"))
-                return pos + len(line) if closes else pos - 1
+                return pos + len(line) if _closes_block(line, base) else pos - 1
             else:
                 if indent(line) < base or (blank_run and indent(line) == base):
                     # Dedent: the block has ended. A blank line then a sibling: a new item.
@@ -109,9 +113,7 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
         while (end := text.find("\n", pos)) >= 0:
             line = text[pos:end]
             if line.strip() and indent(line) <= base:
-                closes = indent(line) == base and (
-                    line.strip()[:1] in "})]" or line.strip() in ("end", "end;"))
-                return end if closes and lines else pos - 1
+                return end if lines and _closes_block(line, base) else pos - 1
             lines += 1
             if lines >= MAX_LINES:
                 return end
