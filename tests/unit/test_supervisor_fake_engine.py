@@ -58,7 +58,8 @@ async def test_fake_engine_death_ends_inflight_call_at_once_and_restarts_with_ba
     with pytest.raises(EngineDown):  # at once: the 60 s deadline would raise EngineDeadline
         await call
     assert first.cancelled == 1 and first.shut_down
-    await until(lambda: manager.state == "ready")
+    # The recovery tells the user after the state turns ready: wait for both.
+    await until(lambda: manager.state == "ready" and len(notices) >= 2)
     assert manager.info is not None and manager.info.model == "second"
     assert clock.backoffs() == [1.0]
     counters = manager.telemetry.counters
@@ -78,7 +79,8 @@ async def test_fake_engine_stuck_fails_health_check_and_is_replaced() -> None:
     assert (await manager.start(SETTINGS)).ok
     stuck.stuck = True
     await until(lambda: manager.telemetry.counters["engine_incidents"] == 1)
-    await until(lambda: manager.state == "ready")
+    # The recovery tells the user after the state turns ready: wait for both.
+    await until(lambda: manager.state == "ready" and len(notices) >= 2)
     assert "did not answer a health check" in notices[0][1]
     assert manager.info is not None and manager.info.model == "fresh"
     await manager.shutdown()
@@ -256,7 +258,8 @@ async def test_a_remote_backend_out_of_reach_is_tried_again_until_it_is_back() -
     remote = replace(SETTINGS, engine_backend="remote", breaker_cooldown_ms=4_000)
     result = await manager.start(remote)
     assert not result.ok and manager.state == "restarting"
-    await until(lambda: manager.state == "ready")
+    # The recovery tells the user after the state turns ready: wait for both.
+    await until(lambda: manager.state == "ready" and len(notices) >= 2)
     assert factory.calls == 7  # more than engineMaxRestarts (3) allows a local engine
     assert clock.backoffs() == [1.0, 2.0, 4.0, 4.0, 4.0, 4.0]  # capped at the cooldown
     assert [level for level, _ in notices] == ["warning", "info"]
