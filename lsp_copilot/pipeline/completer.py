@@ -35,7 +35,7 @@ from lsp_copilot.pipeline.typing_through import TypingThrough
 from lsp_copilot.postprocess.cursor import Cursor
 from lsp_copilot.postprocess.finalize import finalize
 from lsp_copilot.postprocess.safety import Finding, SafetyChecker
-from lsp_copilot.postprocess.stop import stop_rule
+from lsp_copilot.postprocess.stop import continuation, stop_rule
 from lsp_copilot.privacy import Privacy
 from lsp_copilot.prompts.templates import Template
 from lsp_copilot.settings.core import Settings
@@ -306,8 +306,8 @@ class Completer:
                     cache, trace,
                     deadline=0 if prefetch or explicit else settings.deadline_ms,
                     cut_whole=whole_cut(mode, cursor, snapshot, offset),
-                    continues=mode == "single-line" and not explicit
-                    and not cursor.line_after.strip())
+                    continues=continuation(snapshot) if mode == "single-line"
+                    and not explicit and not cursor.line_after.strip() else None)
                 waited += (time.perf_counter() - t0) * 1000
                 if result is None:
                     return _none(mode, "engine error", context)

@@ -30,7 +30,6 @@ from lsp_copilot.language.trigger import Mode
 from lsp_copilot.pipeline.cache import CompletionCache
 from lsp_copilot.postprocess.cursor import Cursor
 from lsp_copilot.postprocess.finalize import finalize
-from lsp_copilot.postprocess.whole import opens_block
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
 
@@ -38,6 +37,8 @@ log = logging.getLogger(__name__)
 
 BEFORE_END = "before_end"
 """``EngineResult.extra`` key: the answer of a generation still writing the next line."""
+Continuation = Callable[[str, int], int | None]
+"""Where a generation that answered up to a newline (its index) stops, or None."""
 JOIN_AHEAD_CHARS = 1
 """A request joins a generation only if it typed at most this much past its text."""
 
@@ -58,9 +59,9 @@ class Flight:
     first_text_ms: float | None = None  # since ``started``: when the first text came
     updates: int = 0  # text updates seen (about one per model step)
     cut_by_deadline: bool = False  # answered with what it had when the deadline came
-    # Goes on past its answer to the end of the next line: the request at the end of the
-    # line, or after Enter, finds that line under way or written.
-    continues: bool = False
+    # Goes on past its answer to where this says (``stop.continuation_end``): the request
+    # at the end of the line, or after Enter, finds the next line under way or written.
+    continues: Continuation | None = None
     answer: str | None = None  # its answer, once whole (set only when it ``continues``)
     answered: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -124,21 +125,6 @@ class Flight:
 def ends_with_enter(typed: str) -> bool:
     """``typed`` ends with one Enter and the indentation the editor put after it."""
     return typed.count("\n") == 1 and not typed.partition("\n")[2].strip()
-
-
-def next_line_end(text: str, start: int) -> int | None:
-    """The end of the first non-blank line of ``text`` after ``start`` (a newline), or of
-    the first line of its body when it opens a block; None while it is being written."""
-    pos = start + 1
-    header = False
-    while (end := text.find("\n", pos)) >= 0:
-        line = text[pos:end]
-        if line.strip():
-            if header or not opens_block(line):
-                return end
-            header = True
-        pos = end + 1
-    return None
 
 
 def whole_cut(mode: Mode, cursor: Cursor, snapshot: Snapshot, offset: int
@@ -212,21 +198,35 @@ class Flights:
         self.telemetry.count("flights_joined")  # now, not when its text comes (`merged`)
         self._attach(flight)
         diverged = False
+        # Enter where the generation went on along the line (`a,` then ` b: int,`): inside
+        # brackets a line break and a space are the same code, so its text serves the new
+        # line (the whole check judges it there).
+        respace = kind == "forward" and flight.continues is not None and (
+            "\n" in delta and not delta.strip())
+
+        def seen(text: str) -> tuple[str, str]:
+            """``text`` as this request reads it, and what the user typed of it."""
+            if respace and text[:1] in " \t" and text.lstrip(" \t")[:1] != "\n":
+                trace["join_respaced"] = True
+                return text.lstrip(" \t"), ""
+            return text, delta
+
         try:
             while True:
                 flight.changed.clear()
-                text = flight.text
-                if kind == "forward" and not (text.startswith(delta) or delta.startswith(text)):
+                text, typed = seen(flight.text)
+                if kind == "forward" and not (text.startswith(typed) or typed.startswith(text)):
                     diverged = True  # the generation went elsewhere
                     trace["join_ended"] = "diverged"
                     return None
                 if flight.done:
                     break
-                answer = flight.answer
-                if answer is not None and kind == "back":
-                    return delta + answer
-                if answer is not None and answer.startswith(delta) and answer[len(delta):].strip():
-                    return answer[len(delta):]  # (what it writes next is for later)
+                if flight.answer is not None and kind == "back":
+                    return delta + flight.answer
+                if flight.answer is not None:
+                    answer, typed = seen(flight.answer)
+                    if answer.startswith(typed) and answer[len(typed):].strip():
+                        return answer[len(typed):]  # (what it writes next is for later)
                 await flight.wait_change()
             result = flight.task.result() if not flight.task.cancelled() else None
         except asyncio.CancelledError:
@@ -241,13 +241,14 @@ class Flights:
             trace["join_ended"] = "aborted"
             return None
         if kind == "forward":
-            if not result.text.startswith(delta):
+            text, typed = seen(result.text)
+            if not text.startswith(typed):
                 trace["join_ended"] = "stopped_before"  # it ended before what was typed
                 return None
-            rest = result.text[len(delta):]
+            rest = text[len(typed):]
             # Typed all of it: what follows (the next line) is a question of its own.
             # Typed up to where the deadline cut it, not the model's end: ask again.
-            if (delta or flight.cut_by_deadline) and not rest.strip():
+            if (typed or flight.cut_by_deadline) and not rest.strip():
                 trace["join_ended"] = "typed_all"
                 return None
             return rest
@@ -278,7 +279,7 @@ class Flights:
         self, engine: Engine, uri: str, key: str, mode: Mode, request: EngineRequest,
         at_cursor: tuple[str, str], settings: Settings, cache: CompletionCache | None,
         trace: dict[str, Any], deadline: int, cut_whole: Callable[[str], int | None],
-        continues: bool = False,
+        continues: Continuation | None = None,
     ) -> EngineResult | None:
         """Start the document's new generation (aborting the old one) and wait for its
         answer.
@@ -286,8 +287,9 @@ class Flights:
         Past ``deadline`` ms (0: none) the generation stops at the first line end where
         the answer is whole (``cut_whole``), as llama.cpp's server does with
         ``t_max_predict_ms``: never mid-line, never a fragment. ``continues``: once the
-        answer ends at a line end, it is returned and the generation goes on to the end
-        of the next line, for the keystrokes that finish this line and press Enter."""
+        answer ends at a line end, it is returned and the generation goes on to where
+        ``continues`` says the next line ends, for the keystrokes that finish this line
+        and press Enter."""
         old = self._by_uri.get(uri)
         if old is not None and old.task is not None and not old.done:
             old.task.cancel()  # superseded by a request it cannot serve: abort at once
@@ -297,18 +299,18 @@ class Flights:
 
         def stop_at(text: str) -> int | None:
             flight.publish(text)
-            if flight.answer is not None:
-                return next_line_end(text, len(flight.answer))
+            if flight.answer is not None and continues is not None:
+                return continues(text, len(flight.answer))
             cut = inner_stop(text) if inner_stop else None
             if cut is None and deadline and flight.elapsed_ms() >= deadline:
                 cut = cut_whole(text)  # the user is waiting: show what is whole
                 flight.cut_by_deadline = cut is not None
-            if cut is None or not continues or flight.cut_by_deadline or (
+            if cut is None or continues is None or flight.cut_by_deadline or (
                     text[cut:cut + 1] != "\n"):
                 return cut
             flight.answer = text[:cut]
             flight.answered.set()
-            return next_line_end(text, cut)
+            return continues(text, cut)
 
         request = EngineRequest(**{**request.__dict__, "stop_at": stop_at})
         trace["engine_busy"] = self._generating  # generations this one shares the engine with

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from lsp_copilot.documents.store import Snapshot
+from lsp_copilot.language.folders import language_config
 from lsp_copilot.language.trigger import Mode
 from lsp_copilot.postprocess.brackets import open_triple_quote
 from lsp_copilot.postprocess.cursor import Cursor, indent
@@ -42,6 +44,38 @@ def header_cut(text: str, headers: frozenset[str]) -> int | None:
             return max(0, pos - 1)
         pos += len(line) + 1
     return None
+
+
+CONTINUATION_LINES = 4
+"""A generation that goes on past its answer writes at most this many code lines."""
+
+
+def continuation_end(text: str, start: int, comment: str = "") -> int | None:
+    """Where a generation that answered up to the newline at ``start`` stops writing what
+    the user will want after Enter: the end of the next code line, or None while it is
+    being written. Blank and ``comment`` lines are passed over, a docstring is taken
+    whole, and a block header goes on to its body's first code line: a header, a comment
+    or an open docstring alone is never a whole answer there."""
+    pos, lines, quote = start + 1, 0, None
+    while (end := text.find("\n", pos)) >= 0:
+        line = text[pos:end]
+        inside, quote = quote, open_triple_quote(quote, line)
+        pos = end + 1
+        if quote is not None:  # a docstring under way
+            continue
+        passed_over = not line.strip() or (comment and line.strip().startswith(comment))
+        if inside is None and passed_over:
+            continue
+        lines += 1
+        if inside is not None or not opens_block(line) or lines >= CONTINUATION_LINES:
+            return end
+    return None
+
+
+def continuation(snapshot: Snapshot) -> Callable[[str, int], int | None]:
+    """``continuation_end`` with the comment marker of the snapshot's language."""
+    comment = language_config(snapshot.grammar).comment
+    return lambda text, start: continuation_end(text, start, comment)
 
 
 def _closes_block(line: str, base: int) -> bool:

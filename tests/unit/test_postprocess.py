@@ -3,7 +3,7 @@ from lsp_copilot.language.trigger import Mode, completion_mode
 from lsp_copilot.pipeline.prompt import cursor_at
 from lsp_copilot.postprocess.cursor import Cursor
 from lsp_copilot.postprocess.finalize import finalize
-from lsp_copilot.postprocess.stop import stop_rule
+from lsp_copilot.postprocess.stop import continuation_end, stop_rule
 
 
 def _at(text: str) -> tuple[Snapshot, int]:
@@ -171,3 +171,25 @@ def test_body_written_one_level_too_deep_is_shifted() -> None:
     snap, off, cursor, mode = _doc("def f(a):\n    |\n", "python")
     raw = "     if a:\n            return 1\n"  # 4 columns too deep, kept relative
     assert finalize(raw, mode, cursor, snap, off) == "if a:\n        return 1"
+
+
+def test_the_next_line_written_after_an_answer_is_whole_code() -> None:
+    answer = "    y = 1"
+    start = len(answer)
+    assert continuation_end(answer + "\n    return", start) is None
+    assert continuation_end(answer + "\n\n    return y\n", start) == start + 14
+    text = answer + "\n    if y:\n        return y\n"
+    assert continuation_end(text[:-1], start) is None  # a header waits for its body
+    assert continuation_end(text, start) == len(text) - 1
+    # A header whose body opens a block goes on to that block's first line.
+    nested = "    return y\n\n\ndef g(v):\n    if v:\n        return v\n"
+    assert continuation_end(nested, 12) == len(nested) - 1
+    # A comment is passed over, with the comment marker of the language only.
+    commented = answer + "\n    # why\n    z = y\n"
+    assert continuation_end(commented, start, "#") == len(commented) - 1
+    assert continuation_end(commented, start) == start + 10
+    # A docstring is taken whole: its closing line ends it.
+    doc = answer + '\n    """Doc\n    more.\n    """\n    z = 2\n'
+    assert continuation_end(doc, start) == doc.index('"""\n    z') + 3
+    one_line = answer + '\n    """Doc."""\n    z = 2\n'
+    assert continuation_end(one_line, start) == one_line.index("\n    z")

@@ -17,7 +17,6 @@ from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.pipeline.cache import CompletionCache
 from lsp_copilot.pipeline.completer import Completer
-from lsp_copilot.pipeline.flights import next_line_end
 from lsp_copilot.pipeline.scheduling import Debouncer
 from lsp_copilot.privacy import secret_reason
 from lsp_copilot.settings.core import Settings
@@ -89,6 +88,20 @@ async def test_fake_engine_enter_takes_the_next_line_under_way() -> None:
     assert len(engine.prompts) == 1
 
 
+async def test_fake_engine_enter_takes_what_the_generation_wrote_along_the_line() -> None:
+    """At `a: int,` the model went on along the line (` b: int,`); the user pressed Enter
+    instead. Inside brackets that is the same code: the new line gets `b: int,`."""
+    engine = FakeEngine(reply=" b: int,\n    c: int,\n", step_s=0.02)
+    completer = await completer_for(engine, typing_through=False)
+    line, after = "def add(\n    a: int,", "\n) -> int:\n    return a\n"
+    first = await completer.complete(snap(line + after), len(line))
+    assert first.text == " b: int,"
+    typed = line + "\n    "
+    second = await completer.complete(snap(typed + after), len(typed))
+    assert second.source == "merged" and second.text == "b: int,"
+    assert len(engine.prompts) == 1
+
+
 async def test_fake_engine_an_answer_at_the_line_end_goes_on_with_the_next_line() -> None:
     """The answer comes when its line is whole; the generation writes the next line
     meanwhile, for the pause at the end of the line and for the request after Enter."""
@@ -105,15 +118,6 @@ async def test_fake_engine_an_answer_at_the_line_end_goes_on_with_the_next_line(
     enter = await completer.complete(snap(typed), len(typed))
     assert enter.source == "merged" and enter.text == "return total"
     assert len(engine.prompts) == 1 and engine.aborted == 0
-
-
-def test_the_next_line_written_after_an_answer_ends_with_its_line_or_its_body() -> None:
-    answer = "    y = 1"
-    assert next_line_end(answer + "\n    return", len(answer)) is None
-    assert next_line_end(answer + "\n\n    return y\n", len(answer)) == len(answer) + 14
-    text = answer + "\n    if y:\n        return y\n"
-    assert next_line_end(text[:-1], len(answer)) is None  # a header waits for its body
-    assert next_line_end(text, len(answer)) == len(text) - 1
 
 
 async def test_fake_engine_a_keystroke_elsewhere_stops_the_next_line() -> None:
