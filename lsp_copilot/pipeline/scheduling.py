@@ -122,11 +122,12 @@ class Debouncer:
         # after one) wait a fraction of the gap: a fast run (auto-indent, ", ") still
         # cancels it, and a generation the next keystroke agrees with is reused.
         last = line_before.rstrip(" ")[-1:] if line_before.endswith(" ") else line_before[-1:]
-        if not line_after.strip() and (
-                line_before[-1:] in LINE_END_CHARS or not line_before.strip()):
-            # The end of a line, or a new line (Enter): start now, pauses are likely. The
-            # answer (or the next line, written while Enter is pressed) is ready sooner,
-            # and a keystroke that follows joins it.
+        if not line_after.strip() and (line_before[-1:] in LINE_END_CHARS
+                                       or last in TRIGGER_CHARS or not line_before.strip()):
+            # The end of a line, a trigger character (`x.`, `y = `) with nothing after it,
+            # or a new line (Enter): start now, pauses are likely. The answer (or the next
+            # line, written while Enter is pressed) is ready sooner, and a keystroke that
+            # follows joins it.
             return 0.0
         if not line_before.strip() or last in TRIGGER_CHARS:
             return float(min(max_ms, TRIGGER_WAIT * state.gap_ms))

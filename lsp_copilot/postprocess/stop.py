@@ -78,6 +78,30 @@ def continuation(snapshot: Snapshot) -> Callable[[str, int], int | None]:
     return lambda text, start: continuation_end(text, start, comment)
 
 
+def opens_docstring(line: str) -> str | None:
+    """The triple quote that ``line`` starts and leaves open, followed by text (a
+    docstring's first line), or None. A quote alone on its line may as well close one:
+    the whole check judges that line."""
+    quote = line.strip()[:3]
+    if quote not in ('"""', "'''") or line.strip() == quote:
+        return None
+    return open_triple_quote(None, line)
+
+
+def quote_end(text: str, newline: int, quote: str) -> int | None:
+    """The end of the line after ``newline`` that closes the triple ``quote`` (a
+    docstring is offered whole or not at all), or None while it is open."""
+    pos = newline + 1
+    for _ in range(MAX_LINES):
+        end = text.find("\n", pos)
+        if end < 0:
+            return None
+        if open_triple_quote(quote, text[pos:end]) is None:
+            return end
+        pos = end + 1
+    return newline  # too long for a suggestion: the lines above it only
+
+
 def _closes_block(line: str, base: int) -> bool:
     """``line`` is the closer (`}`, `end`) of a block whose header is indented ``base``."""
     return indent(line) == base and (
@@ -138,8 +162,11 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
         return None
 
     def next_line(text: str, start: int) -> int | None:
-        """The line after a finished one; a block header comes with its body."""
+        """The line after a finished one; a block header comes with its body, a
+        docstring whole."""
         newline = text.find("\n", start)
+        if newline >= 0 and (quote := opens_docstring(text[start:newline])):
+            return quote_end(text, newline, quote)
         if newline < 0 or not opens_block(text[start:newline]):
             return None if newline < 0 else newline
         base = indent(text[start:newline])
@@ -162,8 +189,11 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
         newline = body.find("\n")
         if newline < 0:
             return None
+        first = cursor.line_before + body[:newline]
+        if not cursor.line_after.strip() and (quote := opens_docstring(first)):
+            return quote_end(text, len(text) - len(body) + newline, quote)
         if (not cursor.line_after.strip() and not _body_follows(cursor)
-                and opens_block(cursor.line_before + body[:newline])):
+                and opens_block(first)):
             # A header with nothing under it would break the file: give it its body.
             return multi_line(text, header=True)
         return len(text) - len(body) + newline

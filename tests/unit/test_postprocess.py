@@ -21,6 +21,20 @@ def test_single_line_stops_at_first_newline() -> None:
     assert finalize("foo(1)\nbar()", "single-line", Cursor("x = ", "")) == "foo(1)"
 
 
+def test_a_docstring_is_offered_whole_or_not_at_all() -> None:
+    doc = '"""Run the scan.\n    More.\n    """\n    x = 1\n'
+    # At the end of a header, as the next line.
+    header = stop_rule("single-line", Cursor("def f(a):", ""))
+    assert header("\n    " + doc[:20]) is None  # still open
+    assert header("\n    " + doc) == len("\n    " + doc) - len("\n    x = 1\n")
+    # On the empty line under it.
+    empty = stop_rule("single-line", Cursor("    ", ""))
+    assert empty(doc) == len(doc) - len("\n    x = 1\n")
+    assert empty('"""Run the scan."""\n    x') == len('"""Run the scan."""')
+    # A quote alone may close one (the whole check judges it): that line only.
+    assert empty('"""\n    x = 1\n') == 3
+
+
 def test_newline_first_after_a_finished_line_suggests_the_next_line() -> None:
     """At the end of a line the user finished, the model's newline starts the next line
     (Copilot shows it below the cursor); one line, and none the file already has."""

@@ -272,7 +272,10 @@ def test_debounce_with_a_scripted_clock() -> None:
     # What ends a line, at its end: now (Enter and a pause are likely to follow).
     assert keystroke(100, before="x = foo(a)") == 0.0
     assert keystroke(100, before="    b: int,") == 0.0
-    assert keystroke(100, before="x = foo(a, ") == pytest.approx(60.0)  # a space after one
+    assert keystroke(100, before="x = foo(a, ") == 0.0  # a space after one
+    assert keystroke(100, before="    y = self.") == 0.0  # a trigger with nothing after it
+    assert keystroke(100, before="    y = ") == 0.0
+    assert keystroke(100, before="    y = self.", after=")") == pytest.approx(60.0)
     assert keystroke(100, before="    ") == 0.0  # a new (indented) line: Enter
     assert keystroke(100, before="    ", after="x") == pytest.approx(60.0)
     assert keystroke(100, before="return ") == pytest.approx(180.0)  # any other space
