@@ -390,8 +390,8 @@ def _plot(runs: list[Run], path: Path) -> None:
 
 
 def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
-        model: str | None = None) -> list[dict[str, Any]]:
-    scripts = make_scripts(corpus, keystrokes)
+        model: str | None = None, seed: int = 1) -> list[dict[str, Any]]:
+    scripts = make_scripts(corpus, keystrokes, seed)
     root = cache_dir / "workspace"
     workspace_without_answers(corpus, scripts, root)
     chosen = {"model": model} if model else {}

@@ -62,7 +62,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         with tempfile.TemporaryDirectory(prefix="lsp-copilot-bench-") as tmp:
             result = bench_typing.run(args.corpus or bench.default_corpus(), args.keystrokes,
-                                      args.out, Path(tmp), args.model)
+                                      args.out, Path(tmp), args.model, args.seed)
         print(f"wrote {args.out / 'bench-typing.json'} and {args.out / 'bench-typing.png'}",
               file=sys.stderr)
     else:
@@ -94,6 +94,8 @@ def add_commands(sub: Subparsers) -> None:
     bench.add_argument("what", choices=["engine", "prompt", "context", "typing", "robustness",
                                           "quality", "safety"])
     bench.add_argument("--keystrokes", type=int, default=300, help="typing, engine: keys to replay")
+    bench.add_argument("--seed", type=int, default=1,
+                       help="typing: which functions are typed and how (same seed, same keys)")
     bench.add_argument("--out", type=Path, default=Path("bench-results"),
                        help="typing: folder for the JSON summary and the PNG plot; "
                        "robustness: the server's log")

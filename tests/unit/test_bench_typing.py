@@ -35,3 +35,17 @@ def test_whole_pause_measure() -> None:
     assert _whole("def f(values):\n    total = ", "sum(values)")
     assert not _whole("def f(values):\n    total = ", "sum(")
     assert not _whole("def f(values):\n    total = ", None)
+
+
+def test_the_seed_chooses_the_keys(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    head = "".join(f"x{i} = {i}  # filler line to pass the size floor {'.' * 80}\n"
+                   for i in range(60))
+    (corpus / "mod.py").write_text(head + BODY + "\n\nAFTER = 1\n")
+
+    def keys(seed: int) -> list[tuple[str | None, float]]:
+        return [(k.text, k.gap_ms) for s in make_scripts(corpus, 200, seed) for k in s.keys]
+
+    assert keys(1) == keys(1)
+    assert keys(1) != keys(2)
