@@ -17,6 +17,7 @@ from lsp_copilot.context.result import Context
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.engine.base import Engine
 from lsp_copilot.engine.routes import MAIN
+from lsp_copilot.language.folders import language_config
 from lsp_copilot.language.trigger import Mode
 from lsp_copilot.postprocess.cursor import Cursor
 from lsp_copilot.prompts.templates import Template, template_for
@@ -51,6 +52,7 @@ def cursor_at(snapshot: Snapshot, offset: int) -> Cursor:
         line_above=above[above.rfind(b"\n") + 1:].decode("utf-8", "replace"),
         suffix_lines=data[end + 1:following].decode("utf-8", "replace"),
         prompt_dropped_indent=before[-1:] if before[-1:] in (" ", "\t") else "",
+        rules=language_config(snapshot.grammar),
     )
 
 

@@ -60,7 +60,8 @@ def _scan_with_quote(text: str, rules: LanguageConfig) -> tuple[list[tuple[int, 
     return out, quote
 
 
-def _open_brackets(text: str, rules: LanguageConfig) -> list[str]:
+def open_brackets(text: str, rules: LanguageConfig) -> list[str]:
+    """The brackets ``text`` leaves open, innermost last (strings and comments skipped)."""
     stack: list[str] = []
     for _, ch in _scan(text, rules):
         if ch in rules.closers:
@@ -100,7 +101,7 @@ def balance(text: str, mode: Mode, cursor: Cursor, rules: LanguageConfig) -> str
         suffix_closers = sum(1 for c in (head.group() if head else "") if c in rules.closers)
     else:
         suffix_closers = _unmatched_closers(cursor.line_after, rules)
-    outer = _open_brackets(before, rules)
+    outer = open_brackets(before, rules)
     may_close = max(0, len(outer) - suffix_closers)
     inner: list[str] = []
     for pos, ch in _scan(text, rules):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from lsp_copilot.language.folders import LanguageConfig
 
 
 @dataclass(frozen=True)
@@ -17,6 +19,9 @@ class Cursor:
     # The lines the prompt names its files with (``# pkg/mod.py``): prompt structure that a
     # small model may write back as if it were code.
     prompt_headers: frozenset[str] = frozenset()
+    # The language's brackets, quotes and comment marker: where a statement that spans
+    # lines (``raise E(`` then its arguments) ends.
+    rules: LanguageConfig = field(default_factory=LanguageConfig)
 
 
 def indent(line: str) -> int:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lsp_copilot.documents.store import Snapshot
-from lsp_copilot.language.folders import language_config
+from lsp_copilot.language.folders import LanguageConfig, language_config
 from lsp_copilot.language.trigger import Mode
-from lsp_copilot.postprocess.brackets import open_triple_quote
+from lsp_copilot.postprocess.brackets import open_brackets, open_triple_quote
 from lsp_copilot.postprocess.cursor import Cursor, indent
 from lsp_copilot.postprocess.whole import opens_block
 
@@ -50,32 +50,60 @@ CONTINUATION_LINES = 4
 """A generation that goes on past its answer writes at most this many code lines."""
 
 
-def continuation_end(text: str, start: int, comment: str = "") -> int | None:
+def continuation_end(text: str, start: int, rules: LanguageConfig | None = None
+                     ) -> int | None:
     """Where a generation that answered up to the newline at ``start`` stops writing what
     the user will want after Enter: the end of the next code line, or None while it is
-    being written. Blank and ``comment`` lines are passed over, a docstring is taken
-    whole, and a block header goes on to its body's first code line: a header, a comment
+    being written. Blank and comment lines are passed over, a docstring is taken whole,
+    a line that leaves a bracket open goes on to the line that closes it, and a block
+    header goes on to its body's first code line: a header, a comment, an open bracket
     or an open docstring alone is never a whole answer there."""
-    pos, lines, quote = start + 1, 0, None
+    rules = rules or LanguageConfig()
+    pos, lines, quote, logical = start + 1, 0, None, ""
     while (end := text.find("\n", pos)) >= 0:
         line = text[pos:end]
         inside, quote = quote, open_triple_quote(quote, line)
         pos = end + 1
         if quote is not None:  # a docstring under way
             continue
-        passed_over = not line.strip() or (comment and line.strip().startswith(comment))
-        if inside is None and passed_over:
+        passed_over = not line.strip() or (
+            rules.comment and line.strip().startswith(rules.comment))
+        if inside is None and passed_over and not logical:
             continue
         lines += 1
-        if inside is not None or not opens_block(line) or lines >= CONTINUATION_LINES:
+        logical += line + "\n"
+        if inside is None and open_brackets(logical, rules) and lines < MAX_LINES:
+            continue  # a statement over several lines: on to the line that closes it
+        if inside is not None or not opens_block(logical) or lines >= CONTINUATION_LINES:
             return end
+        logical = ""
     return None
 
 
 def continuation(snapshot: Snapshot) -> Callable[[str, int], int | None]:
-    """``continuation_end`` with the comment marker of the snapshot's language."""
-    comment = language_config(snapshot.grammar).comment
-    return lambda text, start: continuation_end(text, start, comment)
+    """``continuation_end`` with the rules of the snapshot's language."""
+    rules = language_config(snapshot.grammar)
+    return lambda text, start: continuation_end(text, start, rules)
+
+
+def statement_end(text: str, newline: int, first: str, rules: LanguageConfig) -> int | None:
+    """Where the statement whose first line is ``first`` (ending at ``text[newline]``)
+    ends: that newline, or, when the line leaves a bracket open (``raise E(``), the end
+    of the line that closes it (None while it is being written). A statement still open
+    after ``MAX_LINES``, or one that turns out to be a block header, ends at ``newline``:
+    a fragment, which the whole check drops."""
+    if not open_brackets(first, rules):
+        return newline
+    pos = newline + 1
+    for _ in range(MAX_LINES):
+        end = text.find("\n", pos)
+        if end < 0:
+            return None
+        logical = first + text[newline:end]
+        if not open_brackets(logical, rules):
+            return newline if opens_block(logical) else end
+        pos = end + 1
+    return newline
 
 
 def opens_docstring(line: str) -> str | None:
@@ -167,8 +195,10 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
         newline = text.find("\n", start)
         if newline >= 0 and (quote := opens_docstring(text[start:newline])):
             return quote_end(text, newline, quote)
-        if newline < 0 or not opens_block(text[start:newline]):
-            return None if newline < 0 else newline
+        if newline < 0:
+            return None
+        if not opens_block(text[start:newline]):
+            return statement_end(text, newline, text[start:newline], cursor.rules)
         base = indent(text[start:newline])
         pos, lines = newline + 1, 0
         while (end := text.find("\n", pos)) >= 0:
@@ -183,8 +213,8 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
 
     def single_line(text: str) -> int | None:
         start = next_line_start(text, cursor)
-        if start is not None:  # the line is finished: suggest the next one
-            return next_line(text, start)
+        if start is not None and not open_brackets(cursor.line_before, cursor.rules):
+            return next_line(text, start)  # the line is finished: suggest the next one
         body = skip_leading_blank_lines(text, cursor)
         newline = body.find("\n")
         if newline < 0:
@@ -196,7 +226,9 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
                 and opens_block(first)):
             # A header with nothing under it would break the file: give it its body.
             return multi_line(text, header=True)
-        return len(text) - len(body) + newline
+        if cursor.line_after.strip():
+            return len(text) - len(body) + newline
+        return statement_end(text, len(text) - len(body) + newline, first, cursor.rules)
 
     rule = single_line if mode == "single-line" else multi_line
     if not cursor.prompt_headers:

@@ -1,4 +1,5 @@
 from lsp_copilot.documents.store import DocumentStore, Snapshot
+from lsp_copilot.language.folders import LanguageConfig
 from lsp_copilot.language.trigger import Mode, completion_mode
 from lsp_copilot.pipeline.prompt import cursor_at
 from lsp_copilot.postprocess.cursor import Cursor
@@ -33,6 +34,38 @@ def test_a_docstring_is_offered_whole_or_not_at_all() -> None:
     assert empty('"""Run the scan."""\n    x') == len('"""Run the scan."""')
     # A quote alone may close one (the whole check judges it): that line only.
     assert empty('"""\n    x = 1\n') == 3
+
+
+def test_a_statement_over_several_lines_goes_on_to_the_line_that_closes_it() -> None:
+    """``raise ValueError(`` then its arguments: the answer ends where the bracket closes,
+    not at the first line's end, where it would be a fragment the whole check drops."""
+    raised = 'raise ValueError(\n        "no target",\n    )\n    x = 1\n'
+    rule = stop_rule("single-line", Cursor("    ", ""))
+    assert rule(raised[:30]) is None  # the bracket is still open
+    assert rule(raised) == raised.index("\n    x")
+    snap, off = _at("def f(t):\n    |\n")
+    cursor = cursor_at(snap, off)
+    assert finalize(" " + raised, "single-line", cursor, snap, off) == (
+        'raise ValueError(\n        "no target",\n    )')
+    # The same as the next line after a finished one, and after a typed opener.
+    after = stop_rule("single-line", Cursor("    x = 1", ""))
+    assert after("\n    " + raised) == len("\n    " + raised) - len("\n    x = 1\n")
+    opener = stop_rule("single-line", Cursor("    raise ValueError(", ""))
+    tail = '\n        "no target",\n    )\n    x = 1\n'
+    assert opener(tail) == tail.index("\n    x")
+    # Brackets in strings and comments do not count; one that never closes is cut.
+    python = stop_rule("single-line", cursor)  # the language's comment marker
+    assert python('x = f(")")  # (\ny') == len('x = f(")")  # (')
+    endless = "x = f(\n" + "    1,\n" * 20
+    assert rule(endless) == len("x = f(")
+    # A signature over several lines is a header: still the first line, dropped whole.
+    assert rule("def g(\n    a,\n) -> int:\n    return a\n") == len("def g(")
+    # Where the generation after the answer stops: the statement's closing line.
+    answer = "    y = 1"
+    assert continuation_end(answer + "\n" + raised, len(answer)) == len(
+        answer + "\n" + raised) - len("\n    x = 1\n")
+    header = answer + "\ndef g(\n    a,\n) -> int:\n    return a\n"
+    assert continuation_end(header, len(answer)) == len(header) - 1
 
 
 def test_newline_first_after_a_finished_line_suggests_the_next_line() -> None:
@@ -200,7 +233,7 @@ def test_the_next_line_written_after_an_answer_is_whole_code() -> None:
     assert continuation_end(nested, 12) == len(nested) - 1
     # A comment is passed over, with the comment marker of the language only.
     commented = answer + "\n    # why\n    z = y\n"
-    assert continuation_end(commented, start, "#") == len(commented) - 1
+    assert continuation_end(commented, start, LanguageConfig(comment="#")) == len(commented) - 1
     assert continuation_end(commented, start) == start + 10
     # A docstring is taken whole: its closing line ends it.
     doc = answer + '\n    """Doc\n    more.\n    """\n    z = 2\n'
