@@ -211,9 +211,14 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
             pos = end + 1
         return None
 
+    # A statement may span lines from here, unless the file already goes on under it
+    # (the rest of a call or an import list the user is filling in).
+    spans = not cursor.line_after.strip() and not _body_follows(cursor)
+
     def single_line(text: str) -> int | None:
         start = next_line_start(text, cursor)
-        if start is not None and not open_brackets(cursor.line_before, cursor.rules):
+        if start is not None and not (spans and open_brackets(cursor.line_before,
+                                                              cursor.rules)):
             return next_line(text, start)  # the line is finished: suggest the next one
         body = skip_leading_blank_lines(text, cursor)
         newline = body.find("\n")
@@ -226,7 +231,7 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
                 and opens_block(first)):
             # A header with nothing under it would break the file: give it its body.
             return multi_line(text, header=True)
-        if cursor.line_after.strip():
+        if not spans:
             return len(text) - len(body) + newline
         return statement_end(text, len(text) - len(body) + newline, first, cursor.rules)
 

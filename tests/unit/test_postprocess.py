@@ -53,6 +53,9 @@ def test_a_statement_over_several_lines_goes_on_to_the_line_that_closes_it() -> 
     opener = stop_rule("single-line", Cursor("    raise ValueError(", ""))
     tail = '\n        "no target",\n    )\n    x = 1\n'
     assert opener(tail) == tail.index("\n    x")
+    # Not when the file already goes on under the line (the rest of an import list).
+    filled = stop_rule("single-line", Cursor("from a import", "", suffix_lines="    B,\n)\n"))
+    assert filled(" (\n    A,\n)\n") == len(" (")
     # Brackets in strings and comments do not count; one that never closes is cut.
     python = stop_rule("single-line", cursor)  # the language's comment marker
     assert python('x = f(")")  # (\ny') == len('x = f(")")  # (')
