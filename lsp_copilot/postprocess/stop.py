@@ -214,13 +214,11 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
     # A statement may span lines from here, unless the file already goes on under it
     # (the rest of a call or an import list the user is filling in).
     spans = not cursor.line_after.strip() and not _body_follows(cursor)
-    # Computed once, not per streamed update: the typed line leaves a bracket open.
-    opened = spans and bool(open_brackets(cursor.line_before, cursor.rules))
 
     def single_line(text: str) -> int | None:
         start = next_line_start(text, cursor)
-        if start is not None and not opened:
-            return next_line(text, start)  # the line is finished: suggest the next one
+        if start is not None:  # the line is finished: suggest the next one
+            return next_line(text, start)
         body = skip_leading_blank_lines(text, cursor)
         newline = body.find("\n")
         if newline < 0:

@@ -47,12 +47,15 @@ def test_a_statement_over_several_lines_goes_on_to_the_line_that_closes_it() -> 
     cursor = cursor_at(snap, off)
     assert finalize(" " + raised, "single-line", cursor, snap, off) == (
         'raise ValueError(\n        "no target",\n    )')
-    # The same as the next line after a finished one, and after a typed opener.
+    # The same as the next line after a finished one, and after a typed opener when the
+    # model goes on along the line. A newline first there still means one next line: a
+    # list typed on one line (`["a", `) is not carried on from column 0 below it.
     after = stop_rule("single-line", Cursor("    x = 1", ""))
     assert after("\n    " + raised) == len("\n    " + raised) - len("\n    x = 1\n")
     opener = stop_rule("single-line", Cursor("    raise ValueError(", ""))
-    tail = '\n        "no target",\n    )\n    x = 1\n'
+    tail = '"no target",\n        "more",\n    )\n    x = 1\n'
     assert opener(tail) == tail.index("\n    x")
+    assert opener('\n"b",\n"c"]\n') == len('\n"b",')
     # Not when the file already goes on under the line (the rest of an import list).
     filled = stop_rule("single-line", Cursor("from a import", "", suffix_lines="    B,\n)\n"))
     assert filled(" (\n    A,\n)\n") == len(" (")
