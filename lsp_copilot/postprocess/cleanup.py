@@ -33,12 +33,26 @@ def reindent(text: str, cursor: Cursor) -> str:
     return "\n".join(lines)
 
 
+_JOINING = "=<>!+-*/%&|^@:"
+"""Operator characters that make one token with the one before (``=`` + ``=``, ``*`` +
+``*``, ``-`` + ``>``, ``:`` + ``=``)."""
+
+
 def drop_word_continuation(text: str, cursor: Cursor) -> str:
-    """The prompt ended before a space the user typed after a word, and the model did not
-    write that space: it went on with the word (``num_tokens`` + ``_per_head = ...``),
-    which after the typed space would be broken code. No suggestion."""
-    mid_line = cursor.prompt_dropped_indent and cursor.line_before.strip()
-    return "" if mid_line and text and not text[0].isspace() else text
+    """The prompt ended before a space the user typed, and the model did not write that
+    space: when it went on with the last word or operator (``num_tokens`` + ``_per_head
+    = ...``), the text after the typed space would be broken code. No suggestion. After
+    a comma or a bracket (``["saturday", `` + ``"sunday"]``) the space changes nothing."""
+    typed = cursor.line_before[: len(cursor.line_before) - len(cursor.prompt_dropped_indent)]
+    if not (cursor.prompt_dropped_indent and typed.strip() and text and not text[0].isspace()):
+        return text
+    last, first = typed[-1], text[0]
+    word = _word_char(last) and _word_char(first)
+    return "" if word or (last in _JOINING and first in _JOINING) else text
+
+
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
 
 
 def trim(text: str) -> str:

@@ -97,6 +97,23 @@ def test_newline_first_after_a_finished_line_suggests_the_next_line() -> None:
     assert finalize("\n    return x", "single-line", Cursor("x = f(", ")")) == ""
 
 
+def test_after_a_typed_space_the_model_may_leave_the_space_out() -> None:
+    """The prompt ends before a space the user typed. After a comma the model's text
+    without that space reads the same after it; after a word or an operator it would have
+    gone on with it (``num_tokens`` + ``_per_head``, ``*`` + ``*2``): no suggestion."""
+    def answer(typed: str, raw: str) -> str:
+        snap, off = _at(typed + "|")
+        return finalize(raw, "single-line", cursor_at(snap, off), snap, off)
+
+    assert answer('WEEKEND = ["saturday", ', '"sunday"]') == '"sunday"]'
+    assert answer('WEEKEND = ["saturday", ', ' "sunday"]') == '"sunday"]'
+    assert answer("print(a, ", "b)") == "b)"
+    assert answer("num_tokens ", "_per_head = 1") == ""
+    assert answer("num_tokens ", " = 1") == "= 1"
+    assert answer("y = x * ", "*2") == ""
+    assert answer("y = x * ", "2") == "2"
+
+
 def test_a_file_header_of_the_prompt_ends_the_answer() -> None:
     """Seen with SmolLM2 at the start of an empty line: ``# pkg/client.py``, the header
     the prompt names the current file with, written back as if a new file began."""
