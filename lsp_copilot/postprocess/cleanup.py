@@ -110,9 +110,11 @@ def drop_repetition(text: str) -> str:
 
 
 def drop_repeats_of_neighbours(text: str, mode: Mode, cursor: Cursor) -> str:
-    """Drop an answer that repeats the line above; cut where it reaches the suffix."""
-    first = (cursor.line_before + text.split("\n", 1)[0]).strip()
-    if _content(first) and first == cursor.line_above.strip():
+    """Drop an answer that repeats the line above (at its indentation: one level out,
+    ``return None`` after a block's ``return None`` is the next statement, not a loop);
+    cut where it reaches the suffix."""
+    first = (cursor.line_before + text.split("\n", 1)[0]).rstrip()
+    if _content(first) and first == cursor.line_above.rstrip():
         return ""
     after = cursor.line_after.strip()
     if after and text.strip() == after:

@@ -232,6 +232,11 @@ def test_degenerate_repetition() -> None:
 def test_repeats_of_the_line_above_and_of_the_suffix() -> None:
     snap, off, cursor, mode = _doc("    total = compute(a)\n    total = |\n", "python")
     assert finalize("compute(a)", mode, cursor, snap, off) == ""
+    # One block out, the same statement is the next one (not a repetition).
+    snap, off, cursor, mode = _doc(
+        "def f(a):\n    try:\n        return g(a)\n    except KeyError:\n"
+        "        return None\n    |\n", "python")
+    assert finalize(" return None", mode, cursor, snap, off) == "return None"
     snap, off, cursor, mode = _doc("def f(a):\n    |\n    return total\n", "python")
     raw = " total = a + 1\n    return total\n"
     assert finalize(raw, mode, cursor, snap, off) == "total = a + 1"
