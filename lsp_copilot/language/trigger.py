@@ -31,7 +31,8 @@ class Parsed(Protocol):
     def tree(self) -> tree_sitter.Tree | None: ...
 
 
-def _is_word(ch: str) -> bool:
+def is_word_char(ch: str) -> bool:
+    """A character of an identifier."""
     return ch.isalnum() or ch == "_"
 
 
@@ -64,9 +65,9 @@ def completion_mode(snapshot: Parsed, offset: int) -> Mode:
         line_end = len(data)
     before = data[line_start:offset].decode("utf-8", "replace")
     after = data[offset:line_end].decode("utf-8", "replace").rstrip("\r")
-    if after[:1] and _is_word(after[0]) and before[-1:] and _is_word(before[-1]):
+    if after[:1] and is_word_char(after[0]) and before[-1:] and is_word_char(before[-1]):
         return "none"  # in the middle of a word: nothing sensible to insert
-    if before[-1:] and _is_word(before[-1]) and (
+    if before[-1:] and is_word_char(before[-1]) and (
             _in_comment(snapshot, offset) or _open_quote(before)):
         return "none"  # typing prose in a comment
     if after.strip():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from lsp_copilot.language.trigger import Mode
+from lsp_copilot.language.trigger import Mode, is_word_char
 from lsp_copilot.postprocess.cursor import Cursor, indent
 
 MIN_REPEATED_LINE = 4
@@ -47,12 +47,8 @@ def drop_word_continuation(text: str, cursor: Cursor) -> str:
     if not (cursor.prompt_dropped_indent and typed.strip() and text and not text[0].isspace()):
         return text
     last, first = typed[-1], text[0]
-    word = _word_char(last) and _word_char(first)
+    word = is_word_char(last) and is_word_char(first)
     return "" if word or (last in _JOINING and first in _JOINING) else text
-
-
-def _word_char(c: str) -> bool:
-    return c.isalnum() or c == "_"
 
 
 def trim(text: str) -> str:
