@@ -56,6 +56,21 @@ def _open_quote(before: str) -> bool:
     return any(before.count(q) % 2 == 1 for q in ('"', "'", "`"))
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def room_for_block(data: bytes, line_end: int, level: int) -> bool:
+    """The file leaves room for a block of lines at ``line_end`` (the end of the cursor
+    line): its next code line is indented no deeper than ``level`` (a dedent, the end of
+    the scope) or there is none. A deeper one is code the block already has: a multi-line
+    answer there would write a second copy of it."""
+    for line in data[line_end:].decode("utf-8", "replace").split("\n"):
+        if line.strip():
+            return _indent(line) <= level
+    return True
+
+
 def completion_mode(snapshot: Parsed, offset: int) -> Mode:
     """Pick the mode from the line around ``offset`` (a byte offset into ``snapshot.data``)."""
     data = snapshot.data
@@ -75,7 +90,8 @@ def completion_mode(snapshot: Parsed, offset: int) -> Mode:
     if before.strip():
         return "single-line"
     prev = data[:line_start].rstrip().decode("utf-8", "replace").splitlines()
-    if prev and prev[-1].rstrip().endswith(BLOCK_OPENERS):
+    if prev and prev[-1].rstrip().endswith(BLOCK_OPENERS) and room_for_block(
+            data, line_end, _indent(prev[-1])):
         return "multi-line"
     # An empty line elsewhere: one line. A multi-line answer costs seconds on a CPU and
     # mostly lands after the user has moved on (measured with `bench typing`).

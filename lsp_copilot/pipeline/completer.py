@@ -25,7 +25,7 @@ from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.engine.base import Engine, EngineRequest, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.routes import Routes, route_kind
-from lsp_copilot.language.trigger import Mode, completion_mode
+from lsp_copilot.language.trigger import Mode, completion_mode, room_for_block
 from lsp_copilot.pipeline.alternatives import Alternatives, distinct
 from lsp_copilot.pipeline.cache import CompletionCache, cache_key
 from lsp_copilot.pipeline.flights import BEFORE_END, Flights, whole_cut
@@ -226,8 +226,10 @@ class Completer:
             return refused
         mode = completion_mode(snapshot, offset)
         cursor = cursor_at(snapshot, offset)
-        if explicit and mode == "single-line" and not (cursor.line_before.strip()
-                                                       or cursor.line_after.strip()):
+        if explicit and mode == "single-line" and not (
+                cursor.line_before.strip() or cursor.line_after.strip()) and room_for_block(
+                snapshot.data, offset + len(cursor.line_after.encode("utf-8")),
+                max(0, len(cursor.line_before) - 1)):
             mode = "multi-line"  # asked for on an empty line: as much as the block wants
         if mode == "none":
             self.telemetry.count("empty_mode")

@@ -3,6 +3,7 @@ whitespace, repetition (of itself, of the line above, of the suffix)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from lsp_copilot.language.trigger import Mode, is_word_char
@@ -120,9 +121,23 @@ def drop_repeats_of_neighbours(text: str, mode: Mode, cursor: Cursor) -> str:
     following = next((x.strip() for x in cursor.suffix_lines.split("\n") if x.strip()), "")
     if mode == "single-line" and text.startswith("\n") and text.strip() == following:
         return ""  # a next line the file already has
-    if mode == "multi-line" and _content(following):
-        lines = text.split("\n")
-        for k, line in enumerate(lines):
-            if line.strip() == following:
-                return "\n".join(lines[:k])
+    return cut_before_suffix(text, cursor)
+
+
+def cut_before_suffix(text: str, cursor: Cursor) -> str:
+    """A multi-line answer stops before it repeats the file below the cursor: at a line
+    equal to the next code line, or at two lines in a row that the next few have in a row
+    (a model that re-types the body it saw in the suffix)."""
+    suffix = [x.strip() for x in cursor.suffix_lines.split("\n") if x.strip()]
+    if not suffix or "\n" not in text:
+        return text
+    pairs = set(itertools.pairwise(suffix))
+    lines = text.split("\n")
+    for k in range(1, len(lines)):
+        line = lines[k].strip()
+        if not _content(line):
+            continue
+        pair = (line, lines[k + 1].strip()) if k + 1 < len(lines) else None
+        if line == suffix[0] or pair in pairs:
+            return "\n".join(lines[:k])
     return text

@@ -5,10 +5,17 @@ line the user is typing, completed by the suggestion, is a whole statement or a 
 header with its body. A fragment cut mid-expression (``self.``, ``for (i, row)``) or a
 block opener with nothing under it makes the file worse than no suggestion at all.
 
-The rule compares error counts, not absolute parse success: a file the user is still
-editing elsewhere may not parse, and a suggestion cannot be asked to fix that. The
-baseline is the buffer with the cursor line's typed text taken out (what the user had
-before starting this line), so a half-typed line does not count against the suggestion.
+The suffix decides what fits. Around the answer (from the cursor line to the first line
+of the suffix) the file must parse with it inserted: an error there is the answer's, unless
+it is a broken region that starts above the cursor line and was there before the line was
+typed (an open call the user is filling in). Elsewhere a file the user is still editing may
+not parse, and a suggestion cannot be asked to fix that: there the rule compares error
+counts with a baseline, the buffer with the cursor line's typed text taken out.
+
+tree-sitter-python accepts a line indented deeper than the one above it, so a parse alone
+cannot tell that a body already waits under the cursor line: in a language whose blocks
+are made by indentation, the line above a deeper one must be a block header (or go on into
+it with an open bracket).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import tree_sitter
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.language.folders import language_config
 from lsp_copilot.language.ids import parser_for
+from lsp_copilot.postprocess.brackets import open_brackets
 
 BLOCK_HEADERS = (":", "{", " do", " then", "->")
 """Line endings that open a block whose body must follow (``(``/``[`` only continue)."""
@@ -32,6 +40,7 @@ class Verdict:
     whole: bool
     errors_before: int
     errors_after: int
+    reason: str = ""  # why not, for traces and tests
 
 
 def _errors(tree: tree_sitter.Tree) -> list[tree_sitter.Node]:
@@ -63,6 +72,42 @@ def _empty_blocks(tree: tree_sitter.Tree, start: int, end: int, blocks: frozense
             count += 1
         stack.extend(c for c in node.children if c.start_byte <= end and c.end_byte >= start)
     return count
+
+
+def _width(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _following_line(data: bytes, line_end: int) -> tuple[str | None, int]:
+    """The first non-blank line after the cursor line and where it ends; (None, the
+    cursor line's end) at the end of the file."""
+    pos = line_end
+    while pos < len(data):
+        nxt = data.find(b"\n", pos + 1)
+        nxt = len(data) if nxt < 0 else nxt
+        line = data[pos + 1:nxt].decode("utf-8", "replace").rstrip("\r")
+        if line.strip():
+            return line, nxt
+        pos = nxt
+    return None, line_end
+
+
+def _inside_brackets(snapshot: Snapshot, line_start: int, blocks: frozenset[str]) -> bool:
+    """The cursor line is inside brackets or a string opened above it (a call's argument
+    list, a literal over several lines; a block's braces do not count): its indentation
+    is free there."""
+    if snapshot.tree is None:
+        return False
+    node: tree_sitter.Node | None = snapshot.tree.root_node.descendant_for_byte_range(
+        line_start, line_start)
+    while node is not None:
+        opener = node.children[0].type if node.child_count else ""
+        if node.start_byte < line_start < node.end_byte and (
+                "string" in node.type or opener in ("(", "[")
+                or (opener == "{" and node.type not in blocks)):
+            return True
+        node = node.parent
+    return False
 
 
 def _point(data: bytes, offset: int) -> tuple[int, int]:
@@ -99,8 +144,15 @@ class WholeChecker:
         self.offset = offset
         self._baseline: int | None = None
         self._baseline_error_starts: set[int] = set()
-        self._blocks = language_config(snapshot.grammar).blocks
-        self._line_start = snapshot.data.rfind(b"\n", 0, offset) + 1
+        self._baseline_below: set[int] = set()  # starts after the cursor line, in ``data``
+        self._rules = language_config(snapshot.grammar)
+        self._blocks = self._rules.blocks
+        data = snapshot.data
+        self._line_start = data.rfind(b"\n", 0, offset) + 1
+        line_end = data.find(b"\n", offset)
+        self._line_end = len(data) if line_end < 0 else line_end
+        self._following, self._following_end = _following_line(data, self._line_end)
+        self._in_brackets = _inside_brackets(snapshot, self._line_start, self._blocks)
 
     def baseline_errors(self) -> int:
         if self._baseline is None:
@@ -114,6 +166,8 @@ class WholeChecker:
             tree = edited_tree(self.snapshot, typed, end, b"")
             errors = [] if tree is None else _errors(tree)
             self._baseline_error_starts = {e.start_byte for e in errors if e.is_error}
+            self._baseline_below = {e.start_byte + end - typed for e in errors
+                                    if e.start_byte > typed}
             self._baseline = 0 if tree is None else (
                 len(errors) + _empty_blocks(tree, start, typed, self._blocks))
         return self._baseline
@@ -125,11 +179,15 @@ class WholeChecker:
         if tree is None:
             return None
         end = self.offset + len(inserted)
+        if not self.header_fits(text):
+            return Verdict(False, 0, 0, "a deeper line follows: only a block header fits")
         errors = _errors(tree)
         after = len(errors) + _empty_blocks(tree, self._line_start, end, self._blocks)
         if not after:
             return Verdict(True, 0, 0)
         before = self.baseline_errors()
+        if self._broken_around(errors, len(inserted)):
+            return Verdict(False, before, after, "the file does not parse around it")
         # A broken region that takes the answer in is the answer's doing, unless the same
         # region (same start, before this line) was broken without it.
         new_region = any(
@@ -138,6 +196,49 @@ class WholeChecker:
                  or e.start_byte not in self._baseline_error_starts)
             for e in errors)
         return Verdict(after <= before and not new_region, before, after)
+
+    def header_fits(self, text: str) -> bool:
+        """Where the next code line is indented deeper than the cursor line, a body is
+        already there: the line above it must open a block or go on into it (an open
+        bracket, a ``\\``), and an answer that completes the cursor line is that one line,
+        never a header with a second copy of the body. With braces the parser sees most
+        of this; what it accepts is a finished statement (``;``) above a deeper line."""
+        if not self._blocks or self._in_brackets or self._following is None:
+            return True
+        data = self.snapshot.data
+        before = data[self._line_start:self.offset].decode("utf-8", "replace")
+        after = data[self.offset:self._line_end].decode("utf-8", "replace")
+        if open_brackets(before, self._rules) or before.rstrip().endswith("\\"):
+            return True  # the deeper lines are the rest of this line's statement
+        deeper = _width(self._following)
+        if deeper > _width(before + after) and text.split("\n", 1)[0].strip() \
+                and "\n" in text.strip("\n"):
+            return False
+        line = before + text + after
+        last = line.rsplit("\n", 1)[-1]
+        if not last.strip() or deeper <= _width(last):
+            return True
+        code = last.rstrip()
+        if self._rules.close:
+            return not code.endswith(";")
+        return opens_block(code) or code.endswith("\\") or bool(open_brackets(line, self._rules))
+
+    def _broken_around(self, errors: list[tree_sitter.Node], inserted: int) -> bool:
+        """An error from the cursor line to the end of the suffix's first code line, with
+        the answer in. One the file had before the line was typed does not count when it
+        lies wholly above the cursor line's start (an open call the user is filling in)
+        or below its end (a line further down that the user has yet to fix)."""
+        self.baseline_errors()
+        line_end = self._line_end + inserted
+        for e in errors:
+            if e.end_byte < self._line_start or e.start_byte > self._following_end + inserted:
+                continue
+            if e.start_byte < self._line_start and e.start_byte in self._baseline_error_starts:
+                continue
+            if e.start_byte > line_end and e.start_byte - inserted in self._baseline_below:
+                continue
+            return True
+        return False
 
     def is_whole(self, text: str) -> bool:
         """True when ``text`` may be shown: whole, or no grammar says otherwise."""
@@ -174,11 +275,14 @@ def first_line_is_whole(snapshot: Snapshot, offset: int, text: str) -> bool:
     rules = language_config(snapshot.grammar)
     if rules.comment and head.strip().startswith(rules.comment):
         return False
-    if opens_block(typed + head):
-        line = typed or head
-        indent = line[: len(line) - len(line.lstrip(" \t"))]
-        body = f"\n{indent}    {rules.placeholder or 'pass'}"
-        if rules.close:
-            body += f"\n{indent}{rules.close}"
-        head += body
-    return is_whole(snapshot, offset, lead + head)
+    checker = WholeChecker(snapshot, offset)
+    if checker.is_whole(lead + head):
+        return True  # a statement, or a header whose body the file already has
+    if not opens_block(typed + head):
+        return False
+    line = typed or head
+    indent = line[: len(line) - len(line.lstrip(" \t"))]
+    body = f"\n{indent}    {rules.placeholder or 'pass'}"
+    if rules.close:
+        body += f"\n{indent}{rules.close}"
+    return checker.is_whole(lead + head + body)

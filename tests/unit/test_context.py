@@ -79,6 +79,10 @@ def test_same_input_same_prompt() -> None:
 def test_modes() -> None:
     cases = {
         "def f(x):\n    ": "multi-line",  # blank line after a block opener
+        "def f(x):\n    |\n\ny = 1\n": "multi-line",  # the scope ends below: room
+        # The block already goes on below: a second copy of it has no room.
+        "def f(x):\n    |\n    return x\n": "single-line",
+        "def f(x):\n    |\n        return x\n": "single-line",
         "x = foo(": "single-line",
         "x = fo|o": "none",  # in the middle of a word
         "# a comm": "none",  # prose in a comment

@@ -2,6 +2,7 @@ from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.language.folders import LanguageConfig
 from lsp_copilot.language.trigger import Mode, completion_mode
 from lsp_copilot.pipeline.prompt import cursor_at
+from lsp_copilot.postprocess import cleanup
 from lsp_copilot.postprocess.cursor import Cursor
 from lsp_copilot.postprocess.finalize import finalize
 from lsp_copilot.postprocess.stop import continuation_end, stop_rule
@@ -240,6 +241,19 @@ def test_repeats_of_the_line_above_and_of_the_suffix() -> None:
     snap, off, cursor, mode = _doc("def f(a):\n    |\n    return total\n", "python")
     raw = " total = a + 1\n    return total\n"
     assert finalize(raw, mode, cursor, snap, off) == "total = a + 1"
+
+
+def test_a_multi_line_answer_stops_before_it_retypes_the_suffix() -> None:
+    snap, off, cursor, mode = _doc(
+        "def f(a):\n    |\n    b = g(a)\n    c = h(b)\n    return c\n", "python")
+    # The model wrote a line of its own, then the suffix's lines with one changed.
+    raw = " a = a.strip()\n    b = g(a)  \n    c = h(b)\n    return c\n"
+    assert cleanup.cut_before_suffix(raw, cursor) == " a = a.strip()"
+    raw = " a = a.strip()\n    x = 1\n    c = h(b)\n    return c\n"  # two in a row
+    assert cleanup.cut_before_suffix(raw, cursor) == " a = a.strip()\n    x = 1"
+    raw = " a = a.strip()\n    x = 1\n    return c\n"  # one line alone is no repeat
+    assert cleanup.cut_before_suffix(raw, cursor) == raw
+    assert finalize(" a = a.strip()\n    b = g(a)\n", mode, cursor, snap, off) == "a = a.strip()"
 
 
 def test_body_written_one_level_too_deep_is_shifted() -> None:

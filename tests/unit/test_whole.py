@@ -121,3 +121,52 @@ def test_a_broken_region_the_answer_creates_is_not_hidden_by_one_it_removes() ->
     checker = WholeChecker(snap, off)
     assert not checker.is_whole('Entry",')
     assert checker.is_whole("Entry,")
+
+
+# The suffix decides what fits: a body already under the cursor line wants its header.
+BODY_BELOW = "def f(items):\n    total = 0\n    |\n        total += x\n    return total\n"
+
+
+def test_over_an_existing_body_only_a_header_fits() -> None:
+    snap, off = _at(BODY_BELOW)
+    checker = WholeChecker(snap, off)
+    assert checker.is_whole("for x in items:")
+    for plain in ("total = 1", "print(items)", "x = 5\n    y = 6"):
+        verdict = checker.check(plain)
+        # tree-sitter-python parses each of these without an error: the rule is ours.
+        assert verdict is not None and not verdict.whole, plain
+    # A header with a second copy of the body is not what fits either.
+    assert not checker.is_whole("for x in items:\n        total += x")
+
+
+def test_over_an_existing_body_an_answer_is_cut_to_its_header() -> None:
+    raw = " for x in items:\n        total += x\n    return total\n"
+    assert _final(BODY_BELOW, raw) == "for x in items:"
+    assert _final(BODY_BELOW, " total = 1\n") == ""
+    assert _final("def f(a):\n    if a:\n        return 1\n    |\n        return 2\n",
+                  " else:\n") == "else:"
+
+
+def test_a_missing_header_is_not_forgiven_because_the_baseline_was_broken() -> None:
+    # With the line emptied the orphan `except` is already an error: an answer that adds
+    # no second one used to pass.
+    snap, off = _at("def f():\n    |\n        x = g()\n    except E:\n        pass\n")
+    checker = WholeChecker(snap, off)
+    assert checker.baseline_errors() > 0
+    assert checker.is_whole("try:")
+    assert not checker.is_whole("x = 1")
+
+
+def test_an_open_bracket_above_or_a_broken_line_below_is_not_the_answer_s() -> None:
+    snap, off = _at("def f(a):\n    x = g(a,\n          |\n\ndef h():\n    pass\n")
+    checker = WholeChecker(snap, off)
+    assert checker.is_whole("b)") and checker.is_whole("b,")
+    snap, off = _at("def f(a):\n    y = 2\n    |\n\ndef h(:\n    pass\n")
+    assert WholeChecker(snap, off).is_whole("return y")
+
+
+def test_braces_a_finished_statement_over_a_deeper_line_does_not_fit() -> None:
+    snap, off = _at("function f(a) {\n  |\n    g(a);\n  }\n}\n", "javascript")
+    checker = WholeChecker(snap, off)
+    assert not checker.is_whole("let x = 1;")
+    assert checker.is_whole("if (a) {")
