@@ -16,6 +16,7 @@ from lsp_copilot.pipeline.cache import CompletionCache
 from lsp_copilot.server.handlers import completion, documents
 from lsp_copilot.server.state import CopilotServer
 from tests.support.fakes import FakeEngine, SeededEngine
+from tests.support.lsp import applied
 from tests.support.pipeline import URI, server_for
 
 SOURCE = "def add(a, b):\n    return "
@@ -48,19 +49,6 @@ async def _items(ls: CopilotServer, line: int, char: int,
         position=types.Position(line, char), context=context))
     assert result.is_incomplete  # the client asks again as the user types
     return result.items
-
-
-def applied(text: str, item: types.CompletionItem) -> str:
-    """``text`` with the item's edit made (ASCII: a character is one UTF-16 unit)."""
-    edit = item.text_edit
-    assert isinstance(edit, types.TextEdit), item
-    lines = text.split("\n")
-
-    def offset(p: types.Position) -> int:
-        assert p.character <= len(lines[p.line]), (p, lines[p.line])
-        return sum(len(line) + 1 for line in lines[:p.line]) + p.character
-
-    return text[:offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end):]
 
 
 def _lines(text: str, items: list[types.CompletionItem], line: int = 1) -> list[str]:
