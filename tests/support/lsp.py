@@ -198,7 +198,7 @@ async def complete(client: LanguageClient, uri: str, line: int, char: int,
         text_document=types.TextDocumentIdentifier(uri=uri),
         position=types.Position(line, char), context=context))
     assert isinstance(result, types.CompletionList) and result.is_incomplete, result
-    return result.items
+    return list(result.items)
 
 
 def applied(text: str, item: types.CompletionItem) -> str:

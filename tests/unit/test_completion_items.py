@@ -48,7 +48,7 @@ async def _items(ls: CopilotServer, line: int, char: int,
         text_document=types.TextDocumentIdentifier(uri=URI),
         position=types.Position(line, char), context=context))
     assert result.is_incomplete  # the client asks again as the user types
-    return result.items
+    return list(result.items)
 
 
 def _lines(text: str, items: list[types.CompletionItem], line: int = 1) -> list[str]:
