@@ -63,6 +63,14 @@ For example (:model \"/models/qwen2.5-coder-1.5b\" :maxTokensSingleLine 32
   "Seconds of idle time after an edit before a suggestion is requested."
   :type 'number)
 
+(defcustom lsp-copilot-request-timeout 60
+  "Seconds a completion request may take before Emacs gives up on it.
+An explicit request (`lsp-copilot-suggest', `completion-at-point') waits for
+whole suggestions, which on a CPU can take longer than jsonrpc's 10 s default:
+`lsp-copilot-mode' gives its buffers this `jsonrpc-default-request-timeout',
+which eglot's own requests (`completion-at-point') use."
+  :type 'number)
+
 (defcustom lsp-copilot-shutdown-timeout 15
   "Seconds the server may take to answer `shutdown' (it stops its engine first).
 Eglot's own default, 1.5 s, is too short: the server would be killed mid-way."
@@ -273,7 +281,7 @@ suggestion to show first (0-based)."
                                         texts index ids))))))))
        :error-fn (lambda (err) (message "lsp-copilot: %s" (plist-get err :message)))
        :timeout-fn #'ignore
-       :timeout 60))))
+       :timeout lsp-copilot-request-timeout))))
 
 (defun lsp-copilot-suggest ()
   "Ask for suggestions at point now.
@@ -451,7 +459,9 @@ suggestion is shown.")
   (if lsp-copilot-mode
       (progn
         (add-hook 'after-change-functions #'lsp-copilot--schedule nil t)
-        (add-hook 'post-command-hook #'lsp-copilot--post-command nil t))
+        (add-hook 'post-command-hook #'lsp-copilot--post-command nil t)
+        (setq-local jsonrpc-default-request-timeout lsp-copilot-request-timeout))
+    (kill-local-variable 'jsonrpc-default-request-timeout)
     (remove-hook 'after-change-functions #'lsp-copilot--schedule t)
     (remove-hook 'post-command-hook #'lsp-copilot--post-command t)
     (lsp-copilot-dismiss)))

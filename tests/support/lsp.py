@@ -1,5 +1,6 @@
 """LSP client helpers for the tests that talk to a real server over stdio: starting a
-session, documents, inline requests, `lspCopilot/stats`, and the engine's processes."""
+session, documents, inline and item requests (and applying an item's edit),
+`lspCopilot/stats`, and the engine's processes."""
 
 from __future__ import annotations
 
@@ -184,6 +185,34 @@ async def inline(client: LanguageClient, uri: str, line: int, char: int,
             context=types.InlineCompletionContext(trigger_kind=kind),
         )
     )
+
+
+async def complete(client: LanguageClient, uri: str, line: int, char: int,
+                   kind: types.CompletionTriggerKind | None = (
+                       types.CompletionTriggerKind.Invoked)) -> list[types.CompletionItem]:
+    """`textDocument/completion` (kind None: without a context); its items."""
+    context = None if kind is None else types.CompletionContext(
+        trigger_kind=kind,
+        trigger_character="." if kind == types.CompletionTriggerKind.TriggerCharacter else None)
+    result = await client.text_document_completion_async(types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(line, char), context=context))
+    assert isinstance(result, types.CompletionList) and result.is_incomplete, result
+    return list(result.items)
+
+
+def applied(text: str, item: types.CompletionItem) -> str:
+    """``text`` with the item's textEdit made, as an editor applies it (ASCII text: a
+    character is one UTF-16 unit)."""
+    edit = item.text_edit
+    assert isinstance(edit, types.TextEdit), item
+    lines = text.split("\n")
+
+    def offset(p: types.Position) -> int:
+        assert p.character <= len(lines[p.line]), (p, lines[p.line])
+        return sum(len(line) + 1 for line in lines[:p.line]) + p.character
+
+    return text[:offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end):]
 
 
 def parses_with(text: str, line: int, char: int, insert: str) -> bool:

@@ -1,4 +1,5 @@
-"""A Completer over a fake engine, and document snapshots: the setup of pipeline tests."""
+"""A Completer or a whole server over a fake engine, and document snapshots: the setup of
+pipeline and handler tests."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.pipeline.cache import CompletionCache
 from lsp_copilot.pipeline.completer import Completer
+from lsp_copilot.server.app import create_server
+from lsp_copilot.server.state import CopilotServer
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
 
@@ -30,3 +33,16 @@ def snap(text: str, uri: str = URI) -> Snapshot:
     store = DocumentStore()
     store.open(uri, "python", 1, text)
     return store.snapshot(uri)
+
+
+async def server_for(engine: Any, cache: CompletionCache | None = None, /,
+                     **settings: Any) -> CopilotServer:
+    """A server built as `serve` builds it, in this process, whose one engine (loaded) is
+    ``engine``: its handlers are called directly. No debounce, no warm-up (it would
+    call the engine when a document opens), and no deadline unless a test sets one."""
+    ls = create_server(EngineManager(factory=lambda s, report: engine))
+    ls.settings = Settings(**{"debounce_mode": "off", "deadline_ms": 0, "warm_up": False,
+                              **settings})
+    assert (await ls.main_engine.start(ls.settings)).ok
+    ls.cache = cache
+    return ls

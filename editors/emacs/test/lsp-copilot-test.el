@@ -4,7 +4,7 @@
 ;; Opens a real file, types, fires the idle timer (idle timers never fire in --batch),
 ;; checks the overlay, accepts with TAB and checks the buffer; then several suggestions
 ;; (C-c \\, M-n) and partial accepts (M-<right>, M-<down>), C-g, completion-at-point
-;; through eglot, stats and toggle.  Exits 0 on success.
+;; through eglot (every candidate applied), stats and toggle.  Exits 0 on success.
 
 ;;; Code:
 
@@ -54,6 +54,32 @@
 
 (defun lsp-copilot-test--line ()
   (buffer-substring-no-properties (line-beginning-position) (line-end-position)))
+
+(defun lsp-copilot-test--capf-candidates ()
+  "The candidates `completion-at-point' offers at point through eglot, in the order
+*Completions* lists them; each is applied by `lsp-copilot-test--choose'."
+  (eglot--signal-textDocument/didChange) ; (eglot sends edits when idle: never in --batch)
+  (pcase-let* ((`(,start ,end ,table . ,_) (eglot-completion-at-point))
+               (probe (buffer-substring-no-properties start end))
+               (sort (completion-metadata-get (completion-metadata probe table nil)
+                                              'display-sort-function))
+               (all (all-completions probe table)))
+    (if sort (funcall sort all) all)))
+
+(defun lsp-copilot-test--choose (candidate)
+  "Apply CANDIDATE as choosing it in *Completions* does (insert it, then eglot's exit
+function makes the item's textEdit); return the line it leaves, then undo it all."
+  (let ((saved (buffer-substring-no-properties (point-min) (point-max)))
+        (pt (point)))
+    (pcase-let ((`(,start ,end ,_ . ,props) (eglot-completion-at-point)))
+      (delete-region start end)
+      (goto-char start)
+      (insert candidate)
+      (funcall (plist-get props :exit-function) candidate 'finished))
+    (prog1 (lsp-copilot-test--line)
+      (erase-buffer)
+      (insert saved)
+      (goto-char pt))))
 
 (defun lsp-copilot-test--open (dir name text)
   (let ((file (expand-file-name name dir)))
@@ -215,15 +241,30 @@
     (lsp-copilot-test--check (not (eq (key-binding (kbd "TAB")) 'lsp-copilot-accept))
                              "TAB is not ours without a suggestion" (key-binding (kbd "TAB")))
 
-    ;; 4. completion-at-point through eglot and textDocument/completion.
-    (let ((before (lsp-copilot-test--line))
-          (completion-auto-help nil))
-      (completion-at-point)
-      (lsp-copilot-test--wait "completion-at-point" 60
-                              (lambda () (not (equal (lsp-copilot-test--line) before))))
-      (lsp-copilot-test--check (string-prefix-p before (lsp-copilot-test--line))
-                               (format "completion-at-point inserted %S"
-                                       (substring (lsp-copilot-test--line) (length before)))))
+    ;; 4. completion-at-point through eglot and textDocument/completion (triggerKind 1:
+    ;; an explicit request, which may answer several).  After a word and a space, where
+    ;; an item's edit measured on the prompt once gave `    rreturn...': every candidate,
+    ;; chosen as from *Completions*, leaves the line starting with what was typed.
+    (lsp-copilot-test--open dir "sub.py" "def sub(a, b):\n")
+    (unless (lsp-copilot--server) (apply #'eglot (eglot--guess-contact)))
+    (lsp-copilot-test--wait "lsp-copilot-mode" 30 (lambda () lsp-copilot-mode))
+    (lsp-copilot-test--type "SPC SPC SPC SPC return SPC")
+    (let* ((typed (lsp-copilot-test--line))
+           (before (lsp-copilot-stats))
+           (candidates (lsp-copilot-test--capf-candidates))
+           (after (lsp-copilot-stats)))
+      (lsp-copilot-test--log "completion-at-point at %S: %S" typed
+                             (mapcar #'substring-no-properties candidates))
+      (lsp-copilot-test--check (equal typed "    return ") "typed" typed)
+      (lsp-copilot-test--check candidates "completion-at-point offers a candidate")
+      (lsp-copilot-test--check (= (plist-get after :explicit_requests)
+                                  (1+ (plist-get before :explicit_requests)))
+                               "completion-at-point sent an explicit request")
+      (dolist (candidate candidates)
+        (let ((line (lsp-copilot-test--choose candidate)))
+          (lsp-copilot-test--check (and (string-prefix-p typed line) (> (length line) (length typed)))
+                                   (format "candidate %S leaves %S" (substring-no-properties candidate) line)
+                                   line))))
 
     ;; 5. Stats and toggle.
     (let ((stats (lsp-copilot-stats)))

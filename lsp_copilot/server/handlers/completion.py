@@ -1,10 +1,12 @@
-"""`textDocument/inlineCompletion` (ghost text) and `textDocument/completion` (one item)."""
+"""`textDocument/inlineCompletion` (ghost text) and `textDocument/completion` (an item per
+suggestion)."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
 import time
+from typing import NamedTuple
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
@@ -21,13 +23,25 @@ from lsp_copilot.server.state import CopilotServer
 log = logging.getLogger(__name__)
 
 
+class _Answer(NamedTuple):
+    """The pipeline's outcome and the document it answered: an item's edit is made
+    against that buffer (the prompt's prefix may differ from it, see ``cursor_at``)."""
+
+    outcome: Outcome
+    snapshot: Snapshot
+    offset: int
+
+
 async def _complete(ls: CopilotServer, uri: str, position: types.Position,
-                    explicit: bool = False, track: bool = False) -> Outcome | None:
+                    explicit: bool = False, track: bool = False) -> _Answer | None:
     """Convert the position once, snapshot, run the pipeline; None when superseded.
-    ``explicit``: the user asked for a suggestion (never debounced or cut short,
-    and given the explicit budget of contextBudgets). ``track``: give the answer an id
-    that feedback names, for acceptance records."""
+    ``explicit``: the user asked for a suggestion (triggerKind Invoked in both methods:
+    never debounced or cut short, several lines on an empty one, alternatives, the
+    explicit budget of contextBudgets). ``track``: give the answer an id that feedback
+    names, for acceptance records."""
     started = time.perf_counter()
+    if explicit:
+        ls.telemetry.count("explicit_requests")
     try:
         snapshot = ls.store.snapshot(uri)
         offset = ls.store.get_offset(uri, position.line, position.character, ls.encoding)
@@ -55,7 +69,7 @@ async def _complete(ls: CopilotServer, uri: str, position: types.Position,
         outcome.id = _track(ls, snapshot, offset, position, outcome, explicit, started)
     else:
         outcome.alternative_ids = [""] * len(outcome.alternatives)
-    return outcome
+    return _Answer(outcome, snapshot, offset)
 
 
 def _track(ls: CopilotServer, snapshot: Snapshot, offset: int, position: types.Position,
@@ -79,14 +93,13 @@ async def inline_completion(
     started = time.perf_counter()
     ls.telemetry.count("requests")
     explicit = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
-    if explicit:
-        ls.telemetry.count("explicit_requests")
-    outcome = await _complete(ls, params.text_document.uri, params.position, explicit,
-                              track=True)
+    answer = await _complete(ls, params.text_document.uri, params.position, explicit,
+                             track=True)
     ls.telemetry.answered(started)
     heap.collect_young_soon()  # after the answer is out, not in the next request
-    if outcome is None or not outcome.text:
+    if answer is None or not answer.outcome.text:
         return types.InlineCompletionList(items=[])
+    outcome = answer.outcome
     # Explicit requests may carry alternatives (maxSuggestions): one item each, in order,
     # each with the id its feedback names.
     return types.InlineCompletionList(items=[
@@ -110,41 +123,60 @@ async def inline_completion(
     ])
 
 
-def _word_before(line_before: str) -> str:
-    """ASCII identifier before the cursor: its length is the same in every encoding."""
-    n = len(line_before)
-    while n > 0 and (line_before[n - 1].isascii() and
-                     (line_before[n - 1].isalnum() or line_before[n - 1] == "_")):
-        n -= 1
-    return line_before[n:]
+def _word_before(data: bytes, offset: int) -> str:
+    """The ASCII identifier that ends at ``offset`` in the buffer: its length is the same
+    in every position encoding."""
+    start = offset
+    while start > 0 and (data[start - 1:start].isalnum() or data[start - 1:start] == b"_"):
+        start -= 1  # (bytes.isalnum is ASCII only)
+    return data[start:offset].decode("ascii")
+
+
+def _explicit(params: types.CompletionParams) -> bool:
+    """triggerKind Invoked (Emacs' completion-at-point, a completion key): the user asked,
+    as an inline request's Invoked says. A trigger character, a request again as the user
+    types (isIncomplete) or no context at all: automatic."""
+    return (params.context is not None
+            and params.context.trigger_kind == types.CompletionTriggerKind.Invoked)
 
 
 async def completion(ls: CopilotServer, params: types.CompletionParams) -> types.CompletionList:
-    """One item carrying the suggestion, for clients without inline completion (eglot)."""
+    """An item per suggestion, for clients without inline completion (eglot).
+
+    Each item's ``textEdit`` replaces the word before the cursor, as the buffer has it,
+    with that word and the suggestion: clients filter items by that word. The word comes
+    from the request's snapshot, never from the prompt (which ends before a typed space)
+    nor from an earlier request's answer (the cache, typing-through, a shared generation).
+    """
     started = time.perf_counter()
     ls.telemetry.count("requests")
-    outcome = await _complete(ls, params.text_document.uri, params.position)
+    answer = await _complete(ls, params.text_document.uri, params.position, _explicit(params))
     ls.telemetry.answered(started)
-    if outcome is None or not outcome.text:
+    if answer is None or not answer.outcome.text:
         return types.CompletionList(is_incomplete=True, items=[])
+    outcome = answer.outcome
     pos = params.position
-    line_before = ""
-    if outcome.context is not None:
-        line_before = outcome.context.prefix.rsplit("\n", 1)[-1]
-    word = _word_before(line_before)
-    new_text = word + outcome.text
-    start = types.Position(pos.line, max(0, pos.character - len(word)))
+    word = _word_before(answer.snapshot.data, answer.offset)
+    start = types.Position(pos.line, pos.character - len(word))
+    # (Alternatives are offered only when the safety check has nothing to say.)
+    warned = "lsp-copilot" + "".join(f" (warning: {f.rule})" for f in outcome.safety)
+    return types.CompletionList(is_incomplete=True, items=[
+        _item(word + text, types.Range(start, pos), "lsp-copilot" if rank else warned, rank)
+        for rank, text in enumerate((outcome.text, *outcome.alternatives))])
+
+
+def _item(new_text: str, where: types.Range, detail: str, rank: int) -> types.CompletionItem:
+    """One suggestion as a completion item, in the order the answer gives them."""
     first_line = new_text.split("\n", 1)[0].strip() or new_text.strip().split("\n", 1)[0]
-    item = types.CompletionItem(
+    return types.CompletionItem(
         label=first_line[:80] + ("…" if len(first_line) > 80 or "\n" in new_text.strip() else ""),
         kind=types.CompletionItemKind.Text,
-        detail="lsp-copilot" + "".join(f" (warning: {f.rule})" for f in outcome.safety),
+        detail=detail,
         documentation=types.MarkupContent(
             kind=types.MarkupKind.Markdown, value=f"```\n{new_text}\n```"),
         filter_text=new_text,
-        sort_text="0",
-        preselect=True,
-        text_edit=types.TextEdit(range=types.Range(start, pos), new_text=new_text),
+        sort_text=f"{rank:02d}",
+        preselect=rank == 0,
+        text_edit=types.TextEdit(range=where, new_text=new_text),
         insert_text_format=types.InsertTextFormat.PlainText,
     )
-    return types.CompletionList(is_incomplete=True, items=[item])
