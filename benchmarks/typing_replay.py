@@ -342,7 +342,8 @@ def _pause_breakdown(run: Run) -> dict[str, Any]:
     return out
 
 
-def _summary(run: Run, scripts: list[Script], split: str | None) -> dict[str, Any]:
+def _summary(run: Run, scripts: list[Script], split: str | None,
+             packages: list[str]) -> dict[str, Any]:
     lat = sorted(run.latencies_ms)
     s = run.stats
     prompt = s["prompt_tokens"]
@@ -375,7 +376,7 @@ def _summary(run: Run, scripts: list[Script], split: str | None) -> dict[str, An
         **({"corpora": {name: corpus_figures(
             [p for p in run.pause_log if p.get("corpus") == name],
             sum(len(x.keys) for x in scripts if x.corpus == name))
-            for name in dict.fromkeys(x.corpus for x in scripts)}} if split else {}),
+            for name in packages}} if split else {}),
     }
 
 
@@ -415,7 +416,8 @@ def split_scripts(corpus: Path, split: str, keystrokes: int, seed: int) -> list[
 def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
         model: str | None = None, seed: int = 1, split: str | None = None
         ) -> list[dict[str, Any]]:
-    if split:
+    packages = [name for name, _ in split_corpora(corpus, split)] if split else []
+    if split:  # a package with no function to type still gets its (empty) entry
         scripts, source = split_scripts(corpus, split, keystrokes, seed), corpus / split
     else:
         scripts, source = make_scripts(corpus, keystrokes, seed), corpus
@@ -429,7 +431,7 @@ def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
         return [naive, default]
 
     runs = asyncio.run(both())
-    rows = [_summary(r, scripts, split) for r in runs]
+    rows = [_summary(r, scripts, split, packages) for r in runs]
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "bench-typing.json").write_text(json.dumps(rows, indent=2))
     for r in runs:  # the server's per-request trace: timings and counts, no text
