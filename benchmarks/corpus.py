@@ -37,6 +37,27 @@ def default_corpus() -> Path:
     return Path(sysconfig.get_paths()["stdlib"])
 
 
+SPLITS = ("tune", "report")
+"""The two halves of ``scripts/fresh-corpus.sh DIR``: rules are tuned on ``tune``,
+figures are reported on ``report`` (code nobody tuned on)."""
+
+
+def split_corpora(corpus: Path | None, split: str) -> list[tuple[str, Path]]:
+    """(package, folder) of each package of ``DIR/<split>``, sorted by name; ValueError
+    with what to run when the folder is not there."""
+    if split not in SPLITS:
+        raise ValueError(f"--split must be one of {', '.join(SPLITS)}, not {split!r}")
+    if corpus is None:
+        raise ValueError("--split needs --corpus DIR, the folder made by "
+                         "scripts/fresh-corpus.sh DIR")
+    folder = corpus / split
+    packages = sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+    if not packages:
+        raise ValueError(f"{folder} has no package folders: run scripts/fresh-corpus.sh "
+                         f"{corpus} first")
+    return [(p.name, p) for p in packages]
+
+
 def python_files(corpus: Path, min_bytes: int, max_bytes: int,
                  skip: Callable[[Path], bool]) -> list[Path]:
     """The corpus's ``.py`` files strictly between the two sizes, sorted (a seeded

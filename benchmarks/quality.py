@@ -10,13 +10,16 @@ prompt of the same token budget. The removed text is hidden from the index as we
 
 Reported per variant: exact match, edit similarity, the share of holes whose file still
 parses after the completion is inserted (tree-sitter, among files that parsed before),
-and the share of empty answers.
+and the share of empty answers. With ``--split tune|report`` the corpus is the output of
+``scripts/fresh-corpus.sh DIR``: the holes are spread over the split's packages (each its
+own workspace), and the figures are given per package and pooled.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import statistics
 import sys
@@ -27,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.baseline import prefix_only_context
-from benchmarks.corpus import default_corpus
+from benchmarks.corpus import default_corpus, split_corpora
 from benchmarks.holes import LineRule, indent_width, pick_block, pick_line
 from benchmarks.metrics import edit_similarity
 from lsp_copilot.context.budgets import budgets_for
@@ -142,12 +145,13 @@ def _open_buffers(uri: str, text: str) -> Callable[[], list[tuple[str, str]]]:
 
 async def run_holes(holes: list[Hole], index: WorkspaceIndex, settings: Settings,
                     manager: EngineManager, log: Path | None = None, explicit: bool = True,
-                    ) -> list[dict[str, Any]]:
+                    corpus: str | None = None) -> list[dict[str, Any]]:
     """Fill every hole with both variants, interleaved (machine load hits both alike).
     ``explicit``: as the user's explicit request (triggerKind Invoked) would be answered.
 
     With ``log``, each hole's record is appended to it as a JSON line as soon as it is
-    done (a long run on a busy machine can be read, or stopped, half way)."""
+    done (a long run on a busy machine can be read, or stopped, half way). ``corpus``:
+    the package the holes were cut in, recorded in each hole (a split's runs)."""
     telemetry = Telemetry()
     ours = Completer(manager, telemetry, lambda: settings)
     base = Completer(manager, telemetry, lambda: settings, context_builder=prefix_only_context)
@@ -164,9 +168,10 @@ async def run_holes(holes: list[Hole], index: WorkspaceIndex, settings: Settings
             parser = parser_for(snapshot.grammar) if snapshot.grammar else None
             before_ok = parser is not None and not parser.parse(
                 hole.original.encode()).root_node.has_error  # a fresh parse of the file
-            record: dict[str, Any] = {"file": hole.rel, "line": hole.line + 1,
-                                      "column": hole.column + 1, "kind": hole.kind,
-                                      "expected": hole.expected, "parsed_before": before_ok}
+            record: dict[str, Any] = {} if corpus is None else {"corpus": corpus}
+            record |= {"file": hole.rel, "line": hole.line + 1,
+                       "column": hole.column + 1, "kind": hole.kind,
+                       "expected": hole.expected, "parsed_before": before_ok}
             for name, completer in (("ours", ours), ("prefix_only", base)):
                 started = time.perf_counter()
                 outcome = await completer.complete(snapshot, offset, explicit=explicit)
@@ -186,7 +191,8 @@ async def run_holes(holes: list[Hole], index: WorkspaceIndex, settings: Settings
             if log is not None:
                 with log.open("a") as f:
                     f.write(json.dumps(record, ensure_ascii=False) + "\n")
-            print(f"hole {n}/{len(holes)} {hole.kind}: ours "
+            print(f"hole {n}/{len(holes)}{'' if corpus is None else ' of ' + corpus} "
+                  f"{hole.kind}: ours "
                   f"{'exact' if record['ours']['exact'] else '-'}, prefix-only "
                   f"{'exact' if record['prefix_only']['exact'] else '-'}",
                   file=sys.stderr, flush=True)
@@ -221,41 +227,58 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-async def bench_quality(corpus: Path, count: int, settings: Settings,
-                        seed: int = 0, log: Path | None = None) -> dict[str, Any]:
+async def bench_quality(corpus: Path, count: int, settings: Settings, seed: int = 0,
+                        log: Path | None = None, split: str | None = None) -> dict[str, Any]:
+    """``count`` holes in ``corpus``; with ``split``, ceil(count / packages) holes in each
+    package of ``corpus/<split>``, each package indexed as its own workspace."""
     started = time.perf_counter()
-    index = WorkspaceIndex(corpus)
+    folders = split_corpora(corpus, split) if split else [(corpus.name, corpus)]
+    per_corpus = math.ceil(count / len(folders))
     manager = EngineManager()
     load = manager.start(settings)
-    await asyncio.to_thread(index.build)
+    indexes = [WorkspaceIndex(path) for _, path in folders]
+    for index in indexes:
+        await asyncio.to_thread(index.build)
     result = await load
     if not result.ok:
         raise SystemExit(f"error: the engine could not start: {result.message}")
-    holes = cut_holes(index, count, seed)
-    if not holes:
+    cut = [(name, index, cut_holes(index, per_corpus, seed))
+           for (name, _), index in zip(folders, indexes, strict=True)]
+    if not any(holes for _, _, holes in cut):
         raise SystemExit(f"error: no holes could be cut in {corpus} (no code files with a "
                          "grammar in grammars/?)")
+    by_corpus: dict[str, list[dict[str, Any]]] = {}
     try:
-        records = await run_holes(holes, index, settings, manager, log)
+        for name, index, holes in cut:
+            by_corpus[name] = await run_holes(holes, index, settings, manager, log,
+                                              corpus=name if split else None)
         info = manager.info
     finally:
         await manager.shutdown()
-    return {
-        "corpus": str(corpus),
+    records = [r for recs in by_corpus.values() for r in recs]
+    out: dict[str, Any] = {"corpus": str(corpus)}
+    if split:
+        out |= {"split": split, "count_per_corpus": per_corpus}
+    out |= {
         "seed": seed,
         "count": count,
         "engine": info.as_dict() if info else None,
         # The holes are explicit requests: their budget is contextBudgets' explicit one.
         "budget_tokens": budgets_for(settings, info.device if info else "cpu").explicit,
         "seconds": round(time.perf_counter() - started, 1),
-        "summary": summarize(records),
-        "holes": records,
     }
+    if split:
+        out["corpora"] = {name: {"path": str(index.root), "holes": len(by_corpus[name]),
+                                 "summary": summarize(by_corpus[name])}
+                          for name, index, _ in cut}
+    out |= {"summary": summarize(records), "holes": records}
+    return out
 
 
 def render(result: dict[str, Any]) -> str:
     """The side-by-side table printed by the command."""
-    lines = [f"corpus {result['corpus']} (seed {result['seed']}), model "
+    split = f", split {result['split']}" if "split" in result else ""
+    lines = [f"corpus {result['corpus']}{split} (seed {result['seed']}), model "
              f"{(result['engine'] or {}).get('model')}, budget {result['budget_tokens']} "
              f"tokens, {result['seconds']} s",
              "holes        | variant     | exact match | edit sim | parses | empty | tokens"]
@@ -267,13 +290,24 @@ def render(result: dict[str, Any]) -> str:
                          f"{m['empty']:>5.3f} | {m['mean_prompt_tokens']:>6.0f}")
         lines.append(f"{kind:<12} | {entry['holes']} holes, exact match ours / prefix-only: "
                      f"{entry['exact_match_ratio']} (target >= 1.3)")
+    for name, corpus in result.get("corpora", {}).items():
+        entry = corpus["summary"].get("all")
+        if entry is None:
+            lines.append(f"{name}: no holes")
+            continue
+        ours, base = entry["ours"], entry["prefix_only"]
+        lines.append(f"{name}: {entry['holes']} holes, exact match ours {ours['exact_match']:.3f}"
+                     f" / prefix-only {base['exact_match']:.3f}, edit sim "
+                     f"{ours['edit_similarity']:.3f} / {base['edit_similarity']:.3f}, empty "
+                     f"{ours['empty']:.3f} / {base['empty']:.3f}")
     return "\n".join(lines)
 
 
 def run(corpus: Path | None, count: int, model: str | None, seed: int = 0,
-        log: Path | None = None) -> dict[str, Any]:
+        log: Path | None = None, split: str | None = None) -> dict[str, Any]:
     # The shipped settings, minus what would make holes depend on each other; each hole
     # is an explicit request, answered as the editor's "suggest now" is.
     settings = Settings(model=model or "", cache=False, merge=False, typing_through=False,
                         prefetch=False)
-    return asyncio.run(bench_quality(corpus or default_corpus(), count, settings, seed, log))
+    return asyncio.run(bench_quality(corpus or default_corpus(), count, settings, seed, log,
+                                     split))

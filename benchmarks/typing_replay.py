@@ -5,13 +5,19 @@ character by character, with human gaps (bursts, pauses at line ends and after
 punctuation, a few typos fixed with backspace). Like VS Code, it sends an inline
 completion request per keystroke and cancels the previous one. The naive configuration
 (no debounce, merge, reuse, typing-through or cache) and the default one run side by
-side in one run, on the same keystrokes.
+side in one run, on the same keystrokes. Each pause is counted whole or not, and right
+or not against the line the user goes on to type (``benchmarks.pauses``).
+
+With ``--split tune|report`` the keystrokes are spread over the packages of
+``scripts/fresh-corpus.sh``'s split (ceil(keystrokes / packages) each), typed into one
+workspace that holds them side by side; the figures are given per package and pooled.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import random
 import shutil
@@ -23,8 +29,9 @@ from typing import Any
 
 from lsprotocol import types
 
-from benchmarks.corpus import python_files
+from benchmarks.corpus import python_files, split_corpora
 from benchmarks.metrics import median, share
+from benchmarks.pauses import corpus_figures, pause_figures, score_pause, whole
 from lsp_copilot.server.protocol import STATS
 from lsp_copilot.telemetry import percentile
 
@@ -48,6 +55,8 @@ class Script:
     keys: list[Key]
     rel: str = ""  # path in the corpus
     after: str = ""  # the file after the function (on disk in the workspace, not typed)
+    body: str = ""  # the function being typed: before + body is what the user means to type
+    corpus: str = ""  # the package of a split's run
 
 
 def _functions(path: Path) -> list[tuple[int, str]]:
@@ -139,7 +148,7 @@ def make_scripts(corpus: Path, keystrokes: int, seed: int = 1) -> list[Script]:
         total += len(keys)
         rel = path.relative_to(corpus).as_posix()
         scripts.append(Script(path.as_uri(), text[:offset], keys, rel,
-                              text[offset + len(body):]))
+                              text[offset + len(body):], body))
     return scripts
 
 
@@ -170,20 +179,6 @@ class Run:
     pause_keys: list[tuple[str, int, str]] = field(default_factory=list)  # uri, version, how
     pause_log: list[dict[str, Any]] = field(default_factory=list)  # what each pause showed
     trace: list[dict[str, Any]] = field(default_factory=list)  # the server's request trace
-
-
-def _whole(text: str, suggestion: Any) -> bool:
-    """The pause's measure: the typed part of the line plus the suggestion's first line
-    parses as a statement or a block header (tree-sitter, in the file as typed)."""
-    from lsp_copilot.documents.store import DocumentStore
-    from lsp_copilot.postprocess.whole import first_line_is_whole
-
-    if not isinstance(suggestion, str):
-        return False
-    store = DocumentStore()
-    store.open("file:///pause.py", "python", 1, text)
-    return first_line_is_whole(store.snapshot("file:///pause.py"), len(text.encode()),
-                               suggestion)
 
 
 def _plain(value: Any) -> Any:
@@ -278,7 +273,7 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
                         run.pauses_with_suggestion += 1
                         run.latencies_ms.append((answered[0] - sent) * 1000)
                         how = "suggested"
-                        if _whole(text, result.items[0].insert_text):
+                        if whole(text, result.items[0].insert_text):
                             run.pauses_whole += 1
                             how = "whole"
                     else:
@@ -288,10 +283,16 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
                     run.pauses_late += 1
                     how = "late"
                 run.pause_keys.append((script.uri, version, how))
-                run.pause_log.append({"file": script.rel, "version": version, "how": how,
-                                      "gap_ms": round(key.gap_ms),
-                                      "line": text[text.rfind("\n") + 1:],
-                                      "suggestion": shown})
+                score = score_pause(script.before + script.body, text, shown)
+                run.pause_log.append({
+                    **({"corpus": script.corpus} if script.corpus else {}),
+                    "file": script.rel, "version": version, "how": how,
+                    "gap_ms": round(key.gap_ms), "line": text[text.rfind("\n") + 1:],
+                    "suggestion": shown, "target": score.target,
+                    "right_line": score.right_line, "right_start": score.right_start,
+                    "similarity": score.similarity,
+                    "latency_ms": round((answered[0] - sent) * 1000, 1)
+                    if shown is not None else None})
         await asyncio.sleep(0.3)
         client.text_document_did_close(types.DidCloseTextDocumentParams(
             types.TextDocumentIdentifier(script.uri)))
@@ -341,12 +342,16 @@ def _pause_breakdown(run: Run) -> dict[str, Any]:
     return out
 
 
-def _summary(run: Run) -> dict[str, Any]:
+def _summary(run: Run, scripts: list[Script], split: str | None,
+             packages: list[str]) -> dict[str, Any]:
     lat = sorted(run.latencies_ms)
     s = run.stats
     prompt = s["prompt_tokens"]
-    return {
-        "config": run.name,
+    figures = pause_figures(run.pause_log)
+    out: dict[str, Any] = {"config": run.name}
+    if split:
+        out["split"] = split
+    return out | {
         "keystrokes": run.keystrokes,
         "engine_calls_per_100_keys": round(100 * s["engine_requests"] / max(1, run.keystrokes),
                                            1),
@@ -359,12 +364,19 @@ def _summary(run: Run) -> dict[str, Any]:
         "pauses": run.pauses,
         "pauses_with_suggestion": round(run.pauses_with_suggestion / max(1, run.pauses), 3),
         "pauses_with_whole_statement": round(run.pauses_whole / max(1, run.pauses), 3),
+        "pauses_right_line": figures["pauses_right_line"],
+        "pauses_right_start": figures["pauses_right_start"],
+        "pause_similarity_mean": figures["pause_similarity_mean"],
         "pauses_answered_empty": run.pauses_empty,
         "pauses_not_answered_in_time": run.pauses_late,
         "server_ms_p99": s["server_ms_p99"],
         "merged": s["merged"], "typed_through": s["typed_through"],
         "cache_hits": s["cache_hits"], "engine_aborted": s["engine_aborted"],
         "pause_breakdown": _pause_breakdown(run),
+        **({"corpora": {name: corpus_figures(
+            [p for p in run.pause_log if p.get("corpus") == name],
+            sum(len(x.keys) for x in scripts if x.corpus == name))
+            for name in packages}} if split else {}),
     }
 
 
@@ -389,11 +401,28 @@ def _plot(runs: list[Run], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def split_scripts(corpus: Path, split: str, keystrokes: int, seed: int) -> list[Script]:
+    """ceil(keystrokes / packages) keys in each package of ``corpus/<split>``, each
+    package's script made as for a corpus of its own; paths relative to the split."""
+    folders = split_corpora(corpus, split)
+    scripts = []
+    for name, path in folders:
+        for script in make_scripts(path, math.ceil(keystrokes / len(folders)), seed):
+            script.rel, script.corpus = f"{name}/{script.rel}", name
+            scripts.append(script)
+    return scripts
+
+
 def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
-        model: str | None = None, seed: int = 1) -> list[dict[str, Any]]:
-    scripts = make_scripts(corpus, keystrokes, seed)
+        model: str | None = None, seed: int = 1, split: str | None = None
+        ) -> list[dict[str, Any]]:
+    packages = [name for name, _ in split_corpora(corpus, split)] if split else []
+    if split:  # a package with no function to type still gets its (empty) entry
+        scripts, source = split_scripts(corpus, split, keystrokes, seed), corpus / split
+    else:
+        scripts, source = make_scripts(corpus, keystrokes, seed), corpus
     root = cache_dir / "workspace"
-    workspace_without_answers(corpus, scripts, root)
+    workspace_without_answers(source, scripts, root)
     chosen = {"model": model} if model else {}
 
     async def both() -> list[Run]:
@@ -402,7 +431,7 @@ def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
         return [naive, default]
 
     runs = asyncio.run(both())
-    rows = [_summary(r) for r in runs]
+    rows = [_summary(r, scripts, split, packages) for r in runs]
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "bench-typing.json").write_text(json.dumps(rows, indent=2))
     for r in runs:  # the server's per-request trace: timings and counts, no text

@@ -16,13 +16,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from benchmarks import main as bench
 
     result: Any
+    if args.split:
+        if args.what not in ("quality", "typing"):
+            raise SystemExit("error: --split applies to bench quality and bench typing")
+        from benchmarks.corpus import split_corpora
+
+        try:  # before the engine loads: say what to run
+            split_corpora(args.corpus, args.split)
+        except ValueError as exc:
+            raise SystemExit(f"error: {exc}") from None
     if args.what == "quality":  # the whole pipeline, ours against prefix-only
         from benchmarks import quality as bench_quality
 
         log = Path(f"{args.json}.holes.jsonl") if isinstance(args.json, str) else None
         if log is not None:
             log.unlink(missing_ok=True)
-        result = bench_quality.run(args.corpus, args.count, args.model, log=log)
+        result = bench_quality.run(args.corpus, args.count, args.model, log=log,
+                                   split=args.split)
         if isinstance(args.json, str):
             Path(args.json).write_text(json.dumps(result, indent=2, ensure_ascii=False))
         if args.json is True:
@@ -62,9 +72,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         with tempfile.TemporaryDirectory(prefix="lsp-copilot-bench-") as tmp:
             result = bench_typing.run(args.corpus or bench.default_corpus(), args.keystrokes,
-                                      args.out, Path(tmp), args.model, args.seed)
+                                      args.out, Path(tmp), args.model, args.seed, args.split)
         print(f"wrote {args.out / 'bench-typing.json'} and {args.out / 'bench-typing.png'}",
               file=sys.stderr)
+        if not args.json:
+            from benchmarks.pauses import render
+
+            print(render(result))
+            return 0
     else:
         result = bench.run(args.what, args.corpus, args.count, args.model, args.keystrokes)
     if args.json:
@@ -99,7 +114,12 @@ def add_commands(sub: Subparsers) -> None:
     bench.add_argument("--out", type=Path, default=Path("bench-results"),
                        help="typing: folder for the JSON summary and the PNG plot; "
                        "robustness: the server's log")
-    bench.add_argument("--corpus", type=Path, help="folder of code (default: Python's stdlib)")
+    bench.add_argument("--corpus", type=Path, help="folder of code (default: Python's stdlib); "
+                       "with --split, the folder made by scripts/fresh-corpus.sh DIR")
+    bench.add_argument("--split", choices=["tune", "report"],
+                       help="quality, typing: run every package of DIR/<split> (DIR: "
+                       "--corpus), figures per package and pooled; tune rules on tune, "
+                       "report on report")
     bench.add_argument("--count", type=int, default=40, help="holes / requests to run")
     bench.add_argument("--model", help=MODEL_HELP)
     bench.add_argument("--language-corpus", action="append", metavar="LANG=PATH",
