@@ -16,8 +16,11 @@ when the two lists disagree)."""
 BUDGET_KEYS = ("singleLine", "multiLine", "explicit")
 """``contextBudgets``' keys: automatic single-line, automatic multi-line, explicit request."""
 
-CONTEXT_SHARES = (0.4, 0.2, 0.15, 0.15, 0.1)
-"""Default budget shares of the context layers P0..P4 (the ``contextShares`` setting)."""
+CONTEXT_SHARES = (0.7, 0.1, 0.1, 0.05, 0.05)
+"""Default budget shares of the context layers P0..P4 (the ``contextShares`` setting).
+The cursor window takes most of it: on code newer than the models, a small model answers
+a line from the code just above it far more often than from definitions found elsewhere
+(``bench quality`` on the tune split, docs/benchmarks.md)."""
 
 BUDGETS = keyed(BUDGET_KEYS,
                 lambda v: isinstance(v, int) and not isinstance(v, bool) and 64 <= v <= 1_000_000,
