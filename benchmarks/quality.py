@@ -175,6 +175,9 @@ async def run_holes(holes: list[Hole], index: WorkspaceIndex, settings: Settings
             for name, completer in (("ours", ours), ("prefix_only", base)):
                 started = time.perf_counter()
                 outcome = await completer.complete(snapshot, offset, explicit=explicit)
+                if manager.state != "ready":  # an empty answer would count as the model's
+                    raise SystemExit(f"error: the engine stopped during the run ("
+                                     f"{manager.state}: {manager.error}); no figures")
                 text = outcome.text
                 record[name] = {
                     "completion": text, "raw": outcome.raw,
