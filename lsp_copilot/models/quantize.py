@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from lsp_copilot.models.folders import MANIFEST_NAME, ModelError
 from lsp_copilot.models.source import Log
+from lsp_copilot.settings.engine import WEIGHTS
 
 if TYPE_CHECKING:
     import torch
 
-WEIGHT_FORMATS = ("bf16", "int8", "int4")
+WEIGHT_FORMATS = WEIGHTS
 """What the `weights` setting and `model prepare --weights` accept; bf16 is the folder as
 converted, the others are re-packed from it."""
 

@@ -10,7 +10,12 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from lsp_copilot.models.folders import MANIFEST_NAME, ModelError
+from lsp_copilot.engine.validate import settings_problems
+from lsp_copilot.engine.vllm import engine_args
+from lsp_copilot.models import prepare, resolve
+from lsp_copilot.models.folders import MANIFEST_NAME, ModelError, model_dir, verify_prepared
+from lsp_copilot.models.prepare import prepare_model
+from lsp_copilot.models.presets import Preset
 from lsp_copilot.models.quantize import (
     INT4_GROUP,
     dequantize_int4,
@@ -23,6 +28,8 @@ from lsp_copilot.models.quantize import (
     quantize_state,
     unpack_int4_gptq,
 )
+from lsp_copilot.settings.core import Settings
+from tests.support.models import tiny_preset, write_tiny_gguf
 
 
 def _weights(out_features: int, in_features: int, seed: int = 0) -> torch.Tensor:
@@ -150,3 +157,48 @@ def test_export_folder_writes_a_loadable_quantized_folder(tmp_path: Path) -> Non
     assert load_file(str(out / "model.safetensors"))["lm_head.weight"].dtype == torch.int8
     assert folder_quantization(out) == "compressed-tensors"
     assert folder_quantization(src) is None
+
+
+# ------------------------------------------------------- prepared beside the bf16 folder
+
+
+@pytest.fixture(scope="module")
+def tiny_source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Preset, Path]:
+    """The tiny preset and its GGUF file as a local source (no pip, no network)."""
+    wheels = tmp_path_factory.mktemp("wheels")
+    tiny = tiny_preset(wheels)
+    gguf = write_tiny_gguf(tmp_path_factory.mktemp("gguf") / tiny.gguf_filename)
+    return tiny, gguf
+
+
+def test_int8_is_prepared_beside_the_bf16_folder_and_loaded_with_its_method(
+    tiny_source: tuple[Preset, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tiny, gguf = tiny_source
+    monkeypatch.setenv("LSP_COPILOT_CACHE_DIR", str(tmp_path))
+    made = prepare_model(tiny, source=gguf, weights="int8", log=lambda _m: None)
+    assert made == model_dir(tiny, "int8") and made.name == f"{tiny.folder}-int8"
+    verify_prepared(model_dir(tiny))  # the bf16 folder it was re-packed from
+    verify_prepared(made)
+    manifest = json.loads((made / MANIFEST_NAME).read_text())
+    assert manifest["weights"] == "int8"
+    assert manifest["source"]["from_folder"] == tiny.folder
+    assert manifest["source"]["origin"]["kind"] == "gguf"
+    assert folder_quantization(made) == "compressed-tensors"
+    # The server's path: the preset name and the `weights` setting give this folder ...
+    monkeypatch.setattr(resolve, "ensure_model", prepare.ensure_model)
+    assert resolve.resolve_model(tiny.name, weights="int8") == (str(made), tiny.name)
+    # ... and vLLM is told the folder's method, unless the user set another one.
+    args = engine_args(Settings(weights="int8"), str(made), "cpu")
+    assert args["quantization"] == "compressed-tensors"
+    assert engine_args(Settings(), str(model_dir(tiny)), "cpu")["quantization"] is None
+    # A damaged int8 folder names the command that rebuilds that folder, not the bf16 one.
+    (made / "tokenizer.json").unlink()
+    with pytest.raises(ModelError, match=r"model prepare smollm2-135m --weights int8 --force"):
+        verify_prepared(made)
+
+
+def test_weights_and_an_explicit_quantization_are_refused_together() -> None:
+    problems = settings_problems(Settings(weights="int8", quantization="fp8"))
+    assert any("`weights`" in p and "`quantization`" in p for p in problems)
+    assert settings_problems(Settings(weights="int8")) == []
