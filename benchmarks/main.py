@@ -3,6 +3,8 @@
 - ``bench engine``: decode speed with and without speculation (two engine loads, the same
   prompts) and its acceptance rate; prefix-cache hits over a typing replay; time to first
   token of a document's first completion, cold and after the warm-up.
+- ``bench engine --weights bf16,int8``: the same preset with other weights, side by side
+  (benchmarks/weights.py).
 - ``bench prompt``: which prompt format the model completes best, side by side in one run
   on holes cut from real code (the default corpus is Python's own standard library).
 """
@@ -354,9 +356,13 @@ async def bench_engine(corpus: Path, count: int, settings: Settings,
 
 
 def run(what: str, corpus: Path | None, count: int, model: str | None,
-        keystrokes: int = 150) -> Any:
+        keystrokes: int = 150, weights: list[str] | None = None) -> Any:
     settings = Settings(model=model or "")
     corpus = corpus or default_corpus()
     if what == "prompt":
         return asyncio.run(bench_prompt(corpus, count, settings))
+    if weights:  # the same model with other weights, side by side
+        from benchmarks.weights import bench_weights
+
+        return asyncio.run(bench_weights(corpus, count, settings, weights))
     return asyncio.run(bench_engine(corpus, count, settings, keystrokes))

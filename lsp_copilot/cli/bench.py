@@ -81,7 +81,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
             print(render(result))
             return 0
     else:
-        result = bench.run(args.what, args.corpus, args.count, args.model, args.keystrokes)
+        weights = None
+        if args.weights:
+            if args.what != "engine":
+                raise SystemExit("error: --weights is for `bench engine`")
+            from benchmarks.weights import parse_weights
+
+            try:
+                weights = parse_weights(args.weights)
+            except ValueError as exc:
+                raise SystemExit(f"error: {exc}") from None
+        result = bench.run(args.what, args.corpus, args.count, args.model, args.keystrokes,
+                           weights)
     if args.json:
         print(json.dumps(result, indent=2))
     elif isinstance(result, list):
@@ -122,6 +133,10 @@ def add_commands(sub: Subparsers) -> None:
                        "report on report")
     bench.add_argument("--count", type=int, default=40, help="holes / requests to run")
     bench.add_argument("--model", help=MODEL_HELP)
+    bench.add_argument("--weights", metavar="W1,W2",
+                       help="engine: compare a preset's weights side by side in one run "
+                       "(bf16,int8 or bf16,int8,int4; the first is the baseline) instead of "
+                       "speculation on and off")
     bench.add_argument("--language-corpus", action="append", metavar="LANG=PATH",
                        help="context: code of one language for the enclosing-function check "
                        "(go, rust, cpp, java, typescript, python; a folder, .zip or .tgz; "

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsp_copilot.cli.options import MODEL_HELP, VERBOSE_HELP, Subparsers
+from lsp_copilot.settings.engine import WEIGHTS
 
 if TYPE_CHECKING:
     from lsp_copilot.settings.core import Settings
@@ -89,10 +90,12 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    """Settings from the command line's --model and --template, checked like the editor's."""
+    """Settings from the command line's --model, --weights and --template, checked like
+    the editor's."""
     from lsp_copilot.settings.core import parse_settings
 
     settings, problems = parse_settings({"model": args.model or "",
+                                         "weights": getattr(args, "weights", "bf16"),
                                          "template": args.template or "auto"})
     if problems:
         raise SystemExit(f"error: {problems[0]}")
@@ -145,6 +148,8 @@ def add_commands(sub: Subparsers) -> None:
     complete.add_argument("--root", type=Path, help="workspace folder (default: nearest .git)")
     complete.add_argument("--json", action="store_true", help="print a JSON object")
     complete.add_argument("--model", help=MODEL_HELP)
+    complete.add_argument("--weights", choices=WEIGHTS, default="bf16",
+                          help="a preset's weights, as the `weights` setting (default: bf16)")
     complete.add_argument("--template", help="prompt family (default: auto, detected)")
     complete.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     complete.set_defaults(func=cmd_complete)

@@ -32,18 +32,18 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def model_for(setting: str, device_name: str) -> str:
+def model_for(setting: str, device_name: str, weights: str = "bf16") -> str:
     """What the engine would load for the `model` setting, without preparing anything:
-    the device's default preset's folder, a preset's folder, an existing folder, or the
-    name as given (a hub id)."""
+    the device's default preset's folder, a preset's folder (with ``weights``), an
+    existing folder, or the name as given (a hub id)."""
     from lsp_copilot.models import folders as models
-    from lsp_copilot.models.presets import is_preset, preset
+    from lsp_copilot.models.presets import default_preset, is_preset, preset
 
     value = setting.strip()
     if value.lower() in ("", "default"):
-        return str(models.default_model_dir(device_name))
+        return str(models.model_dir(default_preset(device_name), weights))
     if is_preset(value):
-        return str(models.model_dir(preset(value)))
+        return str(models.model_dir(preset(value), weights))
     path = Path(value).expanduser()
     return str(path.resolve()) if path.exists() else value
 
@@ -66,7 +66,7 @@ def engine_report(
     else:
         choice = device.choose_device(settings.device, (build or device.vllm_build)()[0],
                                       lambda: len(found) if found is not None else 0)
-    model = model_for(settings.model, choice.device)
+    model = model_for(settings.model, choice.device, settings.weights)
     shape = fit.model_shape(model, settings)
     cuda_gpus = found if choice.device == "cuda" else None
     chosen = defaults.resolve(settings, choice.device, shape if choice.device == "cuda" else None,
@@ -103,8 +103,8 @@ def _check_engines_fit(settings: Settings, plan: dict[str, str],
     """Every engine the routes load (the main one and each other model) in RAM at once."""
     import psutil
 
-    models = {model_for(settings.model, "cpu")} | {
-        model_for(m, "cpu") for m in plan.values() if m != routes.MAIN}
+    models = {model_for(settings.model, "cpu", settings.weights)} | {
+        model_for(m, "cpu", settings.weights) for m in plan.values() if m != routes.MAIN}
     need = sum(_size_gib(Path(m)) + settings.cpu_kv_cache_gib + RUNTIME_GIB for m in models)
     free = psutil.virtual_memory().available / 2**30
     names = ", ".join(sorted(Path(m).name for m in models))
@@ -163,10 +163,11 @@ def run(asked: str | None = None, settings: Settings | None = None,
 
     # This machine's default, also in a --device preview (prepare acts on this machine).
     here = device.detect(settings.device).device if asked else engine["device"]
-    info = models.model_info(models.default_model_dir(here))
+    info = models.model_info(model_for("", here, settings.weights))
+    flag = "" if settings.weights == "bf16" else f" --weights {settings.weights}"
     check("default model", bool(info.get("verified")),
           f"{info.get('path')} ({info.get('size_mb', 0)} MB)" if info.get("present")
-          else f"{info.get('path')} missing", "lsp-copilot model prepare")
+          else f"{info.get('path')} missing", f"lsp-copilot model prepare{flag}")
     from lsp_copilot.language.ids import available_grammars
 
     grammars = available_grammars()

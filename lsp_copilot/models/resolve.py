@@ -26,22 +26,22 @@ def _looks_like_path(setting: str) -> bool:
 
 
 def resolve_model(
-    setting: str | None, device: str = "cpu", log: Log | None = None
+    setting: str | None, device: str = "cpu", log: Log | None = None, weights: str = "bf16"
 ) -> tuple[str, str | None]:
     """Turn the `model` setting into what vLLM loads: (path or hub id, preset name or None).
 
-    Empty/"default" -> the device's default preset; a preset name -> its folder, prepared
-    on first use; an existing folder -> itself after verify_model; a path that does not
-    exist -> ModelError (a typo must not be sent to a hub); anything shaped like
-    ``org/name`` -> returned as a hub id for vLLM.
+    Empty/"default" -> the device's default preset; a preset name -> its folder with
+    ``weights`` (the `weights` setting), prepared on first use; an existing folder ->
+    itself after verify_model; a path that does not exist -> ModelError (a typo must not
+    be sent to a hub); anything shaped like ``org/name`` -> returned as a hub id for vLLM.
     """
     value = (setting or "").strip()
     if value.lower() in ("", "default"):
         chosen = default_preset(device)
-        return str(ensure_model(chosen, log)), chosen.name
+        return str(ensure_model(chosen, log, weights)), chosen.name
     if is_preset(value):
         chosen = preset_named(value)
-        return str(ensure_model(chosen, log)), chosen.name
+        return str(ensure_model(chosen, log, weights)), chosen.name
     path = Path(value).expanduser()
     if path.exists():
         verify_model(path, deep=True)

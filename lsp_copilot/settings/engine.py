@@ -31,6 +31,9 @@ GPU_MODEL_LEN = 10240
 SPECULATIVE_METHODS = ("ngram", "draft_model", "eagle", "eagle3", "mtp", "suffix", "none")
 """vLLM's speculative methods we expose; `none` turns speculation off."""
 
+WEIGHTS = ("bf16", "int8", "int4")
+"""Weights a preset is prepared with (models/quantize.py): as converted, or re-packed."""
+
 ROUTE_KINDS = ("singleLine", "multiLine", "explicit", "prefetch")
 
 
@@ -84,6 +87,14 @@ class EngineSettings:
         "Weights dtype passed to vLLM; auto: bfloat16 on CPU, the model's own on CUDA "
         "(float16 on GPUs older than Ampere).",
         one_of("auto", "bfloat16", "float16", "float32")
+    )
+    weights: str = _loaded(
+        "bf16",
+        "Weights of a preset model: bf16 (as converted), int8 (8-bit weights and "
+        "activations, prepared beside the bf16 folder on first use: faster decoding on a "
+        "CPU, nearly the same answers) or int4 (4-bit weights: smaller, but slower on CPUs "
+        "without AMX). A model folder of your own keeps its own weights.",
+        one_of(*WEIGHTS)
     )
     max_model_len: int | None = _loaded(
         None, "Longest prompt plus completion, in tokens; null: 2048 on CPU, 10240 on CUDA "

@@ -83,6 +83,7 @@ def test_complete_json_with_the_real_default_model() -> None:
         "backend": "vllm", "model": default_preset(expected_device()).name,
         "device": expected_device(),
         "prefix_caching": True, "speculative": "ngram", "template": "qwen2.5-coder",
+        "quantization": None,
     }
 
 

@@ -336,7 +336,8 @@ def test_resolve_default_follows_the_device(
 ) -> None:
     wanted = default_preset(device)
     folder = model_dir(wanted)
-    monkeypatch.setattr(resolve, "ensure_model", lambda p, log=None: model_dir(p))
+    monkeypatch.setattr(resolve, "ensure_model",
+                        lambda p, log=None, weights="bf16": model_dir(p, weights))
     assert resolve_model(setting, device) == (str(folder), wanted.name)
 
 

@@ -1,0 +1,62 @@
+"""`bench engine --weights`: every format's engine is started with its weights and no
+speculation, each takes every hole in turn, and the figures compare with the first."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import weights as bench
+from benchmarks.corpus import default_corpus
+from lsp_copilot.settings.core import Settings
+from tests.support.fakes import FakeEngine
+
+
+class _Manager:
+    def __init__(self) -> None:
+        self.stopped = False
+
+    async def shutdown(self) -> None:
+        self.stopped = True
+
+
+def test_formats_are_parsed_and_checked() -> None:
+    assert bench.parse_weights(" bf16, int8 ") == ["bf16", "int8"]
+    with pytest.raises(ValueError, match="unknown weights 'fp4'"):
+        bench.parse_weights("bf16,fp4")
+    with pytest.raises(ValueError, match="two or more"):
+        bench.parse_weights("int8")
+    with pytest.raises(ValueError, match="two or more"):
+        bench.parse_weights("int8,int8")
+
+
+def test_each_format_runs_every_hole_and_is_compared_with_the_first(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    replies = {"bf16": " a + b\n", "int8": " a + b\n", "int4": " a - b\n"}
+    started: list[Settings] = []
+    managers: list[_Manager] = []
+    engines: dict[str, FakeEngine] = {}
+
+    async def start(settings: Settings) -> tuple[Any, FakeEngine, float, None]:
+        started.append(settings)
+        engine = engines[settings.weights] = FakeEngine(replies[settings.weights], 0.0)
+        managers.append(_Manager())
+        return managers[-1], engine, 1.0, None
+
+    monkeypatch.setattr(bench, "_start", start)
+    monkeypatch.setattr(bench, "SETTLE_S", 0.0)
+    corpus: Path = default_corpus()
+    out = asyncio.run(bench.bench_weights(corpus, 3, Settings(model="m"), ["bf16", "int8", "int4"]))
+    assert [s.weights for s in started] == ["bf16", "int8", "int4"]
+    assert {s.speculative_method for s in started} == {"none"} and started[0].model == "m"
+    assert all(m.stopped for m in managers)
+    for engine in engines.values():  # one decode and one single-line fill per hole
+        assert len(engine.requests) == 2 * out["weights"]["bf16"]["holes"]
+    figures = out["weights"]
+    assert figures["bf16"]["holes"] == 3
+    assert figures["int8"]["same_as_first"] == 1.0
+    assert figures["int4"]["same_as_first"] == 0.0
