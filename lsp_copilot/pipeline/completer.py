@@ -230,7 +230,7 @@ class Completer:
                 cursor.line_before.strip() or cursor.line_after.strip()) and room_for_block(
                 snapshot.data, offset + len(cursor.line_after.encode("utf-8")),
                 max(0, len(cursor.line_before) - 1)):
-            mode = "multi-line"  # asked for on an empty line: as much as the block wants
+            mode = "multi-line"  # asked on an empty line with room: what the block wants
         if mode == "none":
             self.telemetry.count("empty_mode")
             return _none(mode, "no completion at this position")

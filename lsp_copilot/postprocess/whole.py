@@ -7,10 +7,11 @@ block opener with nothing under it makes the file worse than no suggestion at al
 
 The suffix decides what fits. Around the answer (from the cursor line to the first line
 of the suffix) the file must parse with it inserted: an error there is the answer's, unless
-it is a broken region that starts above the cursor line and was there before the line was
-typed (an open call the user is filling in). Elsewhere a file the user is still editing may
-not parse, and a suggestion cannot be asked to fix that: there the rule compares error
-counts with a baseline, the buffer with the cursor line's typed text taken out.
+the file had it before the line was typed and it lies wholly above the cursor line (an
+open call the user is filling in) or below it (a line the user has yet to fix).
+Elsewhere a file the user is still editing may not parse, and a suggestion cannot be
+asked to fix that: there the rule compares error counts with a baseline, the buffer with
+the cursor line's typed text taken out.
 
 tree-sitter-python accepts a line indented deeper than the one above it, so a parse alone
 cannot tell that a body already waits under the cursor line: in a language whose blocks
