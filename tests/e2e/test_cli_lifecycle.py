@@ -87,6 +87,21 @@ def test_complete_json_with_the_real_default_model() -> None:
     }
 
 
+@pytest.mark.engine
+def test_complete_with_int8_weights_loads_the_repacked_preset() -> None:
+    """`--weights int8` (the `weights` setting): the default preset is re-packed beside its
+    bf16 folder on first use and vLLM loads it as compressed-tensors; same answer."""
+    out = subprocess.run(
+        [*CLI, "complete", "tests/fixtures/demo/geometry.py:13:12", "--json",
+         "--weights", "int8"],
+        capture_output=True, text=True, cwd=ROOT, timeout=900,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout)
+    assert result["engine"]["quantization"] == "compressed-tensors", result["engine"]
+    assert "math.pi" in result["completion"] and "radius" in result["completion"], result
+
+
 async def _complete_once(client: LanguageClient) -> dict[str, object]:
     uri = (ROOT / "tests" / "fixtures" / "restart.py").as_uri()
     client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
