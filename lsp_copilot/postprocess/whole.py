@@ -29,6 +29,7 @@ from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.language.folders import language_config
 from lsp_copilot.language.ids import parser_for
 from lsp_copilot.postprocess.brackets import open_brackets
+from lsp_copilot.postprocess.cursor import indent
 
 BLOCK_HEADERS = (":", "{", " do", " then", "->")
 """Line endings that open a block whose body must follow (``(``/``[`` only continue)."""
@@ -73,10 +74,6 @@ def _empty_blocks(tree: tree_sitter.Tree, start: int, end: int, blocks: frozense
             count += 1
         stack.extend(c for c in node.children if c.start_byte <= end and c.end_byte >= start)
     return count
-
-
-def _width(line: str) -> int:
-    return len(line) - len(line.lstrip(" \t"))
 
 
 def _following_line(data: bytes, line_end: int) -> tuple[str | None, int]:
@@ -211,13 +208,13 @@ class WholeChecker:
         after = data[self.offset:self._line_end].decode("utf-8", "replace")
         if open_brackets(before, self._rules) or before.rstrip().endswith("\\"):
             return True  # the deeper lines are the rest of this line's statement
-        deeper = _width(self._following)
-        if deeper > _width(before + after) and text.split("\n", 1)[0].strip() \
+        deeper = indent(self._following)
+        if deeper > indent(before + after) and text.split("\n", 1)[0].strip() \
                 and "\n" in text.strip("\n"):
             return False
         line = before + text + after
         last = line.rsplit("\n", 1)[-1]
-        if not last.strip() or deeper <= _width(last):
+        if not last.strip() or deeper <= indent(last):
             return True
         code = last.rstrip()
         if self._rules.close:
