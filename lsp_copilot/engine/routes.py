@@ -123,6 +123,16 @@ class Routes:
         for extra in self._extras.values():
             extra.manager.settings = _for_model(settings, extra.model)
 
+    def typing_first(self) -> bool:
+        """Whether typing (singleLine) goes first to another engine than the main one:
+        that engine then loads first."""
+        return self._chains.get("singleLine", (MAIN,))[0] != MAIN
+
+    async def loaded(self) -> None:
+        """Until every load under way has ended (ready or not)."""
+        tasks = [e.task for e in self._extras.values() if e.task is not None]
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     def _manager(self, route: str) -> EngineManager | None:
         extra = self._extras.get(route)
         return self.main if route == MAIN else extra.manager if extra is not None else None
@@ -152,7 +162,7 @@ class Routes:
             self.main.count("route_fallbacks")
             manager = self._manager(first)
             if manager is None or manager.state in ("idle", "loading"):
-                return  # not yet there (the typing engine loads after the main one)
+                return  # not yet there (still loading)
             if self._away.get(first) != answering:
                 self._away[first] = answering
                 self.main.notify("warning", f"lsp-copilot: {self._label(first)} is not "

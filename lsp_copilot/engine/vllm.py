@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from lsp_copilot.engine import defaults
@@ -189,7 +190,11 @@ class VllmEngine(Engine):
         engine.lower_priority(settings.engine_niceness)
         return engine
 
-    async def generate(self, request: EngineRequest) -> EngineResult:
+    async def generate(self, request: EngineRequest,
+                       watch: Callable[[str, EngineResult], None] | None = None,
+                       ) -> EngineResult:
+        """``watch`` sees the text and counts after every step (the shared engine streams
+        them to the server that asked)."""
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
@@ -224,6 +229,8 @@ class VllmEngine(Engine):
                     text += completion.text
                     if completion.finish_reason:
                         result.finish_reason = completion.finish_reason
+                if watch is not None:
+                    watch(text, result)
                 cut, why = request.cut(text, out.finished)
                 if cut is not None:
                     text = text[:cut]

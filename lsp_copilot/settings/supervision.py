@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lsp_copilot.settings.checks import int_range, setting
+from lsp_copilot.settings.checks import IS_BOOL, int_range, optional, setting
 
 
 @dataclass(frozen=True)
@@ -42,3 +42,25 @@ class SupervisionSettings:
         "lspCopilot.restartEngine command (a remote backend is tried again until it is "
         "back).", int_range(0, 1000)
     )
+    engine_shared: bool = setting(
+        True, "One embedded engine per model and settings for every `lsp-copilot serve` of "
+        "this user on this machine: the first server that needs it starts it, later ones "
+        "attach over a Unix socket, and it stays warm engineIdleMinutes after the last one "
+        "leaves (`lsp-copilot engine status`). false: the engine runs inside this server.",
+        IS_BOOL, restarts_engine=True
+    )
+    engine_idle_minutes: int = setting(
+        15, "How long a shared engine stays loaded after its last server left (0: it exits "
+        "with the last one); taken from the server that starts it.", int_range(0, 10_080)
+    )
+    engine_load_timeout_s: int | None = setting(
+        None, "An engine start that makes no progress (no load step, no log line, no CPU) "
+        "for this long is killed and tried once more. null: 300 on CPU, 600 on CUDA.",
+        optional(int_range(10, 86_400))
+    )
+
+    def load_timeout_s(self, device: str) -> float:
+        """engineLoadTimeoutS, else the device's default (a GPU load moves more bytes)."""
+        if self.engine_load_timeout_s is not None:
+            return float(self.engine_load_timeout_s)
+        return 300.0 if device == "cpu" else 600.0

@@ -78,14 +78,20 @@ async def _load_engine(
             )
 
     if pending is None:
-        ls.routes.expect(ls.settings, detect(ls.settings.device).device)
+        device = detect(ls.settings.device).device
+        ls.routes.expect(ls.settings, device)
+        typing_first = ls.routes.typing_first() and ls.settings.engine_backend != "remote"
+        if typing_first:
+            # The engine that answers typing loads first (one load at a time: two would
+            # share the cores), so a cold start suggests as soon as the small one is up.
+            await ls.routes.start(ls.settings, device, report)
+            await ls.routes.loaded()
         result = await ls.main_engine.start(ls.settings, report)
-        if result.ok or ls.settings.engine_backend == "remote":
-            # Engines that other routes name load after the main one (two loads at once
-            # would share the cores); until one is ready its requests go to the main one.
-            # (A remote main engine's fallbacks are embedded engines: they load here too.)
-            await ls.routes.start(ls.settings, detect(ls.settings.device).device,
-                                  lambda message: log.info("engine: %s", message))
+        if not typing_first and (result.ok or ls.settings.engine_backend == "remote"):
+            # Other routes' engines load after the main one; until one is ready its
+            # requests go to the main one. (A remote main engine's fallbacks are
+            # embedded engines: they load here too.)
+            await ls.routes.start(ls.settings, device, report)
     else:  # a load already under way (the retry command): report its progress
         ls.main_engine.report = report
         result = await pending

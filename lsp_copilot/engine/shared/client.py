@@ -1,0 +1,338 @@
+"""A server's side of the shared engine: find it or start it, then use it as an Engine.
+
+``SharedStarter.attach`` (blocking, in the manager's loading thread) connects to the
+engine of these settings; when none answers it takes the engine's lock, and the one server
+that holds it starts the engine (a stale socket from a crash is replaced) while the others
+wait on the lock and then attach. It returns once the engine is ready, passing the load's
+progress on. ``SharedEngine`` then streams generations over its own connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import itertools
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from lsp_copilot.engine.base import (
+    Engine,
+    EngineDown,
+    EngineInfo,
+    EngineRequest,
+    EngineResult,
+    EngineUnavailable,
+)
+from lsp_copilot.engine.shared import wire
+from lsp_copilot.engine.shared.host import process_tree_cpu
+from lsp_copilot.engine.shared.runtime import (
+    EnginePlace,
+    engine_fields,
+    engine_name,
+    private_dir,
+)
+from lsp_copilot.prompts.encoder import PromptEncoder
+from lsp_copilot.settings.core import Settings
+from lsp_copilot.tokens import TokenCounter, token_counter
+
+log = logging.getLogger(__name__)
+
+Reporter = Any  # Callable[[str], None]; "" is a silent sign of progress
+SOCKET_WAIT_S = 60.0
+"""How long a started engine may take to open its socket (before vLLM is imported)."""
+
+
+class SharedEngineError(RuntimeError):
+    """The shared engine could not start, or went away while a server waited on it."""
+
+
+def place_for(settings: Settings) -> EnginePlace:
+    from lsp_copilot.engine.device import detect
+    from lsp_copilot.models.presets import default_preset
+
+    label = settings.model or default_preset(detect(settings.device).device).name
+    return EnginePlace(private_dir(), engine_name(settings, label))
+
+
+def connect(path: Path, timeout: float | None = 5.0) -> socket.socket | None:
+    """A connection to a live engine, or None (no socket, or a stale one: nobody listens)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(str(path))
+    except (FileNotFoundError, ConnectionRefusedError):
+        sock.close()
+        return None
+    except OSError:
+        sock.close()
+        raise
+    sock.settimeout(None)
+    return sock
+
+
+def log_tail(path: Path, lines: int = 5) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])
+
+
+class SharedStarter:
+    """Attaches a server to the shared engine of its settings, starting it if need be."""
+
+    def __init__(self) -> None:
+        self.host_pid: int | None = None
+        self._sock: socket.socket | None = None
+
+    def attach(self, settings: Settings, report: Reporter) -> SharedEngine:
+        place = place_for(settings)
+        report(f"attaching to the shared engine {place.name}")
+        sock = connect(place.socket)
+        if sock is None:
+            with _locked(place.lock):  # one server starts it; the others wait, then attach
+                sock = connect(place.socket)
+                if sock is None:
+                    report("starting the shared engine")
+                    sock = self._start(place, settings)
+        self._sock = sock
+        try:
+            state = self._wait_ready(sock, report, place)
+        finally:
+            self._sock = None
+            sock.close()
+        return SharedEngine(place, state)
+
+    def _start(self, place: EnginePlace, settings: Settings) -> socket.socket:
+        from lsp_copilot.logs import default_log_file
+
+        logs = default_log_file().parent
+        logs.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "lsp_copilot", "engine", "host",
+                   "--name", place.name, "--label", place.name.rsplit("-", 1)[0],
+                   "--settings", json.dumps(engine_fields(settings)),
+                   "--idle-minutes", str(settings.engine_idle_minutes)]
+        env = dict(os.environ, PYTHONFAULTHANDLER="1")
+        log_path = place.log(logs)
+        with open(log_path, "ab") as out:
+            starter = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
+                                       stderr=out, start_new_session=True, env=env)
+            code = starter.wait()  # the engine detaches at once: this returns
+        if code != 0:
+            raise SharedEngineError(f"the shared engine did not start (exit {code}): "
+                                    f"{log_tail(log_path)}")
+        deadline = time.monotonic() + SOCKET_WAIT_S
+        while time.monotonic() < deadline:
+            sock = connect(place.socket)
+            if sock is not None:
+                return sock
+            time.sleep(0.1)
+        raise SharedEngineError(f"the shared engine did not open {place.socket} within "
+                                f"{SOCKET_WAIT_S:g} s: {log_tail(log_path)}")
+
+    def _wait_ready(self, sock: socket.socket, report: Reporter,
+                    place: EnginePlace) -> dict[str, Any]:
+        sock.sendall(wire.encode({"op": "hello", "pid": os.getpid()}))
+        stream = sock.makefile("rb")
+        for line in stream:
+            message = wire.decode(line)
+            op = message["op"]
+            if op == "state":
+                self.host_pid = message.get("pid")
+                if message["state"] == "ready":
+                    return message
+                if message["state"] == "failed":
+                    raise SharedEngineError(str(message.get("message")))
+                report("")  # attached to a load under way: it moves
+            elif op == "progress":
+                report(str(message.get("message", "")))
+            elif op == "tick":
+                report("")
+        raise SharedEngineError(f"the shared engine {place.name} exited while loading")
+
+    def busy_seconds(self) -> float | None:
+        return process_tree_cpu(self.host_pid) if self.host_pid else None
+
+    def kill(self) -> None:
+        """A start that hangs: its stacks to its log (SIGUSR1: the host; SIGABRT: the
+        EngineCore, which has PYTHONFAULTHANDLER), then its whole process group."""
+        pid = self.host_pid
+        if pid is None:
+            return
+        import psutil
+
+        with contextlib.suppress(Exception):
+            children = psutil.Process(pid).children(recursive=True)
+            os.kill(pid, signal.SIGUSR1)
+            for child in children:
+                with contextlib.suppress(psutil.Error):
+                    child.send_signal(signal.SIGABRT)
+            psutil.wait_procs(children, timeout=2.0)
+        with contextlib.suppress(OSError):
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        sock = self._sock
+        if sock is not None:  # wakes the loading thread that waits on it
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Any:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock (also when the process dies)
+
+
+class SharedEngine(Engine):
+    """The shared engine as this server's pipeline sees it."""
+
+    def __init__(self, place: EnginePlace, state: dict[str, Any]) -> None:
+        self.place = place
+        self.pid: int | None = state.get("pid")
+        info = dict(state.get("info") or {})
+        self.info = EngineInfo(**info)
+        model_path = str(state.get("model_path") or "")
+        self.counter: TokenCounter = token_counter(model_path)
+        self.encoder: PromptEncoder | None = PromptEncoder.for_model(model_path)
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task[None] | None = None
+        self._pending: dict[str, asyncio.Queue[dict[str, Any]]] = {}
+        self._ids = itertools.count(1)
+        self._closed: str | None = None
+        self._stats: dict[str, int] = {}
+
+    async def _connection(self) -> asyncio.StreamWriter:
+        if self._closed is not None:
+            raise EngineDown(self._closed)
+        if self._writer is None:
+            try:
+                reader, writer = await asyncio.open_unix_connection(
+                    str(self.place.socket), limit=wire.MAX_LINE)
+            except OSError as exc:
+                self._closed = f"the shared engine is gone ({exc})"
+                raise EngineDown(self._closed) from None
+            writer.write(wire.encode({"op": "hello", "pid": os.getpid()}))
+            self._writer = writer
+            self._reader_task = asyncio.ensure_future(self._read(reader))
+        return self._writer
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        reason = "the shared engine closed the connection"
+        try:
+            async for line in reader:
+                try:
+                    message = wire.decode(line)
+                except ValueError:
+                    continue
+                queue = self._pending.get(str(message.get("id")))
+                if queue is not None:
+                    queue.put_nowait(message)
+                elif message["op"] == "state" and message.get("state") != "ready":
+                    reason = f"the shared engine is {message.get('state')}"
+        except (ConnectionError, ValueError) as exc:
+            reason = f"the shared engine's connection failed: {exc}"
+        self._closed = reason
+        for queue in self._pending.values():
+            queue.put_nowait({"op": "closed", "message": reason})
+
+    async def _ask(self, message: dict[str, Any]) -> asyncio.Queue[dict[str, Any]]:
+        writer = await self._connection()
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._pending[str(message["id"])] = queue
+        writer.write(wire.encode(message))
+        return queue
+
+    async def generate(self, request: EngineRequest) -> EngineResult:
+        rid = request.request_id
+        queue = await self._ask(wire.request_message(request))
+        choices: tuple[Any, ...] = ()
+        try:
+            while True:
+                message = await queue.get()
+                op = message["op"]
+                if op == "text":
+                    choices += wire.choices_in(message.get("choices") or [])
+                    text = str(message.get("text", ""))
+                    cut, why = request.cut(text, False)
+                    if cut is not None:  # ours to decide: stop the engine, answer now
+                        self._send({"op": "abort", "id": rid})
+                        result = wire.result_from(message, choices)
+                        result.text, result.stopped_early = text[:cut], True
+                        result.finish_reason = why
+                        return result
+                elif op == "done":
+                    result = wire.result_from(message, choices)
+                    cut, why = request.cut(result.text, True)
+                    if cut is not None:
+                        result.text = result.text[:cut]
+                        result.finish_reason = why if why == "stop" else (
+                            result.finish_reason or why)
+                    return result
+                elif op == "error":
+                    raise EngineUnavailable(str(message.get("message")))
+                elif op == "closed":
+                    raise EngineDown(str(message.get("message")))
+        except asyncio.CancelledError:
+            self._send({"op": "abort", "id": rid})
+            raise
+        finally:
+            self._pending.pop(rid, None)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        if self._writer is not None and not self._writer.is_closing():
+            self._writer.write(wire.encode(message))
+
+    async def abort(self, request_id: str) -> None:
+        self._send({"op": "abort", "id": request_id})
+
+    async def warm_up(self) -> None:
+        """The engine warmed itself; connect now, so the first request finds it open."""
+        await self._connection()
+
+    async def check_health(self) -> None:
+        hid = f"health-{next(self._ids)}"
+        queue = await self._ask({"op": "health", "id": hid})
+        try:
+            reply = await queue.get()
+        finally:
+            self._pending.pop(hid, None)
+        if reply["op"] != "health" or not reply.get("ok"):
+            raise EngineUnavailable(str(reply.get("message") or "the shared engine is down"))
+        self._stats = {str(k): int(v) for k, v in (reply.get("stats") or {}).items()}
+
+    def busy_seconds(self) -> float | None:
+        return process_tree_cpu(self.pid) if self.pid else None
+
+    def stats(self) -> dict[str, int]:
+        return dict(self._stats)
+
+    def condemn(self) -> None:
+        """Dead or stuck for this server: end it with its whole process group (other
+        servers lose their connection and reattach to the replacement, one starts it)."""
+        if self.pid is None:
+            return
+        with contextlib.suppress(OSError):  # its socket stays: the next start replaces it
+            os.killpg(os.getpgid(self.pid), signal.SIGKILL)
+
+    async def shutdown(self) -> None:
+        """Leave the engine (it stays warm for other servers and the next start)."""
+        self._closed = self._closed or "detached"
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+        if self._reader_task is not None:
+            self._reader_task.cancel()

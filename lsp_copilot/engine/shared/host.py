@@ -1,0 +1,347 @@
+"""The shared engine's process: one vLLM engine, served over a Unix socket to every
+`lsp-copilot serve` of this user.
+
+It detaches from the server that started it (its own session; the starter does not wait
+for it), binds its socket before vLLM loads so that servers arriving meanwhile see the
+load's progress, and exits ``idle_minutes`` after its last server left. Each request runs
+as a task of its own: vLLM's priority scheduler orders them across windows, and a
+cancelled one (an abort, or a server that went away) frees the engine at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import faulthandler
+import itertools
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lsp_copilot.engine.base import Engine, EngineResult
+from lsp_copilot.engine.shared import wire
+from lsp_copilot.engine.shared.runtime import EnginePlace, same_user
+from lsp_copilot.settings.core import Settings
+
+log = logging.getLogger(__name__)
+
+TICK_S = 2.0
+"""How often a load's progress (CPU, log lines) is told to the servers waiting on it."""
+IDLE_CHECK_S = 5.0
+BUSY_SHARE = 0.05
+
+
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds a process and its descendants have used (0 if it is gone)."""
+    import psutil
+
+    total = 0.0
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            times = proc.cpu_times()
+            total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
+def process_tree_rss(pid: int) -> int:
+    import psutil
+
+    total = 0
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            total += proc.memory_info().rss
+    return total
+
+
+@dataclass
+class Client:
+    """One attached server: its requests in flight, by its own ids."""
+
+    number: int
+    pid: int | None = None
+    tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+
+
+class EngineHost:
+    """Serves one engine to every server of this user that connects."""
+
+    def __init__(self, place: EnginePlace, settings: Settings, label: str,
+                 idle_minutes: float, load: Callable[[Settings, Callable[[str], None]], Engine],
+                 ) -> None:
+        self.place, self.settings, self.label = place, settings, label
+        self.idle_s = idle_minutes * 60
+        self._load = load
+        self.engine: Engine | None = None
+        self.state, self.message = "loading", "starting"
+        self.started = time.time()
+        self._clients: dict[int, tuple[Client, asyncio.StreamWriter]] = {}
+        self._numbers = itertools.count(1)
+        self._idle_since: float | None = time.monotonic()
+        self._done = asyncio.Event()
+        self._log_size = 0
+
+    # -- the load ----------------------------------------------------------------------
+
+    async def load(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def report(message: str) -> None:  # from the loading thread
+            loop.call_soon_threadsafe(self._broadcast, {"op": "progress", "message": message})
+
+        ticker = asyncio.ensure_future(self._tick())
+        try:
+            engine = await asyncio.to_thread(self._load, self.settings, report)
+            report("warming up")
+            await engine.warm_up()
+        except Exception as exc:
+            from lsp_copilot.engine.factory import explain_failure
+
+            log.exception("the shared engine failed to start")
+            self._set_state("failed", explain_failure(exc))
+            self._done.set()
+            return
+        finally:
+            ticker.cancel()
+        self.engine = engine
+        self._set_state("ready", f"ready in {time.time() - self.started:.1f} s")
+
+    async def _tick(self) -> None:
+        """Tell waiting servers the load moves: CPU used, or new lines in the log."""
+        cpu = process_tree_cpu(os.getpid())
+        while True:
+            await asyncio.sleep(TICK_S)
+            now = process_tree_cpu(os.getpid())
+            size = _stderr_size()
+            if now - cpu >= BUSY_SHARE * TICK_S or size != self._log_size:
+                self._broadcast({"op": "tick"})
+            cpu, self._log_size = now, size
+
+    def _set_state(self, state: str, message: str) -> None:
+        self.state, self.message = state, message
+        log.info("shared engine %s: %s", state, message)
+        self._broadcast(self._state_message())
+
+    def _state_message(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"op": "state", "state": self.state, "message": self.message,
+                               "pid": os.getpid(), "name": self.place.name}
+        if self.engine is not None:
+            out["info"] = self.engine.info.as_dict() | {
+                "token_choices": self.engine.info.token_choices}
+            out["model_path"] = getattr(self.engine, "served_name", "")
+        return out
+
+    def _broadcast(self, message: dict[str, Any]) -> None:
+        for _client, writer in list(self._clients.values()):
+            _send(writer, message)
+
+    # -- connections -------------------------------------------------------------------
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        if sock is None or not same_user(sock):
+            log.warning("refused a connection from another user")
+            writer.close()
+            return
+        client = Client(next(self._numbers))
+        try:
+            while not reader.at_eof():
+                try:
+                    line = await reader.readline()
+                except (ConnectionError, asyncio.LimitOverrunError, ValueError):
+                    break
+                if not line:
+                    break
+                try:
+                    message = wire.decode(line)
+                except ValueError:
+                    _send(writer, {"op": "error", "id": None, "message": "malformed message"})
+                    continue
+                await self._dispatch(client, writer, message)
+        finally:
+            for task in client.tasks.values():
+                task.cancel()  # a server that left: its requests free the engine
+            if self._clients.pop(client.number, None) is not None and not self._clients:
+                self._idle_since = time.monotonic()
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def _dispatch(self, client: Client, writer: asyncio.StreamWriter,
+                        message: dict[str, Any]) -> None:
+        op, rid = message["op"], message.get("id")
+        if op == "hello":  # a server attaches (a status question does not)
+            client.pid = message.get("pid")
+            self._clients[client.number] = (client, writer)
+            self._idle_since = None
+            _send(writer, self._state_message())
+        elif op == "generate" and isinstance(rid, str):
+            if self.engine is None:
+                _send(writer, {"op": "error", "id": rid, "message": f"engine {self.state}"})
+                return
+            client.tasks[rid] = asyncio.ensure_future(
+                self._generate(client, writer, rid, message))
+        elif op == "abort":
+            task = client.tasks.pop(str(rid), None)
+            if task is not None:
+                task.cancel()
+        elif op == "health":
+            client.tasks[f"health-{rid}"] = asyncio.ensure_future(
+                self._health(client, writer, rid))
+        elif op == "status":
+            _send(writer, {"op": "status", "id": rid, **self.status()})
+        elif op == "stop":
+            _send(writer, {"op": "stopping", "id": rid})
+            self._done.set()
+        else:
+            _send(writer, {"op": "error", "id": rid, "message": f"unknown op {op!r}"})
+
+    async def _generate(self, client: Client, writer: asyncio.StreamWriter, rid: str,
+                        message: dict[str, Any]) -> None:
+        assert self.engine is not None
+        request = wire.request_from(message, f"c{client.number}-{rid}")
+        sent = 0
+
+        def watch(text: str, result: EngineResult) -> None:
+            nonlocal sent
+            new, sent = result.token_choices[sent:], len(result.token_choices)
+            _send(writer, wire.progress_message(rid, text, result, new))
+
+        generate: Any = self.engine.generate
+        try:
+            result = await generate(request, watch=watch)
+            _send(writer, wire.result_message(rid, result))
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await self.engine.abort(request.request_id)
+            raise
+        except Exception as exc:
+            log.exception("generation failed")
+            _send(writer, {"op": "error", "id": rid, "message": f"{type(exc).__name__}: {exc}"})
+        finally:
+            client.tasks.pop(rid, None)
+
+    async def _health(self, client: Client, writer: asyncio.StreamWriter, rid: Any) -> None:
+        try:
+            await self._check(writer, rid)
+        finally:
+            client.tasks.pop(f"health-{rid}", None)
+
+    async def _check(self, writer: asyncio.StreamWriter, rid: Any) -> None:
+        if self.engine is None:
+            _send(writer, {"op": "health", "id": rid, "ok": False,
+                           "message": f"engine {self.state}"})
+            return
+        try:
+            await self.engine.check_health()
+        except Exception as exc:
+            _send(writer, {"op": "health", "id": rid, "ok": False,
+                           "message": f"{type(exc).__name__}: {exc}"})
+            self._done.set()  # a dead engine: exit, the next server starts a new one
+            return
+        _send(writer, {"op": "health", "id": rid, "ok": True, "stats": self.engine.stats()})
+
+    def status(self) -> dict[str, Any]:
+        idle = (time.monotonic() - self._idle_since) if self._idle_since is not None else 0.0
+        return {"name": self.place.name, "model": self.label, "state": self.state,
+                "message": self.message, "pid": os.getpid(), "clients": len(self._clients),
+                "client_pids": [c.pid for c, _ in self._clients.values()],
+                "memory_mb": round(process_tree_rss(os.getpid()) / 2**20),
+                "idle_s": round(idle, 1), "idle_limit_s": self.idle_s,
+                "uptime_s": round(time.time() - self.started, 1)}
+
+    async def run_until_done(self) -> None:
+        """Until stopped, failed (after telling the waiting servers) or idle too long."""
+        while not self._done.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._done.wait(), IDLE_CHECK_S)
+            if self._idle_since is not None and (
+                    time.monotonic() - self._idle_since >= self.idle_s):
+                log.info("no server for %g minutes: the shared engine exits", self.idle_s / 60)
+                break
+
+    async def close(self) -> None:
+        for client, writer in list(self._clients.values()):
+            for task in client.tasks.values():
+                task.cancel()
+            with contextlib.suppress(Exception):
+                writer.close()
+        if self.engine is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.engine.shutdown(), 30)
+
+
+def _send(writer: asyncio.StreamWriter, message: dict[str, Any]) -> None:
+    if not writer.is_closing():
+        writer.write(wire.encode(message))
+
+
+def _stderr_size() -> int:
+    try:
+        return os.fstat(sys.stderr.fileno()).st_size
+    except (OSError, ValueError):
+        return 0
+
+
+def bind(place: EnginePlace) -> socket.socket:
+    """The engine's socket, 0600 from the start (no window where others could connect)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            place.socket.unlink()  # stale: the starter found nobody answering it
+        sock.bind(str(place.socket))
+    finally:
+        os.umask(old)
+    os.chmod(place.socket, 0o600)
+    sock.listen(64)
+    return sock
+
+
+def detach() -> None:
+    """Leave the starter: it returns at once, and this process is nobody's child (an
+    editor or server that exits, or kills its children, leaves the engine running)."""
+    if os.fork() > 0:
+        os._exit(0)
+    with contextlib.suppress(OSError):
+        os.setsid()
+
+
+async def serve(place: EnginePlace, settings: Settings, label: str, idle_minutes: float,
+                load: Callable[[Settings, Callable[[str], None]], Engine]) -> int:
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # stacks of a hung load
+    os.environ.setdefault("PYTHONFAULTHANDLER", "1")  # and of the EngineCore on SIGABRT
+    sock = bind(place)
+    host = EngineHost(place, settings, label, idle_minutes, load)
+    server = await asyncio.start_unix_server(host.handle, sock=sock, limit=wire.MAX_LINE)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, host._done.set)
+    loader = asyncio.ensure_future(host.load())
+    try:
+        await host.run_until_done()
+    finally:
+        # Unlink first: a server arriving now starts a new engine instead of finding this
+        # one going away.
+        with contextlib.suppress(FileNotFoundError):
+            place.socket.unlink()
+        loader.cancel()
+        server.close()
+        if host.state == "failed":  # the waiting servers read why before the socket goes
+            await asyncio.sleep(0.2)
+        await host.close()
+    return 1 if host.state == "failed" else 0
