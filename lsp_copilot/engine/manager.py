@@ -22,14 +22,8 @@ from typing import Any
 
 from lsp_copilot.engine.base import Engine, EngineInfo, EngineUnavailable
 from lsp_copilot.engine.breaker import OPEN, Breaker
-from lsp_copilot.engine.factory import (
-    EngineFactory,
-    LoadStalled,
-    Reporter,
-    explain_failure,
-    log_streams,
-    unreachable,
-)
+from lsp_copilot.engine.factory import EngineFactory, Reporter, log_streams
+from lsp_copilot.engine.failures import LoadStalled, explain_failure, unreachable
 from lsp_copilot.engine.supervisor import RestartPolicy, SupervisedEngine
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry

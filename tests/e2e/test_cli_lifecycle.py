@@ -136,7 +136,8 @@ async def _stop(client: LanguageClient) -> None:
 async def test_shutdown_leaves_no_process_and_disk_cache_survives_restart(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # No deadline: an answer cut short on a busy machine is (rightly) not cached. One
     # suggestion: sampled alternatives are engine calls the cache does not answer.
-    options = {"cacheDir": str(tmp_path / "cache"), "deadlineMs": 0, "maxSuggestions": 1}
+    options = {"cacheDir": str(tmp_path / "cache"), "deadlineMs": 0, "maxSuggestions": 1,
+               "engineShared": False}  # its own engine, which must go with it
     first = await serve(options)
     s1 = await _complete_once(first)
     assert s1["engine_requests"] == 1 and s1["cache_hits"] == 0
@@ -205,8 +206,8 @@ def _start_loading_server() -> subprocess.Popen[bytes]:
     proc = subprocess.Popen([*CLI, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     assert proc.stdin is not None
-    proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                             "params": {"capabilities": {}}}))
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "capabilities": {}, "initializationOptions": {"engineShared": False}}}))
     proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
     proc.stdin.flush()
     # Loading for sure: vLLM has started its EngineCore (and must not leave it behind).

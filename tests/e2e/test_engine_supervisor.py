@@ -91,6 +91,7 @@ def _messages(client: LanguageClient, kind: types.MessageType) -> list[str]:
 async def supervised(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
     await initialize(lsp_client, "visual-studio-code", {"lspCopilot": {
         "routes": {},  # one engine: these tests kill and freeze it
+        "engineShared": False,  # this server's own (tests/e2e/test_shared_engine.py: shared)
         "maxSuggestions": 1,  # one engine call per request
         "cache": False, "typingThrough": False, "merge": False,  # each request: the engine
         # A shared 2-core machine can take 30-60 s per completion: the deadline is tested
@@ -217,7 +218,7 @@ async def test_repeated_failures_stay_down_until_the_retry_command(
 
 
 async def test_sigkilled_server_leaves_no_engine_process() -> None:
-    client = await serve({"cache": False})
+    client = await serve({"cache": False, "engineShared": False})  # a shared one stays
     server = client._server
     assert server is not None
     children = psutil.Process(server.pid).children(recursive=True)

@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -232,10 +233,30 @@ def server_pid(client: LanguageClient) -> int:
     return server.pid
 
 
-def engine_core_pids(server_pid: int) -> list[int]:
-    """vLLM's EngineCore processes under the server (setproctitle names them)."""
+def shared_engines() -> list[dict[str, Any]]:
+    """`lsp-copilot engine status --json`: the shared engines of this test run."""
+    out = subprocess.run([*SERVER[:-1], "engine", "status", "--json"], capture_output=True,
+                         text=True, timeout=60, check=True)
+    engines: list[dict[str, Any]] = json.loads(out.stdout)
+    return engines
+
+
+def engine_processes(server_pid: int) -> list[psutil.Process]:
+    """The server's own children and those of the shared engines it is attached to."""
+    roots = [server_pid] + [e["pid"] for e in shared_engines()
+                            if server_pid in e.get("client_pids", ())]
     out = []
-    for child in psutil.Process(server_pid).children(recursive=True):
+    for root in roots:
+        with contextlib.suppress(psutil.Error):
+            out += psutil.Process(root).children(recursive=True)
+    return out
+
+
+def engine_core_pids(server_pid: int) -> list[int]:
+    """vLLM's EngineCore processes of the server, its own or shared (setproctitle names
+    them)."""
+    out = []
+    for child in engine_processes(server_pid):
         try:
             if "EngineCore" in child.name() or "EngineCore" in " ".join(child.cmdline()):
                 out.append(child.pid)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsp_copilot.engine.base import Engine, EngineResult
+from lsp_copilot.engine.failures import explain_failure
 from lsp_copilot.engine.shared import wire
 from lsp_copilot.engine.shared.runtime import EnginePlace, same_user
 from lsp_copilot.settings.core import Settings
@@ -110,8 +111,6 @@ class EngineHost:
             report("warming up")
             await engine.warm_up()
         except Exception as exc:
-            from lsp_copilot.engine.factory import explain_failure
-
             log.exception("the shared engine failed to start")
             self._set_state("failed", explain_failure(exc))
             self._done.set()

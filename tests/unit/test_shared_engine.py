@@ -1,0 +1,201 @@
+"""The shared engine's host and a server's client over a real Unix socket, with a fake
+engine inside (the real one: tests/e2e/test_shared_engine.py); its folder's privacy; and
+the watchdog of a start that hangs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lsp_copilot.engine.base import EngineDown, EngineRequest, EngineResult
+from lsp_copilot.engine.manager import EngineManager
+from lsp_copilot.engine.shared import host as host_mod
+from lsp_copilot.engine.shared.client import SharedEngine
+from lsp_copilot.engine.shared.host import EngineHost, bind
+from lsp_copilot.engine.shared.runtime import (
+    EnginePlace,
+    RuntimeDirError,
+    engine_fields,
+    engine_name,
+    peer_uid,
+    private_dir,
+)
+from lsp_copilot.settings.core import Settings
+from tests.support.fakes import FakeEngine
+
+
+class StreamingFake(FakeEngine):
+    """FakeEngine that shows each step to the host's ``watch`` (as VllmEngine does)."""
+
+    async def generate(self, request: EngineRequest,  # type: ignore[override]
+                       watch: Callable[[str, EngineResult], None] | None = None,
+                       ) -> EngineResult:
+        inner = request.stop_at
+
+        def seen(text: str) -> int | None:
+            if watch is not None:
+                watch(text, EngineResult(generated_tokens=len(text)))
+            return inner(text) if inner is not None else None
+
+        from dataclasses import replace
+        return await super().generate(replace(request, stop_at=seen))
+
+
+@pytest.fixture
+async def served(tmp_path: Path) -> AsyncIterator[tuple[EngineHost, StreamingFake, EnginePlace]]:
+    folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"lc-unit-{os.getpid()}-{id(tmp_path)}"
+    place = EnginePlace(private_dir(folder), "fake-0123456789")
+    engine = StreamingFake(reply="return a + b\n\nmore", step_s=0.02)
+    host = EngineHost(place, Settings(), "fake", 1.0, lambda s, r: engine)
+    server = await asyncio.start_unix_server(host.handle, sock=bind(place))
+    await host.load()
+    assert host.state == "ready"
+    yield host, engine, place
+    server.close()
+    await host.close()
+    place.socket.unlink(missing_ok=True)
+    folder.rmdir() if not any(folder.iterdir()) else None
+
+
+def _client(host: EngineHost, place: EnginePlace) -> SharedEngine:
+    return SharedEngine(place, host._state_message())
+
+
+async def test_generation_streams_and_the_servers_cut_aborts_it(served: Any) -> None:
+    host, engine, place = served
+    client = _client(host, place)
+
+    def cut_at_blank(text: str) -> int | None:
+        return text.find("\n\n") if "\n\n" in text else None
+
+    result = await client.generate(EngineRequest("r1", "def add(a, b):\n", 16,
+                                                 stop_at=cut_at_blank))
+    assert result.text == "return a + b" and result.stopped_early
+    await asyncio.wait_for(engine.aborts.wait(), 5)  # the host's generation ended too
+    assert engine.requests[0].request_id.endswith("-r1")  # unique across servers
+    await client.shutdown()
+
+
+async def test_cancel_frees_the_engine_and_a_second_server_shares_it(served: Any) -> None:
+    host, engine, place = served
+    first, second = _client(host, place), _client(host, place)
+    await first.warm_up()
+    await second.warm_up()
+    await asyncio.wait_for(_attached(host, 2), 5)
+    engine.step_s = 0.5
+    call = asyncio.ensure_future(first.generate(EngineRequest("a", "x", 8)))
+    await asyncio.wait_for(engine.started.wait(), 5)
+    call.cancel()
+    await asyncio.wait_for(engine.aborts.wait(), 5)
+    engine.step_s = 0.001
+    assert (await second.generate(EngineRequest("a", "y", 8))).text.startswith("return")
+    await first.shutdown()
+    await asyncio.wait_for(_attached(host, 1), 5)
+    assert host.status()["clients"] == 1
+    await second.check_health()
+    await second.shutdown()
+
+
+async def _attached(host: EngineHost, count: int) -> None:
+    while host.status()["clients"] != count:
+        await asyncio.sleep(0.01)
+
+
+async def test_a_host_that_goes_away_ends_the_calls_at_once(served: Any) -> None:
+    host, engine, place = served
+    client = _client(host, place)
+    engine.step_s = 5.0
+    call = asyncio.ensure_future(client.generate(EngineRequest("r", "x", 8)))
+    await asyncio.wait_for(engine.started.wait(), 5)
+    await host.close()  # what a killed host looks like from here: the connection ends
+    with pytest.raises(EngineDown):
+        await asyncio.wait_for(call, 5)
+    with pytest.raises(EngineDown):
+        await client.check_health()
+
+
+async def test_another_users_connection_is_refused(served: Any, monkeypatch: Any) -> None:
+    host, _engine, place = served
+    monkeypatch.setattr(host_mod, "same_user", lambda sock: False)
+    client = _client(host, place)
+    with pytest.raises(EngineDown):
+        await asyncio.wait_for(client.generate(EngineRequest("r", "x", 8)), 5)
+    assert host.status()["clients"] == 0
+
+
+def test_peer_uid_is_the_connecting_process_user() -> None:
+    left, right = socket.socketpair(socket.AF_UNIX)
+    with left, right:
+        assert peer_uid(left) == os.getuid()
+
+
+def test_runtime_folder_must_be_private(tmp_path: Path) -> None:
+    folder = tmp_path / "rt"
+    assert private_dir(folder) == folder
+    assert (folder.stat().st_mode & 0o777) == 0o700
+    folder.chmod(0o755)
+    with pytest.raises(RuntimeDirError, match="chmod 700"):
+        private_dir(folder)
+
+
+def test_socket_is_only_the_users(tmp_path: Path) -> None:
+    place = EnginePlace(private_dir(tmp_path / "rt"), "m-1")
+    with bind(place):
+        assert (place.socket.stat().st_mode & 0o777) == 0o600
+
+
+def test_engine_name_follows_the_settings_that_shape_the_engine() -> None:
+    base = Settings()
+    assert engine_name(base, "qwen") == engine_name(Settings(engine_idle_minutes=3), "qwen")
+    assert engine_name(base, "qwen") == engine_name(Settings(engine_shared=False), "qwen")
+    assert engine_name(base, "qwen") != engine_name(Settings(speculative_method="none"), "qwen")
+    assert engine_name(base, "qwen") != engine_name(base, "smollm2")
+    assert "engineShared" not in engine_fields(base)
+
+
+class HangingFactory:
+    """A start that never returns until it is killed (as a hung vLLM start)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.killed = 0
+        self._release = threading.Event()
+
+    def __call__(self, settings: Settings, report: Any) -> Any:
+        self.calls += 1
+        self._release.wait(30)
+        raise RuntimeError("killed")
+
+    def busy_seconds(self, settings: Settings) -> float:
+        return 0.0  # no CPU: stuck, not slow
+
+    def stalled(self, settings: Settings) -> None:
+        self.killed += 1
+        self._release.set()
+        self._release = threading.Event()
+
+
+async def test_a_start_that_hangs_is_killed_retried_once_then_reported() -> None:
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 100.0  # every look at the clock: 100 s later
+        return now[0]
+
+    factory = HangingFactory()
+    manager = EngineManager(factory, clock=clock)  # type: ignore[arg-type]
+    manager.load_poll_s = 0.01
+    notices: list[tuple[str, str]] = []
+    manager.notify = lambda level, message: notices.append((level, message))
+    result = await manager.start(Settings(engine_load_timeout_s=120))
+    assert not result.ok and manager.state == "failed"
+    assert factory.calls == 2 and factory.killed == 2
+    assert "no progress for 120 s" in result.message and "twice" in result.message
+    assert [level for level, _ in notices] == ["warning"]  # told at the first kill
