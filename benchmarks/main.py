@@ -357,7 +357,8 @@ async def bench_engine(corpus: Path, count: int, settings: Settings,
 
 def run(what: str, corpus: Path | None, count: int, model: str | None,
         keystrokes: int = 150, weights: list[str] | None = None) -> Any:
-    settings = Settings(model=model or "")
+    # Each run loads its own engines (loads are measured; nothing stays loaded after).
+    settings = Settings(model=model or "", engine_shared=False)
     corpus = corpus or default_corpus()
     if what == "prompt":
         return asyncio.run(bench_prompt(corpus, count, settings))

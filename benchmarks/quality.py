@@ -311,6 +311,6 @@ def run(corpus: Path | None, count: int, model: str | None, seed: int = 0,
     # The shipped settings, minus what would make holes depend on each other; each hole
     # is an explicit request, answered as the editor's "suggest now" is.
     settings = Settings(model=model or "", cache=False, merge=False, typing_through=False,
-                        prefetch=False)
+                        prefetch=False, engine_shared=False)  # nothing stays loaded after
     return asyncio.run(bench_quality(corpus or default_corpus(), count, settings, seed, log,
                                      split))

@@ -94,7 +94,8 @@ def _settings(args: argparse.Namespace) -> Settings:
     the editor's."""
     from lsp_copilot.settings.core import parse_settings
 
-    settings, problems = parse_settings({"model": args.model or "",
+    # A one-shot command loads its own engine: nothing stays in memory after it.
+    settings, problems = parse_settings({"model": args.model or "", "engineShared": False,
                                          "weights": getattr(args, "weights", "bf16"),
                                          "template": args.template or "auto"})
     if problems:

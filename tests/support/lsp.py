@@ -131,12 +131,12 @@ async def initialize(
     return result
 
 
-async def serve(options: dict[str, object]) -> PlainClient:
+async def serve(options: dict[str, object], root: Path = ROOT) -> PlainClient:
     """A server of our own (not pytest-lsp's), initialized, its engine ready."""
     client = PlainClient("test", "1")
     await client.start_io(*SERVER)
     await client.initialize_async(
-        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=ROOT.as_uri(),
+        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=root.as_uri(),
                                initialization_options=options)
     )
     client.initialized(types.InitializedParams())

@@ -1,0 +1,154 @@
+"""One engine per model for every server of the user: real servers, the real engine.
+
+Two servers in two workspaces attach to one engine per routed model; a restarted server
+finds it warm; killed with both servers attached (and its socket left behind, as after
+`kill -9`), it is started again by one of them and both answer again; another user cannot
+reach its socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient as PlainClient
+
+from tests.support.lsp import ROOT, plain, serve, shared_engines, stats
+
+pytestmark = pytest.mark.engine
+
+SOURCE = "def area(width, height):\n    return "
+# Explicit requests to the small model: timings measure attaching, not a slow model.
+FAST = {"routes": {"explicit": "smollm2-135m"}, "cache": False, "maxSuggestions": 1}
+
+
+async def _suggest(client: PlainClient, folder: Path, name: str = "shapes.py") -> str:
+    uri = (folder / name).as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        types.TextDocumentItem(uri, "python", 1, SOURCE)))
+    result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(1, len("    return ")),
+        context=types.InlineCompletionContext(
+            trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        types.TextDocumentIdentifier(uri)))
+    items = result.items if result is not None else []
+    return items[0].insert_text if items and isinstance(items[0].insert_text, str) else ""
+
+
+def _engine_cores(engines: list[dict[str, Any]]) -> dict[str, int]:
+    """EngineCore processes under each shared engine."""
+    out = {}
+    for engine in engines:
+        procs = psutil.Process(engine["pid"]).children(recursive=True)
+        out[engine["name"]] = sum("EngineCore" in " ".join(p.cmdline()) for p in procs)
+    return out
+
+
+def _own_cores(client: PlainClient) -> int:
+    server = client._server
+    assert server is not None
+    return sum("EngineCore" in " ".join(p.cmdline())
+               for p in psutil.Process(server.pid).children(recursive=True))
+
+
+async def _stop(client: PlainClient) -> None:
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+
+
+async def test_two_servers_share_one_engine_per_model_and_a_restart_finds_it_warm(
+        tmp_path: Path) -> None:
+    first_ws, second_ws = tmp_path / "one", tmp_path / "two"
+    first_ws.mkdir()
+    second_ws.mkdir()
+    first = await serve(FAST, root=first_ws)
+    assert await _suggest(first, first_ws)
+    started = time.monotonic()
+    second = await serve(FAST, root=second_ws)
+    text = await _suggest(second, second_ws)
+    second_s = time.monotonic() - started
+    assert text, "the second window gets a suggestion"
+    engines = shared_engines()
+    models = {e["model"] for e in engines}
+    assert {"smollm2-135m"} <= models and len(engines) == len(models), engines
+    assert all(n == 1 for n in _engine_cores(engines).values()), _engine_cores(engines)
+    assert _own_cores(first) == _own_cores(second) == 0  # no copy inside a server
+    for engine in engines:
+        assert {first._server.pid, second._server.pid} <= set(engine["client_pids"])  # type: ignore[union-attr]
+    assert second_s < 10, f"the second window's first suggestion took {second_s:.1f} s"
+
+    await _stop(second)
+    started = time.monotonic()
+    third = await serve(FAST, root=second_ws)
+    assert await _suggest(third, second_ws)
+    restart_s = time.monotonic() - started
+    assert restart_s < 5, f"a restart with a warm engine took {restart_s:.1f} s"
+    print(f"second window {second_s:.1f} s, restart {restart_s:.1f} s")
+    await _stop(third)
+    await _stop(first)
+
+
+async def test_a_killed_shared_engine_comes_back_for_both_servers(tmp_path: Path) -> None:
+    # An engine of its own (another niceness: other settings, another engine), so that the
+    # other tests' engines stay up.
+    options = {**FAST, "routes": {}, "model": "smollm2-135m", "engineNiceness": 7,
+               "healthCheckIntervalMs": 1000, "healthCheckTimeoutMs": 5000}
+    one, two = await serve(options, root=tmp_path), await serve(options, root=ROOT)
+    mine = [e for e in shared_engines() if one._server.pid in e["client_pids"]]  # type: ignore[union-attr]
+    assert len(mine) == 1 and two._server.pid in mine[0]["client_pids"]  # type: ignore[union-attr]
+    host = mine[0]["pid"]
+    socket_path = Path(os.environ["LSP_COPILOT_RUNTIME_DIR"]) / f"{mine[0]['name']}.sock"
+    os.killpg(os.getpgid(host), signal.SIGKILL)  # everything, at once: no clean-up runs
+    with contextlib.suppress(psutil.NoSuchProcess):
+        psutil.Process(host).wait(30)
+    assert socket_path.exists(), "kill -9 leaves the socket behind (stale)"
+    killed = time.monotonic()
+    back: dict[int, float] = {}
+    while len(back) < 2:
+        assert time.monotonic() - killed < 180, f"not back: {back}"
+        for number, client in enumerate((one, two)):
+            if number in back:
+                continue
+            # No request hangs: each answers (empty while the engine restarts).
+            text = await asyncio.wait_for(_suggest(client, tmp_path, f"k{number}.py"), 60)
+            if text:
+                back[number] = time.monotonic() - killed
+        await asyncio.sleep(0.5)
+    after = [e for e in shared_engines() if e["name"] == mine[0]["name"]]
+    assert len(after) == 1 and after[0]["pid"] != host and after[0]["clients"] == 2, after
+    restarts = [plain(await stats(c))["engine_restarts"] for c in (one, two)]
+    print(f"back after {back} s; restarts {restarts}")
+    assert max(back.values()) < 60, back
+    await _stop(one)
+    await _stop(two)
+    subprocess.run([sys.executable, "-m", "lsp_copilot", "engine", "stop", mine[0]["name"]],
+                   check=True, timeout=120)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as a second user")
+async def test_another_user_cannot_reach_the_engine(tmp_path: Path) -> None:
+    client = await serve(FAST, root=tmp_path)
+    folder = Path(os.environ["LSP_COPILOT_RUNTIME_DIR"])
+    sockets = list(folder.glob("*.sock"))
+    assert sockets and (folder.stat().st_mode & 0o777) == 0o700
+    assert all((s.stat().st_mode & 0o777) == 0o600 for s in sockets)
+    code = ("import socket, sys\n"
+            "s = socket.socket(socket.AF_UNIX)\n"
+            "try:\n    s.connect(sys.argv[1])\nexcept PermissionError:\n    sys.exit(3)\n")
+    out = subprocess.run(["/usr/bin/python3", "-c", code, str(sockets[0])], timeout=30,
+                         preexec_fn=lambda: os.setuid(65534), check=False)
+    assert out.returncode == 3, "another user reached the engine's socket"
+    await _stop(client)
