@@ -43,7 +43,7 @@ async def _suggest(client: PlainClient, folder: Path, name: str = "shapes.py") -
             trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
     client.text_document_did_close(types.DidCloseTextDocumentParams(
         types.TextDocumentIdentifier(uri)))
-    items = result.items if result is not None else []
+    items = result.items if isinstance(result, types.InlineCompletionList) else result or []
     return items[0].insert_text if items and isinstance(items[0].insert_text, str) else ""
 
 
@@ -63,6 +63,14 @@ def _own_cores(client: PlainClient) -> int:
                for p in psutil.Process(server.pid).children(recursive=True))
 
 
+async def _routes_ready(client: PlainClient) -> None:
+    """Until the engine of every route is loaded (they load one after the other)."""
+    deadline = time.monotonic() + 600
+    while not all(r["state"] == "ready" for r in (await stats(client))["routes"].values()):
+        assert time.monotonic() < deadline, "the routes' engines never loaded"
+        await asyncio.sleep(0.5)
+
+
 async def _stop(client: PlainClient) -> None:
     await client.shutdown_async(None)
     client.exit(None)
@@ -75,6 +83,7 @@ async def test_two_servers_share_one_engine_per_model_and_a_restart_finds_it_war
     first_ws.mkdir()
     second_ws.mkdir()
     first = await serve(FAST, root=first_ws)
+    await _routes_ready(first)
     assert await _suggest(first, first_ws)
     started = time.monotonic()
     second = await serve(FAST, root=second_ws)
@@ -107,6 +116,7 @@ async def test_a_killed_shared_engine_comes_back_for_both_servers(tmp_path: Path
     options = {**FAST, "routes": {}, "model": "smollm2-135m", "engineNiceness": 7,
                "healthCheckIntervalMs": 1000, "healthCheckTimeoutMs": 5000}
     one, two = await serve(options, root=tmp_path), await serve(options, root=ROOT)
+    await _routes_ready(one)
     mine = [e for e in shared_engines() if one._server.pid in e["client_pids"]]  # type: ignore[union-attr]
     assert len(mine) == 1 and two._server.pid in mine[0]["client_pids"]  # type: ignore[union-attr]
     host = mine[0]["pid"]
