@@ -174,7 +174,9 @@ class EngineManager:
         return result
 
     async def wait_ready(self) -> LoadResult | None:
-        return await self._load_task if self._load_task else None
+        """The load's result; a waiter that is cancelled (a document's warm-up when it is
+        closed) leaves the load going (awaiting the task itself would cancel it too)."""
+        return await asyncio.shield(self._load_task) if self._load_task else None
 
     async def _load(
         self, settings: Settings, report: Reporter, failed: str = "failed"

@@ -199,3 +199,24 @@ async def test_a_start_that_hangs_is_killed_retried_once_then_reported() -> None
     assert factory.calls == 2 and factory.killed == 2
     assert "no progress for 120 s" in result.message and "twice" in result.message
     assert [level for level, _ in notices] == ["warning"]  # told at the first kill
+
+
+async def test_a_cancelled_waiter_leaves_the_load_going() -> None:
+    """A document's warm-up waits for the engine and is cancelled when the document
+    closes; the load it waited on must go on (it once ended as 'stopped')."""
+    release = threading.Event()
+    engine = FakeEngine()
+
+    def slow_factory(settings: Settings, report: Any) -> Any:
+        release.wait(10)
+        return engine
+
+    manager = EngineManager(slow_factory)  # type: ignore[arg-type]
+    load = manager.start(Settings(engine_shared=False))
+    waiter = asyncio.ensure_future(manager.wait_ready())
+    await asyncio.sleep(0)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    release.set()
+    assert (await load).ok and manager.state == "ready"
