@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lsp_copilot.settings.checks import IS_BOOL, int_range, optional, setting
+from lsp_copilot.settings.checks import IS_BOOL, int_range, one_of, optional, setting
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,13 @@ class SupervisionSettings:
         None, "An engine start that makes no progress (no load step, no log line, no CPU) "
         "for this long is killed and tried once more. null: 300 on CPU, 600 on CUDA.",
         optional(int_range(10, 86_400))
+    )
+
+    engine_load_order: str = setting(
+        "typing-first", "Which engine loads first when routes name more than one: "
+        "`typing-first` (the one that answers typing, so a cold start suggests as soon as "
+        "the small model is up) or `main-first` (the `model` setting's, for explicit "
+        "requests first).", one_of("typing-first", "main-first")
     )
 
     def load_timeout_s(self, device: str) -> float:

@@ -80,7 +80,8 @@ async def _load_engine(
     if pending is None:
         device = detect(ls.settings.device).device
         ls.routes.expect(ls.settings, device)
-        typing_first = ls.routes.typing_first() and ls.settings.engine_backend != "remote"
+        typing_first = (ls.settings.engine_load_order == "typing-first"
+                        and ls.routes.typing_first() and ls.settings.engine_backend != "remote")
         if typing_first:
             # The engine that answers typing loads first (one load at a time: two would
             # share the cores), so a cold start suggests as soon as the small one is up.

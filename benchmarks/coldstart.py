@@ -1,0 +1,116 @@
+"""`lsp-copilot bench coldstart`: how long a new user waits for the first typing
+suggestion, the engine that answers typing loaded first or last, side by side in one run.
+
+Each variant starts a real server over stdio with no engine running (a fresh runtime
+folder: nothing shared is warm), opens a small file and asks for an automatic (typing)
+suggestion at a pause every half second until one comes back non-empty; it records when,
+which route answered, and when each engine was ready. The engines it started are stopped
+before the next variant, so each load has the machine to itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+STATS = "lspCopilot/stats"
+SOURCE = (
+    "import json\n\n\n"
+    "def load_settings(path):\n"
+    "    with open(path) as handle:\n"
+    "        data = json.load(handle)\n"
+    "    return \n"
+)
+POSITION = types.Position(6, len("    return "))
+VARIANTS = (("main-first", {"engineLoadOrder": "main-first"}),
+            ("typing-first", {"engineLoadOrder": "typing-first"}))
+LIMIT_S = 900.0
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+async def _variant(name: str, options: dict[str, Any], root: Path) -> dict[str, Any]:
+    from pygls.lsp.client import LanguageClient
+
+    runtime = Path(tempfile.mkdtemp(prefix="lc-cold-"))
+    runtime.chmod(0o700)
+    env = {**os.environ, "LSP_COPILOT_RUNTIME_DIR": str(runtime)}
+    client = LanguageClient("bench-coldstart", "1")
+    started = time.monotonic()
+    await client.start_io(sys.executable, "-m", "lsp_copilot", "serve", env=env)
+    server = client._server
+    assert server is not None and server.stderr is not None
+    drain = asyncio.ensure_future(server.stderr.read())  # a full pipe would block it
+    await client.initialize_async(types.InitializeParams(
+        capabilities=types.ClientCapabilities(), root_uri=root.as_uri(),
+        initialization_options={**options, "cache": False}))
+    client.initialized(types.InitializedParams())
+    uri = (root / "settings_loader.py").as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        types.TextDocumentItem(uri, "python", 1, SOURCE)))
+    ready: dict[str, float] = {}
+    first: float | None = None
+    route = None
+    tries = 0
+    while time.monotonic() - started < LIMIT_S:
+        tries += 1
+        result = await client.text_document_inline_completion_async(
+            types.InlineCompletionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri), position=POSITION,
+                context=types.InlineCompletionContext(
+                    trigger_kind=types.InlineCompletionTriggerKind.Automatic)))
+        stats = _plain(await client.protocol.send_request_async(STATS, {}))
+        now = time.monotonic() - started
+        if stats["engine_state"] == "ready":
+            ready.setdefault("main", round(now, 1))
+        for kind, info in stats.get("routes", {}).items():
+            if info["state"] == "ready":
+                ready.setdefault(f"{kind}:{info['route']}", round(now, 1))
+        items = result.items if isinstance(result, types.InlineCompletionList) else result
+        if items and first is None:
+            first = round(now, 1)
+            answered = stats["routes"]["singleLine"]["answered"]
+            route = answered[-1]["route"] if answered else None
+        if first is not None and len(ready) > len(stats.get("routes", {})):
+            break  # every engine is up: the loads are recorded too
+        await asyncio.sleep(0.5)
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    drain.cancel()
+    subprocess.run([sys.executable, "-m", "lsp_copilot", "engine", "stop"], env=env,
+                   capture_output=True, timeout=300, check=False)
+    for leftover in runtime.iterdir():
+        leftover.unlink(missing_ok=True)
+    runtime.rmdir()
+    return {"variant": name, "first_typing_suggestion_s": first, "answered_by": route,
+            "engines_ready_s": ready, "requests": tries}
+
+
+async def _run(root: Path) -> dict[str, Any]:
+    rows = [await _variant(name, options, root) for name, options in VARIANTS]
+    by = {r["variant"]: r["first_typing_suggestion_s"] for r in rows}
+    ratio = (round(by["main-first"] / by["typing-first"], 2)
+             if by["main-first"] and by["typing-first"] else None)
+    return {"variants": rows, "speedup_typing_first": ratio}
+
+
+def run() -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="lc-cold-ws-") as folder:
+        return asyncio.run(_run(Path(folder)))
