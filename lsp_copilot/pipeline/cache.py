@@ -51,6 +51,8 @@ class CompletionCache:
         self._memory_entries = memory_entries
         self._ttl = ttl_seconds
         self._disk: Any = None
+        self._writes = True  # off after a write failed (a full disk): reads go on
+        self._warned = False
         if folder is not None:
             try:
                 self._disk = self._open(folder, disk_bytes)
@@ -81,8 +83,9 @@ class CompletionCache:
         if self._disk is not None:
             try:
                 value = self._disk.get(key)
-            except Exception:
-                log.exception("disk cache read failed")
+            except Exception as exc:  # a corrupted file: memory only from now on
+                self._trouble("read", exc)
+                self._disk = None
                 value = None
             if isinstance(value, str):
                 self._remember(key, value)
@@ -91,15 +94,23 @@ class CompletionCache:
 
     def put(self, key: str, value: str) -> None:
         self._remember(key, value)
-        if self._disk is not None:
+        if self._disk is not None and self._writes:
             try:
                 old = os.umask(0o077)
                 try:
                     self._disk.set(key, value, expire=self._ttl)
                 finally:
                     os.umask(old)
-            except Exception:
-                log.exception("disk cache write failed")
+            except Exception as exc:  # a full disk: what is saved stays readable
+                self._trouble("write", exc)
+                self._writes = False
+
+    def _trouble(self, what: str, exc: Exception) -> None:
+        """One warning per cache, not one per keystroke; completions go on from memory."""
+        if not self._warned:
+            self._warned = True
+            log.warning("completion cache on disk: %s failed (%s: %s); going on from "
+                        "memory (what was saved stays on disk)", what, type(exc).__name__, exc)
 
     def _remember(self, key: str, value: str) -> None:
         self._memory[key] = value
