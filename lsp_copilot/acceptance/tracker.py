@@ -60,7 +60,7 @@ class Suggestion:
 
     id: str
     uri: str
-    keys: dict[str, str]
+    keys: dict[str, Any]
     text: bytes  # the whole suggestion, from where it started
     start: int  # its byte offset in the document when answered
     tail: int  # bytes after the cursor then (unchanged while the user types it)
@@ -83,8 +83,8 @@ class Tracker:
         self.counts: Counter[str] = Counter()
         self._open: OrderedDict[str, Suggestion] = OrderedDict()
         self._by_position: dict[Position, str] = {}
-        self._latest: dict[str, str] = {}  # uri -> id of the last suggestion answered
-        self._keys: dict[str, dict[str, str]] = {}  # uri -> that suggestion's keys
+        self._latest: dict[str, Any] = {}  # uri -> id of the last suggestion answered
+        self._keys: dict[str, dict[str, Any]] = {}  # uri -> that suggestion's keys
         # Ids settled by a partial accept read from an edit: the client's own report of the
         # same accept, arriving later, is not counted again.
         self._inferred: OrderedDict[str, int] = OrderedDict()
@@ -95,7 +95,7 @@ class Tracker:
     # -- answers -----------------------------------------------------------------
 
     def suggested(self, uri: str, line: int, character: int, text: str, data: bytes,
-                  offset: int, keys: dict[str, str], continued: bool, rank: int = 0) -> str:
+                  offset: int, keys: dict[str, Any], continued: bool, rank: int = 0) -> str:
         """Register an answer; return its id. ``continued``: a typing-through answer,
         which keeps the id of the suggestion it is the rest of; ``rank``: its place among
         the answer's items."""
@@ -289,9 +289,12 @@ def _edges(data: bytes, start: int, end: int) -> int:
 
 
 def keys_for(model: str, template: str, route: str, mode: str, language: str,
-             latency_ms: float, experiment: str, arm: str) -> dict[str, str]:
-    """The breakdown keys of one suggestion, as the store spells them."""
+             latency_ms: float, experiment: str, arm: str,
+             cluster: str = "") -> dict[str, Any]:
+    """The breakdown keys of one suggestion, its latency and its experiment cluster, as
+    the store spells them."""
     return {"model": model_name(model), "template": template, "route": route, "mode": mode,
             "language": language, "latency": latency_bucket(latency_ms),
-            "experiment": experiment, "arm": arm}
+            "experiment": experiment, "arm": arm, "latency_ms": round(latency_ms, 1),
+            "cluster": cluster}
 

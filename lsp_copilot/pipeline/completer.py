@@ -243,7 +243,8 @@ class Completer:
                 return self._typed(through, mode, started)
 
         try:
-            engine, route = self.routes.engine_for(route_kind(mode, explicit, prefetch))
+            engine, route = self.routes.engine_for(route_kind(mode, explicit, prefetch),
+                                                   arm=arm)
         except EngineUnavailable as exc:
             self.telemetry.count("not_ready")
             return _none(mode, f"engine not ready: {exc}")

@@ -154,12 +154,13 @@ def test_experiment_split_is_stable_and_near_half() -> None:
     assert settings.deadline_ms == (600 if name == "b" else 300)
 
 
-def test_experiment_refuses_engine_settings_and_bad_values() -> None:
+def test_experiment_refuses_global_settings_and_bad_values() -> None:
     exp, problems = experiment.build(
-        _settings({"a": {"model": "other"}, "b": {"deadlineMs": "soon"}}))
-    assert exp is not None and len(problems) == 2
-    assert "needs its own engine" in problems[0] and "deadlineMs" in problems[1]
-    assert exp.settings[0].model == "" and exp.settings[1].deadline_ms == 300
+        _settings({"a": {"prefetch": False, "dtype": "float32"}, "b": {"deadlineMs": "soon"}}))
+    assert exp is not None and len(problems) == 3
+    assert "'prefetch' refused" in problems[0] and "'dtype' refused" in problems[1]
+    assert "deadlineMs" in problems[2]
+    assert exp.settings[0].prefetch and exp.settings[1].deadline_ms == 300
     _, problems = parse_settings({"experiment": {"only": {}}})
     assert problems and "two named arms" in problems[0]
 

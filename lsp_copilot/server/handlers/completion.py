@@ -78,9 +78,11 @@ def _track(ls: CopilotServer, snapshot: Snapshot, offset: int, position: types.P
     experiment = ls.completer.experiment
     route = outcome.route or "main"  # "main" or the model another route names
     model = route if route != "main" else info.model if info else ""
+    arm = experiment if experiment and outcome.arm else None
     keys = keys_for(model, outcome.template, route, "explicit" if explicit else outcome.mode,
                     snapshot.language_id, (time.perf_counter() - started) * 1000,
-                    experiment.label if experiment and outcome.arm else "", outcome.arm)
+                    arm.label if arm else "", outcome.arm,
+                    arm.cluster(snapshot.uri, position.line) if arm else "")
     return ls.acceptance.suggested(uri=snapshot.uri, line=position.line,
                                    character=position.character, text=outcome.text,
                                    data=snapshot.data, offset=offset, keys=keys,
