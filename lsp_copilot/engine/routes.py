@@ -208,6 +208,10 @@ class Routes:
                                "trying it again shortly")
         return "; ".join(reasons)
 
+    def manager_named(self, route: str) -> EngineManager | None:
+        """The manager of ``route`` (``main`` or a model another route or an arm names)."""
+        return self._manager(route)
+
     def manager_for(self, kind: str) -> EngineManager:
         """The manager of the first engine ``kind``'s route names (loading or not)."""
         return self._manager(self._plan.get(kind, MAIN)) or self.main

@@ -199,7 +199,8 @@ describe('against the real server and engine', { timeout: READY_TIMEOUT_MS + 120
   const viaClient = (document: any, position: any) => async (_d: unknown, _p: unknown, sent: any) => {
     const params = converter.asInlineCompletionParams(document, position, sent);
     const result: any = await s.conn.sendRequest('textDocument/inlineCompletion', params);
-    return (Array.isArray(result) ? result : result.items).map((i: any) => ({ insertText: i.insertText, range: i.range }));
+    // (as the converter does: the item's command, whose arguments carry the server's id)
+    return (Array.isArray(result) ? result : result.items).map((i: any) => ({ insertText: i.insertText, range: i.range, command: i.command }));
   };
   const middleware = () => {
     const feedback = new Feedback((method, params) => void s.conn.sendNotification(method, params));
