@@ -69,8 +69,8 @@ def effective(records: Sequence[Record]) -> tuple[float, float]:
         n_eff = float(m)  # nothing to measure the spread by: count each cluster once
     else:
         robust = m / (m - 1) * sum((kc - p * nc) ** 2 for kc, nc in clusters.values()) / n**2
-        deff = robust / (p * (1 - p) / n)
-        n_eff = min(float(n), max(float(m), n / deff))
+        deff = robust / (p * (1 - p) / n)  # 0: lines alike in rate, nothing to widen
+        n_eff = min(float(n), max(float(m), n / deff)) if deff > 0 else float(n)
     return p * n_eff, n_eff
 
 
