@@ -237,6 +237,12 @@ class Routes:
                                       if k == kind]}
         return out
 
+    def arm_stats(self) -> dict[str, dict[str, Any]]:
+        """Per `experiment` arm that names its own engine: each kind's first route and the
+        state of its engine (the main engine answers while it loads)."""
+        return {arm: {kind: self._state(names[0]) for kind, names in c.items()}
+                for arm, c in self._arm_chains.items()}
+
     def _state(self, route: str) -> dict[str, Any]:
         manager = self._manager(route)
         return {"route": route, "state": manager.state if manager else "loading",

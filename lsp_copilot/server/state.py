@@ -194,4 +194,5 @@ class CopilotServer(LanguageServer):
         info = self.main_engine.info
         out["engine"] = info.as_dict() if info else None
         out["routes"] = self.routes.stats()
+        out["experiment_routes"] = self.routes.arm_stats()
         return out
