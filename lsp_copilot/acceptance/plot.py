@@ -54,6 +54,7 @@ def plot(records: list[Record], key: str, path: Path) -> int:
         import matplotlib
 
         matplotlib.use("Agg")  # no display needed
+        import matplotlib.dates as mdates
         import matplotlib.pyplot as plt
     except ImportError:
         raise PlotUnavailable("--plot needs matplotlib: pip install 'lsp-copilot[bench]' "
@@ -76,7 +77,9 @@ def plot(records: list[Record], key: str, path: Path) -> int:
     bottom.set_xlabel("time")
     if drawn:
         top.legend(loc="best", fontsize="small")
-    fig.autofmt_xdate()
+    locator = mdates.AutoDateLocator()
+    bottom.xaxis.set_major_locator(locator)
+    bottom.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
