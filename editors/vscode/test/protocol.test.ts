@@ -390,6 +390,9 @@ describe('against the real server and engine', { timeout: READY_TIMEOUT_MS + 120
     }
     assert.ok(part.length >= 2 && rest.length > 0, `a word of the second item: ${second.insertText}`);
     checkAccept('a word of the cycled second item', before, await fetchStats(s.rpc), 'partly_accepted', part.length, idOf(second));
+    // VS Code asks again: the rest of the second item, not of the first, is on offer.
+    const more = await provide(document, at, automatic, token, viaClient(document, at));
+    assert.deepEqual(more.map((i: any) => i.insertText), [rest], 'the rest of the item cycled to');
   });
 
   test('textDocument/completion gives an item with a textEdit', async () => {
