@@ -27,7 +27,8 @@ async def _shown(ls: CopilotServer) -> dict[str, Any]:
         text_document=types.TextDocumentIdentifier(uri=URI), position=AT))
     (item,) = answer.items
     assert item.command is not None and item.command.arguments
-    args: dict[str, Any] = item.command.arguments[0]
+    args = item.command.arguments[0]
+    assert isinstance(args, dict)
     assert args["text"] == "total + b"
     feedback.did_show(ls, args)
     return args
