@@ -83,7 +83,7 @@ class Tracker:
         self.counts: Counter[str] = Counter()
         self._open: OrderedDict[str, Suggestion] = OrderedDict()
         self._by_position: dict[Position, str] = {}
-        self._latest: dict[str, Any] = {}  # uri -> id of the last suggestion answered
+        self._latest: dict[str, str] = {}  # uri -> id of the last suggestion answered
         self._keys: dict[str, dict[str, Any]] = {}  # uri -> that suggestion's keys
         # Ids settled by a partial accept read from an edit: the client's own report of the
         # same accept, arriving later, is not counted again.
@@ -169,7 +169,7 @@ class Tracker:
         typed = {s.id: _typed(s, data) for s in mine}
         taken = _taken(mine, typed) if inserted else None
         revealed = taken is not None and not taken.shown
-        if taken is not None and revealed:
+        if revealed and taken is not None:
             self.shown(taken)  # it was on screen: the edit inserted a part of it
         out: list[Inferred] = []
         for s in mine:
@@ -179,8 +179,7 @@ class Tracker:
             if n is None:
                 self._settle(s)
             elif s is taken and n < len(s.text):
-                word = len(s.text[s.typed:n].decode("utf-8", "surrogatepass"))
-                done = len(s.text[:n].decode("utf-8", "surrogatepass"))
+                word, done = _chars(s.text[s.typed:n]), _chars(s.text[:n])
                 self._inferred[s.id] = done
                 while len(self._inferred) > MAX_OPEN:
                     self._inferred.popitem(last=False)
@@ -276,12 +275,17 @@ def _taken(mine: list[Suggestion], typed: dict[str, int | None]) -> Suggestion |
     of those that do; None: a keystroke, or nothing on screen."""
     if not any(s.shown or s.pending for s in mine):
         return None
-    grown = [s for s in mine if (n := typed[s.id]) is not None and len(
-        s.text[s.typed:n].decode("utf-8", "surrogatepass")) >= MIN_INFERRED]
+    grown = [s for s in mine if (n := typed[s.id]) is not None
+             and _chars(s.text[s.typed:n]) >= MIN_INFERRED]
     if not grown:
         return None
     shown = [s for s in grown if s.shown]
     return shown[0] if shown else min(grown, key=lambda s: s.rank)
+
+
+def _chars(part: bytes) -> int:
+    """Characters in a part of a suggestion (a cut character is not counted)."""
+    return len(part.decode("utf-8", "ignore"))
 
 
 def _edges(data: bytes, start: int, end: int) -> int:
