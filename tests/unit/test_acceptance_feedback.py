@@ -78,3 +78,27 @@ async def test_one_keystroke_is_typing_and_a_whole_insert_is_the_clients_accept(
     assert _counts(ls) == (0, 0, 0, 0)
     feedback.did_accept(ls, args)
     assert _counts(ls) == (0, 9, 0, 1)
+
+
+async def test_the_rest_stays_on_offer_after_a_word_ending_inside_a_string() -> None:
+    """After `"blue` (VS Code's Ctrl+Right stops there) no new suggestion is asked for
+    inside the string, but the rest of the one on screen is still offered."""
+    ls = await server_for(FakeEngine(' "blue", "green"]\n', 0.001), None, cache=False)
+    text = 'COLORS = ["red",'
+    documents.did_open(ls, types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=URI, language_id="python", version=1, text=text)))
+    at = types.Position(line=0, character=len(text))
+
+    async def ask(position: types.Position) -> list[str]:
+        answer = await completion.inline_completion(ls, types.InlineCompletionParams(
+            context=types.InlineCompletionContext(
+                trigger_kind=types.InlineCompletionTriggerKind.Automatic),
+            text_document=types.TextDocumentIdentifier(uri=URI), position=position))
+        return [str(i.insert_text) for i in answer.items]
+
+    assert await ask(at) == [' "blue", "green"]']
+    documents.did_change(ls, types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=at, end=at), text=' "blue')]))
+    assert await ask(types.Position(line=0, character=len(text) + 6)) == ['", "green"]']
