@@ -48,6 +48,8 @@ class Record:
     arm: str = ""
     shown_chars: int = 0
     accepted_chars: int = 0
+    latency_ms: float = 0.0  # request to answer (0: not known, rows of older versions)
+    cluster: str = ""  # an experiment's unit of assignment (a hash of the line), else ""
 
 
 COLUMNS = tuple(f.name for f in fields(Record))
@@ -60,6 +62,19 @@ CREATE TABLE IF NOT EXISTS outcomes (
 );
 CREATE INDEX IF NOT EXISTS outcomes_ts ON outcomes(ts);
 """
+_ADDED = {"latency_ms": "REAL NOT NULL DEFAULT 0", "cluster": "TEXT NOT NULL DEFAULT ''"}
+"""Columns newer than the first schema: added to an older file when it is opened."""
+
+
+def _columns(db: sqlite3.Connection) -> list[str]:
+    return [row[1] for row in db.execute("PRAGMA table_info(outcomes)")]
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    have = set(_columns(db))
+    for name, kind in _ADDED.items():
+        if name not in have:
+            db.execute(f"ALTER TABLE outcomes ADD COLUMN {name} {kind}")
 
 
 class OutcomeStore:
@@ -85,6 +100,7 @@ class OutcomeStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(_SCHEMA)
+            _migrate(db)
         except (OSError, sqlite3.Error) as exc:
             log.warning("acceptance records off (%s): %s", path, exc)
             self._broken = True
@@ -135,13 +151,12 @@ def read(path: Path | None = None, since: float | None = None) -> list[Record]:
         return []
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
     try:
-        rows = db.execute(
-            f"SELECT {', '.join(COLUMNS)} FROM outcomes WHERE ts >= ? ORDER BY id",
-            (since or 0.0,)).fetchall()
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
+        have = [c for c in COLUMNS if c in set(_columns(db))]  # (an older file: fewer)
+        if not have:
             return []
-        raise
+        rows = db.execute(
+            f"SELECT {', '.join(have)} FROM outcomes WHERE ts >= ? ORDER BY id",
+            (since or 0.0,)).fetchall()
     finally:
         db.close()
-    return [Record(*row) for row in rows]
+    return [Record(**dict(zip(have, row, strict=True))) for row in rows]

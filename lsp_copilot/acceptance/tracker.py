@@ -1,11 +1,16 @@
 """Links feedback to the suggestion it is about, and decides each shown one's outcome.
 
 A suggestion gets an ``id`` when answered. The editor's feedback names it by that id, or,
-for clients that send none, by (uri, position, text). Typing-through answers continue a
-suggestion under its own id, so clients' didReject of the old item followed by didShow of
-the remainder is one suggestion, not a rejection: rejections (and text typed to its end)
-are tentative until something settles them (another suggestion shown in the document, an
-edit that leaves it, the document closing, or SETTLE_S passing); an accept is final.
+for clients that send none, by (uri, position, text). A partial accept is also read from
+the document itself: one content change that inserts at least MIN_INFERRED characters of
+the suggestion on screen (a word, a line: what VS Code's Ctrl+Right does, which no client
+API reports) is a partial accept of that item; a client that also reports it (didAccept
+with acceptedChars) is counted once, whichever of the two arrives first. Typing-through
+answers continue a suggestion under its own id, so clients' didReject of the old item
+followed by didShow of the remainder is one suggestion, not a rejection: rejections (and
+text typed to its end) are tentative until something settles them (another suggestion
+shown in the document, an edit that leaves it, the document closing, or SETTLE_S
+passing); an accept is final.
 """
 
 from __future__ import annotations
@@ -14,18 +19,24 @@ import itertools
 import secrets
 import time
 import zlib
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
+from typing import Any
 
 from lsp_copilot.acceptance.store import OUTCOMES, OutcomeStore, Record
 
 MAX_OPEN = 256
 """Suggestions remembered for feedback; older ones are settled (or dropped if unseen)."""
 SETTLE_S = 30.0
+RECENT = 8
+"""Outcomes settled last, with the item's id, in ``lspCopilot/stats`` (which item counted)."""
 LATENCY_BUCKETS = ((100, "<100ms"), (300, "100-300ms"), (1000, "300ms-1s"), (3000, "1-3s"))
 SLOWEST = ">=3s"
+MIN_INFERRED = 2
+"""Characters one insertion must add to a suggestion to be read as a partial accept (one
+character is a keystroke: typing-through)."""
 _EDGE = 32  # bytes either side of a suggestion checked (as a CRC) to know it is still there
 
 Position = tuple[str, int, int, str]  # uri, line, character, text: an old client's key
@@ -49,12 +60,14 @@ class Suggestion:
 
     id: str
     uri: str
-    keys: dict[str, str]
+    keys: dict[str, Any]
     text: bytes  # the whole suggestion, from where it started
     start: int  # its byte offset in the document when answered
     tail: int  # bytes after the cursor then (unchanged while the user types it)
     edges: int  # CRC of the _EDGE bytes before the start and after the cursor
     chars: int
+    typed: int = 0  # bytes of ``text`` in the document at the last edit (or answer)
+    rank: int = 0  # its place among the items of one answer (0: the first)
     aliases: list[Position] = field(default_factory=list)
     shown: bool = False
     pending: str | None = None  # a tentative outcome: rejected | typed_through
@@ -71,29 +84,36 @@ class Tracker:
         self._open: OrderedDict[str, Suggestion] = OrderedDict()
         self._by_position: dict[Position, str] = {}
         self._latest: dict[str, str] = {}  # uri -> id of the last suggestion answered
-        self._keys: dict[str, dict[str, str]] = {}  # uri -> that suggestion's keys
+        self._keys: dict[str, dict[str, Any]] = {}  # uri -> that suggestion's keys
+        # Ids settled by a partial accept read from an edit: the client's own report of the
+        # same accept, arriving later, is not counted again.
+        self._inferred: OrderedDict[str, int] = OrderedDict()
+        self.recent: deque[dict[str, object]] = deque(maxlen=RECENT)
         self._prefix = secrets.token_hex(4)  # ids stay unique across restarts
         self._ids = itertools.count(1)
 
     # -- answers -----------------------------------------------------------------
 
     def suggested(self, uri: str, line: int, character: int, text: str, data: bytes,
-                  offset: int, keys: dict[str, str], continued: bool) -> str:
+                  offset: int, keys: dict[str, Any], continued: bool, rank: int = 0) -> str:
         """Register an answer; return its id. ``continued``: a typing-through answer,
-        which keeps the id of the suggestion it is the rest of."""
+        which keeps the id of the suggestion it is the rest of; ``rank``: its place among
+        the answer's items."""
         self._sweep()
         latest = self._open.get(self._latest.get(uri, ""))
         encoded = text.encode("utf-8", "surrogatepass")
         if continued and latest is not None and latest.text.endswith(encoded) and (
                 offset - latest.start == len(latest.text) - len(encoded)):
             s = latest
+            s.typed = offset - s.start
         else:
             # The rest of one that is settled (after a partial accept) is a new showing of
             # the same answer: its keys are that answer's (the pipeline has no others).
             keys = self._keys.get(uri, keys) if continued else keys
             self._keys[uri] = keys
             s = Suggestion(f"{self._prefix}-{next(self._ids)}", uri, keys, encoded, offset,
-                           len(data) - offset, _edges(data, offset, offset), len(text))
+                           len(data) - offset, _edges(data, offset, offset), len(text),
+                           rank=rank)
             self._open[s.id] = s
             self._latest[uri] = s.id
             while len(self._open) > MAX_OPEN:
@@ -139,22 +159,47 @@ class Tracker:
 
     # -- the document ----------------------------------------------------------------
 
-    def changed(self, uri: str, data: bytes) -> None:
+    def changed(self, uri: str, data: bytes, inserted: bool = False) -> list[Inferred]:
         """After each edit: typed to its end (tentatively typed through), still being
-        typed, or left (a shown one is then rejected)."""
-        for s in [o for o in self._open.values() if o.uri == uri]:
-            typed = len(data) - s.start - s.tail
-            inside = 0 <= typed <= len(s.text) and data[s.start:s.start + typed] == (
-                s.text[:typed]) and _edges(data, s.start, s.start + typed) == s.edges
-            if inside and typed == len(s.text):
+        typed, or left (a shown one is then rejected). ``inserted``: the edit was one
+        content change inserting text; if it added MIN_INFERRED or more characters of the
+        suggestion on screen (or of an item of its answer the user cycled to, which some
+        clients never report), that is a partial accept, returned."""
+        mine = [o for o in self._open.values() if o.uri == uri]
+        typed = {s.id: _typed(s, data) for s in mine}
+        taken = _taken(mine, typed) if inserted else None
+        revealed = taken is not None and not taken.shown
+        if revealed and taken is not None:
+            self.shown(taken)  # it was on screen: the edit inserted a part of it
+        out: list[Inferred] = []
+        for s in mine:
+            n = typed[s.id]
+            if s.id not in self._open:
+                continue  # settled just now (replaced on screen by ``taken``)
+            if n is None:
+                self._settle(s)
+            elif s is taken and n < len(s.text):
+                word, done = _chars(s.text[s.typed:n]), _chars(s.text[:n])
+                self._inferred[s.id] = done
+                while len(self._inferred) > MAX_OPEN:
+                    self._inferred.popitem(last=False)
+                self._finish(s, "partly_accepted", done)
+                out.append(Inferred(s, word, revealed))
+            elif n == len(s.text):
                 if not (s.shown or s.pending):
                     self._forget(s)  # typed, but never on screen: no outcome to record
                 elif s.pending != "typed_through":
                     s.pending, s.since = "typed_through", self.clock()
-            elif not inside:
-                self._settle(s)
-            elif s.pending == "typed_through":
-                s.pending = None  # typed back into it (a deletion)
+                s.typed = n
+            else:
+                if s.pending == "typed_through":
+                    s.pending = None  # typed back into it (a deletion)
+                s.typed = n
+        return out
+
+    def counted(self, sid: object) -> bool:
+        """Whether the accept a client reports for ``sid`` was read from its edit already."""
+        return isinstance(sid, str) and sid in self._inferred
 
     def closed(self, uri: str) -> None:
         for s in [o for o in self._open.values() if o.uri == uri]:
@@ -187,6 +232,7 @@ class Tracker:
         assert outcome in OUTCOMES
         self._forget(s)
         self.counts[outcome] += 1
+        self.recent.append({"id": s.id, "outcome": outcome, "accepted_chars": accepted_chars})
         self.store.add(Record(ts=self.clock(), outcome=outcome, shown_chars=s.chars,
                               accepted_chars=accepted_chars, **s.keys))
 
@@ -198,10 +244,48 @@ class Tracker:
         if self._latest.get(s.uri) == s.id:
             del self._latest[s.uri]
 
-    def summary(self) -> dict[str, int]:
+    def summary(self) -> dict[str, Any]:
         """For ``lspCopilot/stats``: outcomes settled by this process."""
         return {**dict.fromkeys(OUTCOMES, 0), **self.counts, "open": len(self._open),
-                "written": self.store.written, "write_errors": self.store.failed}
+                "written": self.store.written, "write_errors": self.store.failed,
+                "recent": list(self.recent)}
+
+
+@dataclass(frozen=True)
+class Inferred:
+    """A partial accept read from an edit: ``chars`` inserted; ``revealed``: the client
+    never said this item was on screen (it cycled to it), the edit did."""
+
+    suggestion: Suggestion
+    chars: int
+    revealed: bool
+
+
+def _typed(s: Suggestion, data: bytes) -> int | None:
+    """Bytes of ``s`` the document holds where it was answered; None: the user left it."""
+    n = len(data) - s.start - s.tail
+    inside = 0 <= n <= len(s.text) and data[s.start:s.start + n] == s.text[:n] and (
+        _edges(data, s.start, s.start + n) == s.edges)
+    return n if inside else None
+
+
+def _taken(mine: list[Suggestion], typed: dict[str, int | None]) -> Suggestion | None:
+    """The item one insertion took MIN_INFERRED or more characters of, while an item of
+    the document is on screen: the one shown if it matches, else the first item (by rank)
+    of those that do; None: a keystroke, or nothing on screen."""
+    if not any(s.shown or s.pending for s in mine):
+        return None
+    grown = [s for s in mine if (n := typed[s.id]) is not None
+             and _chars(s.text[s.typed:n]) >= MIN_INFERRED]
+    if not grown:
+        return None
+    shown = [s for s in grown if s.shown]
+    return shown[0] if shown else min(grown, key=lambda s: s.rank)
+
+
+def _chars(part: bytes) -> int:
+    """Characters in a part of a suggestion (a cut character is not counted)."""
+    return len(part.decode("utf-8", "ignore"))
 
 
 def _edges(data: bytes, start: int, end: int) -> int:
@@ -209,9 +293,12 @@ def _edges(data: bytes, start: int, end: int) -> int:
 
 
 def keys_for(model: str, template: str, route: str, mode: str, language: str,
-             latency_ms: float, experiment: str, arm: str) -> dict[str, str]:
-    """The breakdown keys of one suggestion, as the store spells them."""
+             latency_ms: float, experiment: str, arm: str,
+             cluster: str = "") -> dict[str, Any]:
+    """The breakdown keys of one suggestion, its latency and its experiment cluster, as
+    the store spells them."""
     return {"model": model_name(model), "template": template, "route": route, "mode": mode,
             "language": language, "latency": latency_bucket(latency_ms),
-            "experiment": experiment, "arm": arm}
+            "experiment": experiment, "arm": arm, "latency_ms": round(latency_ms, 1),
+            "cluster": cluster}
 

@@ -59,6 +59,19 @@ def chains(settings: Settings, device: str) -> dict[str, tuple[str, ...]]:
     return {kind: names if MAIN in names else (*names, MAIN) for kind, names in named.items()}
 
 
+def arm_chains(base: Settings, arm: Settings, device: str) -> dict[str, tuple[str, ...]]:
+    """An `experiment` arm's chains: its ``routes``, its ``model`` in place of the main
+    one; the main engine stays the last fallback of every chain."""
+    main = base.model or default_preset(device).name
+    own = arm.model or main
+    out: dict[str, tuple[str, ...]] = {}
+    for kind, names in chains(arm, device).items():  # (MAIN there: the arm's model)
+        named = tuple(dict.fromkeys(
+            MAIN if m == main else m for m in (own if n == MAIN else n for n in names)))
+        out[kind] = named if MAIN in named else (*named, MAIN)
+    return out
+
+
 def plan(settings: Settings, device: str) -> dict[str, str]:
     """Each kind's first engine: ``main`` or the model of another one."""
     return {kind: names[0] for kind, names in chains(settings, device).items()}
@@ -89,6 +102,10 @@ class Routes:
         self.main = main
         self._make_manager = make_manager
         self._chains: dict[str, tuple[str, ...]] = {kind: (MAIN,) for kind in ROUTE_KINDS}
+        # `experiment` arms that name their own engine (the server sets them), and their
+        # chains: their engines load with the others.
+        self.arms: dict[str, Settings] = {}
+        self._arm_chains: dict[str, dict[str, tuple[str, ...]]] = {}
         self._extras: dict[str, _Extra] = {}
         self._answered: dict[tuple[str, str], int] = {}  # (kind, route) -> requests
         self._away: dict[str, str] = {}  # first route of a chain -> where its requests went
@@ -100,12 +117,15 @@ class Routes:
     def expect(self, settings: Settings, device: str) -> None:
         """Take the plan now, before its engines load: stats then say they are loading."""
         self._chains = chains(settings, device)
+        self._arm_chains = {name: arm_chains(settings, arm, device)
+                            for name, arm in self.arms.items()}
 
     async def start(self, settings: Settings, device: str, report: Reporter) -> None:
         """Load the engines the plan names that are not running; stop those it no longer
         names. The main engine is the caller's (it loads first and is never stopped here)."""
-        self._chains = chains(settings, device)
-        wanted = {m for names in self._chains.values() for m in names if m != MAIN}
+        self.expect(settings, device)
+        every = [self._chains, *self._arm_chains.values()]
+        wanted = {m for c in every for names in c.values() for m in names if m != MAIN}
         for model in [m for m in self._extras if m not in wanted]:
             await self._extras.pop(model).manager.shutdown()
         for model in sorted(wanted - set(self._extras)):
@@ -137,12 +157,13 @@ class Routes:
         extra = self._extras.get(route)
         return self.main if route == MAIN else extra.manager if extra is not None else None
 
-    def engine_for(self, kind: str, *, count: bool = True) -> tuple[Engine, str]:
+    def engine_for(self, kind: str, *, count: bool = True, arm: str = "") -> tuple[Engine, str]:
         """The engine for ``kind`` and the route that answers: the first of its chain that
         is ready and whose breaker lets the request through; ``route_fallbacks`` counts
         the requests a later one took. The user hears once when a chain's first engine is
-        passed over and once when it answers again."""
-        names = self._chains.get(kind, (MAIN,))
+        passed over and once when it answers again. ``arm``: an `experiment` arm whose
+        own chains (``model``, ``routes``) decide."""
+        names = self._arm_chains.get(arm, self._chains).get(kind, (MAIN,))
         for name in names:
             manager = self._manager(name)
             if manager is None or not manager.available():
@@ -197,6 +218,10 @@ class Routes:
                                "trying it again shortly")
         return "; ".join(reasons)
 
+    def manager_named(self, route: str) -> EngineManager | None:
+        """The manager of ``route`` (``main`` or a model another route or an arm names)."""
+        return self._manager(route)
+
     def manager_for(self, kind: str) -> EngineManager:
         """The manager of the first engine ``kind``'s route names (loading or not)."""
         return self._manager(self._plan.get(kind, MAIN)) or self.main
@@ -221,6 +246,12 @@ class Routes:
                                       for (k, route), n in sorted(self._answered.items())
                                       if k == kind]}
         return out
+
+    def arm_stats(self) -> dict[str, dict[str, Any]]:
+        """Per `experiment` arm that names its own engine: each kind's first route and the
+        state of its engine (the main engine answers while it loads)."""
+        return {arm: {kind: self._state(names[0]) for kind, names in c.items()}
+                for arm, c in self._arm_chains.items()}
 
     def _state(self, route: str) -> dict[str, Any]:
         manager = self._manager(route)

@@ -231,19 +231,23 @@ class Completer:
                 snapshot.data, offset + len(cursor.line_after.encode("utf-8")),
                 max(0, len(cursor.line_before) - 1)):
             mode = "multi-line"  # asked on an empty line with room: what the block wants
+        if settings.typing_through and not prefetch and not explicit:
+            # The rest of the suggestion on screen stays on offer, also where a new one
+            # would not be asked for (after a word of it accepted inside a string).
+            through = self.typing_through.rest(snapshot, offset)
+            if through is not None:
+                self.telemetry.server_time((time.perf_counter() - started) * 1000)
+                if mode == "none":
+                    mode = "multi-line" if "\n" in through else "single-line"
+                return self._typed(through, mode, started)
         if mode == "none":
             self.telemetry.count("empty_mode")
             return _none(mode, "no completion at this position")
         trace["mode"] = mode
 
-        if settings.typing_through and not prefetch and not explicit:
-            through = self.typing_through.rest(snapshot, offset)
-            if through is not None:
-                self.telemetry.server_time((time.perf_counter() - started) * 1000)
-                return self._typed(through, mode, started)
-
         try:
-            engine, route = self.routes.engine_for(route_kind(mode, explicit, prefetch))
+            engine, route = self.routes.engine_for(route_kind(mode, explicit, prefetch),
+                                                   arm=arm)
         except EngineUnavailable as exc:
             self.telemetry.count("not_ready")
             return _none(mode, f"engine not ready: {exc}")

@@ -130,6 +130,9 @@ class CopilotServer(LanguageServer):
             Path(s.acceptance_file).expanduser() if s.acceptance_file else None,
             s.acceptance_max_rows)
         self.completer.experiment, problems = experiment.build(self.settings)
+        # Arms that name a model or routes: their engines load beside the main one.
+        self.routes.arms = self.completer.experiment.engines() if self.completer.experiment \
+            else {}
         return problems
 
     def show(self, kind: types.MessageType, message: str) -> None:
@@ -191,4 +194,5 @@ class CopilotServer(LanguageServer):
         info = self.main_engine.info
         out["engine"] = info.as_dict() if info else None
         out["routes"] = self.routes.stats()
+        out["experiment_routes"] = self.routes.arm_stats()
         return out

@@ -51,6 +51,7 @@ class RecordsSettings:
     experiment: tuple[tuple[str, Any], ...] | None = setting(
         None, "Compare two configurations: {\"a\": {}, \"b\": {\"deadlineMs\": 600}} gives "
         "each suggestion one arm's settings by a stable hash of its document and line; "
-        "`lsp-copilot stats` compares the arms' acceptance. Settings that restart the engine "
-        "cannot differ. null: none.", EXPERIMENT
+        "`lsp-copilot stats` compares the arms' acceptance. An arm may set `model` or "
+        "`routes` (its engine loads beside the main one) and the settings read per request "
+        "(docs/acceptance.md); any other is refused with a warning. null: none.", EXPERIMENT
     )

@@ -4,6 +4,7 @@ with `lsp-copilot stats --json` as a user would."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -144,3 +145,44 @@ async def _run_session(client: LanguageClient, path: Path) -> None:
     (compared,) = report["experiments"]
     assert sum(arm["shown"] for arm in compared["arms"]) == 4
     assert b"return" not in path.read_bytes()  # no code text in the file
+
+
+async def test_an_arm_with_another_model_runs_both_engines_and_the_report_compares_them(
+        engine_client: LanguageClient, tmp_path: Path) -> None:
+    """`{"qwen": {}, "smol": {"model": "smollm2-135m"}}`: the arm's lines are answered by
+    the small model's engine (loaded beside the main one), the others by the main engine,
+    and `lsp-copilot stats --by model` tells them apart."""
+    path = tmp_path / "arms.sqlite3"
+    arms = {"main": {}, "smol": {"model": "smollm2-135m"}}
+    _configure(engine_client, {"acceptanceFile": str(path), "experiment": arms})
+    try:
+        exp, _ = experiment.build(parse_settings({"experiment": arms})[0])
+        assert exp is not None
+        for _ in range(1200):  # the arm's engine: loaded already, or loading now
+            s = await stats(engine_client)
+            states = {r["state"] for r in s["experiment_routes"].get("smol", {}).values()}
+            if states == {"ready"}:
+                break
+            await asyncio.sleep(0.5)
+        assert states == {"ready"}, s["experiment_routes"]
+        names = {exp.choose(fixture_uri(f"arm_{i}.py"), 1)[0]: f"arm_{i}.py"
+                 for i in range(20)}
+        for arm in ("main", "smol"):
+            uri, line, col, args = await _suggest(engine_client, names[arm],
+                                                  "def add(a, b):\n    return ")
+            engine_client.protocol.notify("lspCopilot/didShow", args)
+            edit_doc(engine_client, uri, 2, line, col, args["text"])
+            engine_client.protocol.notify("lspCopilot/didAccept", args)
+        await stats(engine_client)  # (a round trip: the notifications are in)
+    finally:
+        _configure(engine_client, {"experiment": None})
+    main_model = Path((await stats(engine_client))["engine"]["model"]).name
+    out = subprocess.run([sys.executable, "-m", "lsp_copilot", "stats", "--by", "model",
+                          "--json", "--file", str(path)], capture_output=True, text=True,
+                         timeout=60, check=True)
+    report = json.loads(out.stdout)
+    assert {row["value"]: row["accepted"] for row in report["by"]["model"]} == {
+        main_model: 1, "smollm2-135m": 1}
+    (compared,) = report["experiments"]
+    assert [(a["arm"], a["shown"]) for a in compared["arms"]] == [("main", 1), ("smol", 1)]
+    assert "difference" in compared

@@ -154,12 +154,13 @@ def test_experiment_split_is_stable_and_near_half() -> None:
     assert settings.deadline_ms == (600 if name == "b" else 300)
 
 
-def test_experiment_refuses_engine_settings_and_bad_values() -> None:
+def test_experiment_refuses_global_settings_and_bad_values() -> None:
     exp, problems = experiment.build(
-        _settings({"a": {"model": "other"}, "b": {"deadlineMs": "soon"}}))
-    assert exp is not None and len(problems) == 2
-    assert "needs its own engine" in problems[0] and "deadlineMs" in problems[1]
-    assert exp.settings[0].model == "" and exp.settings[1].deadline_ms == 300
+        _settings({"a": {"prefetch": False, "dtype": "float32"}, "b": {"deadlineMs": "soon"}}))
+    assert exp is not None and len(problems) == 3
+    assert "'prefetch' refused" in problems[0] and "'dtype' refused" in problems[1]
+    assert "deadlineMs" in problems[2]
+    assert exp.settings[0].prefetch and exp.settings[1].deadline_ms == 300
     _, problems = parse_settings({"experiment": {"only": {}}})
     assert problems and "two named arms" in problems[0]
 
@@ -192,3 +193,91 @@ def test_the_rest_after_a_partial_accept_keeps_the_answers_keys(tracker: Tracker
                              plain, continued=True)
     again = tracker.find(rest, None, None, None, None)
     assert again is not None and again.id != s.id and again.keys == KEYS
+
+
+def _answer(t: Tracker, texts: tuple[str, ...]) -> list[str]:
+    """An explicit answer with alternatives, registered as the server does: the
+    alternatives first, the first item last; ids in the items' order."""
+    data = BEFORE + AFTER
+    alts = [t.suggested(URI, 1, 11, text, data, len(BEFORE), KEYS, False, rank)
+            for rank, text in enumerate(texts[1:], 1)]
+    return [t.suggested(URI, 1, 11, texts[0], data, len(BEFORE), KEYS, False), *alts]
+
+
+def _open(t: Tracker, sid: str):  # type: ignore[no-untyped-def]
+    s = t.find(sid, None, None, None, None)
+    assert s is not None
+    return s
+
+
+def test_one_insertion_of_a_word_of_the_shown_item_is_a_partial_accept(
+        tracker: Tracker) -> None:
+    first, second = _answer(tracker, ("a + b", "b - a"))
+    tracker.shown(_open(tracker, first))
+    (got,) = tracker.changed(URI, BEFORE + b"a +" + AFTER, inserted=True)
+    assert (got.suggestion.id, got.chars, got.revealed) == (first, 3, False)
+    assert tracker.summary()["recent"][-1] == {
+        "id": first, "outcome": "partly_accepted", "accepted_chars": 3}
+    assert tracker.counted(first) and not tracker.counted(second)
+    rows = read(tracker.store.path)
+    assert [(r.outcome, r.accepted_chars, r.shown_chars) for r in rows] == [
+        ("partly_accepted", 3, 5)]
+
+
+def test_keystrokes_and_edits_of_several_changes_are_typing_not_accepts(
+        tracker: Tracker) -> None:
+    (first,) = _answer(tracker, ("a + b",))
+    tracker.shown(_open(tracker, first))
+    assert tracker.changed(URI, BEFORE + b"a" + AFTER, inserted=True) == []
+    assert tracker.changed(URI, BEFORE + b"a +" + AFTER, inserted=False) == []  # 2 changes
+    assert tracker.changed(URI, BEFORE + b"a + " + AFTER, inserted=True) == []  # 1 char
+    assert _outcomes(tracker) == []
+
+
+def test_a_word_of_a_cycled_item_the_client_never_reported_credits_that_item(
+        tracker: Tracker) -> None:
+    first, second, third = _answer(tracker, ("a + b", "b - a", "b * a"))
+    tracker.shown(_open(tracker, first))  # (VS Code reports the first item only)
+    (got,) = tracker.changed(URI, BEFORE + b"b -" + AFTER, inserted=True)
+    assert (got.suggestion.id, got.chars, got.revealed) == (second, 3, True)
+    tracker.flush()
+    assert sorted(_outcomes(tracker)) == ["partly_accepted", "rejected"]  # first: replaced
+    recent = tracker.summary()["recent"]
+    assert [(r["id"], r["outcome"]) for r in recent] == [
+        (first, "rejected"), (second, "partly_accepted")]
+    assert tracker.find(third, None, None, None, None) is None
+
+
+def test_the_client_report_of_an_inferred_accept_is_not_counted_twice(
+        tracker: Tracker) -> None:
+    _, second = _answer(tracker, ("a + b", "b - a"))
+    tracker.shown(_open(tracker, second))  # Neovim, Emacs: the item cycled to is shown
+    tracker.changed(URI, BEFORE + b"b -" + AFTER, inserted=True)
+    assert tracker.find(second, None, None, None, None) is None and tracker.counted(second)
+    assert tracker.summary()["partly_accepted"] == 1
+
+
+def test_a_reported_partial_accept_then_its_edit_is_counted_once(tracker: Tracker) -> None:
+    first, _ = _answer(tracker, ("a + b", "a - b"))
+    tracker.shown(_open(tracker, first))
+    tracker.accepted(_open(tracker, first), 2, 5)  # "a " (Emacs: the edit comes later)
+    assert tracker.changed(URI, BEFORE + b"a " + AFTER, inserted=True) == []
+    tracker.flush()
+    assert _outcomes(tracker) == ["partly_accepted"]
+
+
+def test_a_whole_accept_of_a_cycled_item_is_that_items_accept(tracker: Tracker) -> None:
+    first, second = _answer(tracker, ("a + b", "a + b + 1"))
+    tracker.shown(_open(tracker, first))
+    # VS Code inserts the whole first item, then runs its command: no partial accept of
+    # the longer second item, whose beginning the insertion also is.
+    assert tracker.changed(URI, BEFORE + b"a + b" + AFTER, inserted=True) == []
+    tracker.accepted(_open(tracker, first), None, 5)
+    tracker.flush()
+    assert _outcomes(tracker) == ["accepted"]
+    first, second = _answer(tracker, ("x", "y + 1"))
+    tracker.shown(_open(tracker, first))
+    assert tracker.changed(URI, BEFORE + b"y + 1" + AFTER, inserted=True) == []
+    tracker.accepted(_open(tracker, second), None, 5)  # found: it was revealed on screen
+    assert tracker.summary()["recent"][-1] == {
+        "id": second, "outcome": "accepted", "accepted_chars": 5}

@@ -48,8 +48,9 @@ def test_restarting_the_engine_is_a_flag_of_the_field() -> None:
     assert parse_settings({"engineNiceness": 0}, a)[0].engine_key() != a.engine_key()
     _, problems = experiment.build(parse_settings(
         {"experiment": {"a": {}, "b": {"engineNiceness": 0, "deadlineMs": 600}}})[0])
-    assert problems == ["experiment arm 'b': 'engineNiceness' cannot differ between arms "
-                        "(it needs its own engine); ignored"]
+    assert problems == ["experiment arm 'b': 'engineNiceness' refused: it is read once for "
+                        "the whole server, so it cannot differ between arms (an arm may set "
+                        "model, routes and the per-request settings docs/acceptance.md lists)"]
 
 
 def test_the_template_setting_accepts_the_prompt_families() -> None:

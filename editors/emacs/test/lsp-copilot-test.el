@@ -81,6 +81,28 @@ function makes the item's textEdit); return the line it leaves, then undo it all
       (insert saved)
       (goto-char pt))))
 
+(defun lsp-copilot-test--check-accept (what before after kind chars id)
+  "The counters one scripted accept moves, the same in every client: a whole accept
+\(KIND \"accepted\") or a word (\"partly_accepted\"), CHARS more accepted_chars, and the
+outcome settled last is item ID's."
+  (let* ((whole (equal kind "accepted"))
+         (key (intern (concat ":" kind)))
+         (ob (plist-get before :outcomes))
+         (oa (plist-get after :outcomes))
+         (last (car (last (append (plist-get oa :recent) nil)))))
+    (lsp-copilot-test--check
+     (and (= (plist-get after :accepted) (+ (plist-get before :accepted) (if whole 1 0)))
+          (= (plist-get after :partial_accepts) (+ (plist-get before :partial_accepts) (if whole 0 1)))
+          (= (plist-get after :accepted_chars) (+ (plist-get before :accepted_chars) chars))
+          (= (plist-get oa key) (1+ (plist-get ob key))))
+     (format "%s: counters" what)
+     (list :chars chars :before (list (plist-get before :accepted) (plist-get before :partial_accepts)
+                                      (plist-get before :accepted_chars))
+           :after (list (plist-get after :accepted) (plist-get after :partial_accepts)
+                        (plist-get after :accepted_chars))))
+    (lsp-copilot-test--check (and (equal (plist-get last :id) id) (equal (plist-get last :outcome) kind))
+                             (format "%s: the item credited is %s" what id) last)))
+
 (defun lsp-copilot-test--open (dir name text)
   (let ((file (expand-file-name name dir)))
     (with-temp-file file (insert text))
@@ -128,6 +150,8 @@ function makes the item's textEdit); return the line it leaves, then undo it all
     (lsp-copilot-test--fire-idle-timer)
     (let* ((text (lsp-copilot-test--wait "ghost text" 60 #'lsp-copilot-ghost-text))
            (ov lsp-copilot--overlay)
+           (id (plist-get (plist-get lsp-copilot--suggestion :params) :id))
+           (counted (lsp-copilot-stats))
            (before (lsp-copilot-test--line)))
       (lsp-copilot-test--log "ghost text: %S" text)
       (lsp-copilot-test--check (> (length text) 0) "non-empty suggestion")
@@ -143,8 +167,28 @@ function makes the item's textEdit); return the line it leaves, then undo it all
       (lsp-copilot-test--check (equal (reverse lsp-copilot-test--sent)
                                       '(:lspCopilot/didShow :lspCopilot/didAccept))
                                "didShow, didAccept sent" lsp-copilot-test--sent)
+      (lsp-copilot-test--check-accept "a whole accept" counted (lsp-copilot-stats) "accepted"
+                                      (length text) id)
       (lsp-copilot-test--check (string-match-p "Copilot\\[[0-9]+ms\\]" (lsp-copilot--lighter))
                                "mode line shows the latency" (lsp-copilot--lighter)))
+
+    ;; 2a. C-c \ then M-<right> on the first item: a word of the first item.
+    (lsp-copilot-test--open dir "price.py" "def total_price(items, tax):\n    subtotal = sum(item.price for item in items)\n")
+    (unless (lsp-copilot--server) (apply #'eglot (eglot--guess-contact)))
+    (lsp-copilot-test--wait "lsp-copilot-mode" 30 (lambda () lsp-copilot-mode))
+    (insert "    return ")
+    (lsp-copilot-test--type "C-c \\")
+    (let* ((text (lsp-copilot-test--wait "a suggestion" 90 #'lsp-copilot-ghost-text))
+           (id (car (plist-get lsp-copilot--suggestion :ids)))
+           (word (lsp-copilot-next-part text 'word))
+           (line (lsp-copilot-test--line))
+           (before (lsp-copilot-stats)))
+      (lsp-copilot-test--log "first item %S, word %S" text word)
+      (lsp-copilot-test--type "M-<right>")
+      (lsp-copilot-test--check (equal (lsp-copilot-test--line) (concat line word)) "M-<right> inserted the word")
+      (lsp-copilot-test--check-accept "a word of the first item" before (lsp-copilot-stats)
+                                      (if (< (length word) (length text)) "partly_accepted" "accepted")
+                                      (length word) id))
 
     ;; 2b. C-c \ asks explicitly: several suggestions; M-n shows the second; M-<right>
     ;; accepts its first word (didAccept with acceptedChars), the rest comes back typed
@@ -194,6 +238,7 @@ function makes the item's textEdit); return the line it leaves, then undo it all
                                  "feedback after M-n names the second suggestion's id"
                                  (list id ids)))
       (let* ((second (nth 1 items))
+             (second-id (nth 1 (plist-get lsp-copilot--suggestion :ids)))
              (word (lsp-copilot-next-part second 'word))
              (rest (substring second (length word))))
         (lsp-copilot-test--type "M-<right>")
@@ -203,11 +248,8 @@ function makes the item's textEdit); return the line it leaves, then undo it all
         (lsp-copilot-test--wait "the rest of the suggestion" 30
                                 (lambda () (equal (lsp-copilot-ghost-text) rest)))
         (let ((after (lsp-copilot-stats)))
-          (lsp-copilot-test--check (and (= (plist-get after :partial_accepts) (1+ (plist-get middle :partial_accepts)))
-                                        (= (plist-get after :accepted_chars)
-                                           (+ (plist-get middle :accepted_chars) (length word))))
-                                   "the server counted the partial accept"
-                                   (list (plist-get after :partial_accepts) (plist-get after :accepted_chars)))
+          (lsp-copilot-test--check-accept "a word of the cycled second item" middle after
+                                          "partly_accepted" (length word) second-id)
           (lsp-copilot-test--check (> (plist-get after :typed_through) (plist-get middle :typed_through))
                                    "the rest came from the same suggestion (typed through)")
           (let ((part (lsp-copilot-next-part rest 'line)))

@@ -75,6 +75,38 @@ local function ghost_text(bufnr, ns)
   return text ~= '' and text or nil
 end
 
+--- The lspCopilot/* notifications sent, with their params (filled once the client runs).
+local notified = {}
+
+--- The last didShow sent: which item the server was told is on screen.
+local function last_shown()
+  for i = #notified, 1, -1 do
+    if notified[i].method == 'lspCopilot/didShow' then
+      return notified[i].params
+    end
+  end
+end
+
+--- The outcome the server settled last (its item id, outcome and accepted_chars).
+local function last_outcome(stats)
+  local recent = stats and stats.outcomes and stats.outcomes.recent or {}
+  return recent[#recent] or {}
+end
+
+--- The counters one scripted accept must move, the same in every client: a whole accept
+--- (accepted), a word (partial_accepts), each adding its characters to accepted_chars.
+local function check_accept(what, before, after, kind, chars, id)
+  local whole = kind == 'accepted'
+  check(after.accepted == before.accepted + (whole and 1 or 0)
+    and after.partial_accepts == before.partial_accepts + (whole and 0 or 1)
+    and after.accepted_chars == before.accepted_chars + chars
+    and after.outcomes[kind] == before.outcomes[kind] + 1,
+    what .. ': counters', { before = { before.accepted, before.partial_accepts, before.accepted_chars },
+      after = { after.accepted, after.partial_accepts, after.accepted_chars }, chars = chars })
+  local last = last_outcome(after)
+  check(last.id == id and last.outcome == kind, what .. ': the item credited is ' .. tostring(id), last)
+end
+
 local dir = vim.fn.tempname()
 vim.fn.mkdir(dir, 'p')
 
@@ -110,7 +142,7 @@ local SPOTS = { 'PRIMARY_COLORS = ["red", ', 'WEEKEND = ["saturday", ', 'FRUITS 
 
 --- <M-\>, <M-]>, <M-Right>, <M-C-Right> on `name`: several suggestions, the second one
 --- shown, its first word accepted (acceptedChars), the rest typed through, then its line.
----@param items fun(bufnr: integer): string[]? the suggestions answered (once they are in)
+---@param items fun(bufnr: integer): string[]?, string[]? the suggestions answered (once they are in), their ids
 local function several_and_partial(name, ns, items)
   local copilot = require('lsp_copilot')
   local bufnr, answered, before
@@ -140,6 +172,7 @@ local function several_and_partial(name, ns, items)
     error(name .. ': no list got several suggestions')
   end
   log('%s: %d suggestions: %s', name, #answered, vim.inspect(answered))
+  local _, ids = items(bufnr)
   local middle = copilot.stats(5000) or {}
   check(middle.explicit_requests == (before.explicit_requests or 0) + 1, name .. ': <M-\\> sent an explicit request',
     { before.explicit_requests, middle.explicit_requests })
@@ -151,6 +184,7 @@ local function several_and_partial(name, ns, items)
     return text and text:find(answered[2], 1, true) == 1 and text
   end)
   check(second == answered[2] .. (' (2/%d)'):format(#answered), name .. ': <M-]> shows the second (2/n)', second)
+  check((last_shown() or {}).id == ids[2], name .. ': didShow names the second item', { last_shown(), ids })
   local line = vim.api.nvim_get_current_line()
   type_keys('<M-Right>')
   local word = require('lsp_copilot.ghost').next_part(answered[2], 'word')
@@ -164,9 +198,7 @@ local function several_and_partial(name, ns, items)
   end)
   check(shown == rest, name .. ': after <M-Right>, the rest of the second suggestion', { shown, rest })
   local after = copilot.stats(5000) or {}
-  check(after.partial_accepts == (middle.partial_accepts or 0) + 1
-    and after.accepted_chars == (middle.accepted_chars or 0) + #word,
-    name .. ': the server counted the partial accept', { after.partial_accepts, after.accepted_chars, #word })
+  check_accept(name .. ': a word of the cycled second item', middle, after, 'partly_accepted', #word, ids[2])
   check(after.typed_through > (middle.typed_through or 0), name .. ': the rest came from the suggestion (typed through)')
   type_keys('<M-C-Right>')
   local part = require('lsp_copilot.ghost').next_part(rest, 'line')
@@ -177,6 +209,43 @@ local function several_and_partial(name, ns, items)
   local whole = #part == #rest
   check((whole and final.accepted == after.accepted + 1) or (not whole and final.partial_accepts == after.partial_accepts + 1),
     name .. ': <M-C-Right> accepted the line', { part = part, rest = rest })
+  type_keys('<Esc>')
+  vim.cmd('bwipeout!')
+end
+
+--- <M-\> then <M-Right> on the first item: a word of the first item is a partial accept
+--- of that item (its id), the same counters as in every client.
+local function first_word(name, ns, items)
+  local copilot = require('lsp_copilot')
+  local path = dir .. '/' .. name
+  vim.fn.writefile({ 'def total_price(items, tax):', '    subtotal = sum(item.price for item in items)' }, path)
+  vim.cmd.edit(path)
+  local bufnr = vim.api.nvim_get_current_buf()
+  wait_for('the client to attach', 30000, function()
+    return copilot.client(bufnr)
+  end)
+  type_keys('Go    return ')
+  type_keys('<M-\\>')
+  local texts = wait_for('a suggestion', 90000, function()
+    local now = items(bufnr)
+    return now and #now >= 1 and ghost_text(bufnr, ns) and now
+  end)
+  local _, ids = items(bufnr)
+  local word = require('lsp_copilot.ghost').next_part(texts[1], 'word')
+  log('%s: first item %q, word %q', name, texts[1], word)
+  local line = vim.api.nvim_get_current_line()
+  local before = copilot.stats(5000) or {}
+  type_keys('<M-Right>')
+  wait_for('the word inserted', 5000, function()
+    return vim.api.nvim_get_current_line() == line .. word
+  end)
+  sleep(200)
+  local after = copilot.stats(5000) or {}
+  if #word < #texts[1] then
+    check_accept(name .. ': a word of the first item', before, after, 'partly_accepted', #word, ids[1])
+  else
+    check_accept(name .. ': a one-word first item, whole', before, after, 'accepted', #word, ids[1])
+  end
   type_keys('<Esc>')
   vim.cmd('bwipeout!')
 end
@@ -202,6 +271,7 @@ local function main()
   local notify = client.notify
   client.notify = function(self, method, params) ---@diagnostic disable-line: duplicate-set-field
     table.insert(sent, method)
+    table.insert(notified, { method = method, params = params })
     return notify(self, method, params)
   end
   local stats = wait_for('engine ready', ready_timeout, function()
@@ -219,6 +289,7 @@ local function main()
 
   -- 2. Native path: type, ghost text, <Tab>, buffer = before + suggestion.
   local ns = vim.api.nvim_get_namespaces()['nvim.lsp.inline_completion']
+  local counted_before = copilot.stats(5000) or {}
   local text, before, after = type_and_accept('add.py', { 'def add(a, b):' }, '    return ', ns)
   local expected = vim.split(before[#before] .. text, '\n', { plain = true })
   check(#text > 0, 'non-empty suggestion')
@@ -230,6 +301,7 @@ local function main()
   local counted = copilot.stats(5000) or {}
   check((counted.shown or 0) >= 1 and (counted.accepted or 0) >= 1, 'the server counted didShow and didAccept',
     { shown = counted.shown, accepted = counted.accepted })
+  check_accept('a whole accept', counted_before, counted, 'accepted', #text, (last_shown() or {}).id)
   local report = vim.json.decode(vim.fn.system({ server, 'stats', '--json', '--file', outcomes }))
   check(vim.v.shell_error == 0 and report.accepted >= 1 and report.by.language[1].value == 'python',
     '`lsp-copilot stats --json` reports the accepted suggestion', report)
@@ -273,15 +345,19 @@ local function main()
   check(health:match('engine ready') ~= nil and health:match('ERROR') == nil, ':checkhealth lsp_copilot', health)
   vim.cmd('bwipeout!')
 
-  -- 5b. Several suggestions and partial accepts, native inline completion.
-  several_and_partial('colors_native.py', ns, function(bufnr)
+  -- 5b. A word of the first item; several suggestions and a word of the second, native.
+  local function native_items(bufnr)
     local cap = require('vim.lsp._capability').all.inline_completion
     local completor = cap and cap.active[bufnr]
     local state = completor and completor.client_state[client.id]
     return state and state.items and vim.tbl_map(function(item)
       return type(item.insertText) == 'string' and item.insertText or item.insertText.value
+    end, state.items), state and state.items and vim.tbl_map(function(item)
+      return require('lsp_copilot.feedback').id(item) or ''
     end, state.items)
-  end)
+  end
+  first_word('price_native.py', ns, native_items)
+  several_and_partial('colors_native.py', ns, native_items)
 
   -- 6. The Neovim 0.10/0.11 path (extmarks of our own), same server.
   copilot.use_ghost('extmark')
@@ -294,10 +370,12 @@ local function main()
   check(copilot.statusline():match('%d+ ms') ~= nil, 'extmark path: statusline shows latency: ' .. copilot.statusline())
 
   -- 7. Several suggestions and partial accepts, extmark path.
-  several_and_partial('colors_extmark.py', require('lsp_copilot.ghost').ns, function()
+  local function extmark_items()
     local g = require('lsp_copilot.ghost').current()
-    return g and g.items
-  end)
+    return g and g.items, g and g.ids
+  end
+  first_word('price_extmark.py', require('lsp_copilot.ghost').ns, extmark_items)
+  several_and_partial('colors_extmark.py', require('lsp_copilot.ghost').ns, extmark_items)
 end
 
 coroutine.wrap(function()

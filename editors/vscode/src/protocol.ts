@@ -21,7 +21,8 @@ export interface Position {
 }
 
 /** Params of didShow / didAccept / didReject (didAccept: `acceptedChars` when only part of
- * `text` was accepted; VS Code reports whole accepts only). */
+ * `text` was accepted). VS Code reports whole accepts only: the server reads a partial
+ * accept (Ctrl+Right) from the edit itself, and the item cycled to from the text inserted. */
 export interface FeedbackParams {
   uri: string;
   position: Position;

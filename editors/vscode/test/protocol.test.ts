@@ -199,7 +199,8 @@ describe('against the real server and engine', { timeout: READY_TIMEOUT_MS + 120
   const viaClient = (document: any, position: any) => async (_d: unknown, _p: unknown, sent: any) => {
     const params = converter.asInlineCompletionParams(document, position, sent);
     const result: any = await s.conn.sendRequest('textDocument/inlineCompletion', params);
-    return (Array.isArray(result) ? result : result.items).map((i: any) => ({ insertText: i.insertText, range: i.range }));
+    // (as the converter does: the item's command, whose arguments carry the server's id)
+    return (Array.isArray(result) ? result : result.items).map((i: any) => ({ insertText: i.insertText, range: i.range, command: i.command }));
   };
   const middleware = () => {
     const feedback = new Feedback((method, params) => void s.conn.sendNotification(method, params));
@@ -266,6 +267,132 @@ describe('against the real server and engine', { timeout: READY_TIMEOUT_MS + 120
     const after = await fetchStats(s.rpc);
     assert.deepEqual(rest.map((i: any) => i.insertText), [item.insertText.slice(word.length)]);
     assert.equal(after.engine_requests, before.engine_requests, 'answered from the suggestion on screen');
+  });
+
+  // What VS Code's acceptNextWord (Ctrl+Right) inserts from `text`: up to the end of the
+  // next word (its default word definition), or to the end of leading blanks, or one
+  // other character (src/vs/editor/contrib/inlineCompletions, acceptNextWord).
+  const WORD = /(-?\d*\.\d\w*)|([^`~!@#$%^&*()\-=+[{\]}\\|;:'",.<>/?\s]+)/;
+  const nextWord = (text: string): string => {
+    const m1 = WORD.exec(text);
+    let until = m1 ? (m1.index === 0 ? m1[0].length : m1.index) : text.length;
+    const m2 = /\s+/.exec(text);
+    if (m2 && m2.index + m2[0].length < until) {
+      until = m2.index + m2[0].length;
+    }
+    return text.slice(0, Math.max(1, until));
+  };
+  const counters = (x: Stats) => ({
+    accepted: x.accepted as number,
+    partial: x.partial_accepts as number,
+    chars: x.accepted_chars as number,
+    outcomes: x.outcomes as Record<string, number> & { recent: { id: string; outcome: string }[] },
+  });
+  // The counters one scripted accept moves, the same in every client (editors/nvim and
+  // editors/emacs check the same): a whole accept or a word, its characters, its item.
+  const checkAccept = (what: string, before: Stats, after: Stats, kind: 'accepted' | 'partly_accepted', chars: number, id: string) => {
+    const b = counters(before);
+    const a = counters(after);
+    const whole = kind === 'accepted';
+    assert.deepEqual([a.accepted - b.accepted, a.partial - b.partial, a.chars - b.chars, a.outcomes[kind] - b.outcomes[kind]],
+      [whole ? 1 : 0, whole ? 0 : 1, chars, 1], `${what}: counters`);
+    const last = a.outcomes.recent.at(-1);
+    assert.deepEqual([last?.id, last?.outcome], [id, kind], `${what}: the item credited`);
+  };
+
+  test('counted as in every client: a whole accept, a word of the first item, a word of a cycled alternative', async () => {
+    const provide = middleware();
+    const token = { isCancellationRequested: false };
+    const invoke = { triggerKind: 0 };
+    const automatic = { triggerKind: 1 };
+    let version = 1;
+    const open = async (name: string, text: string) => {
+      const uri = `file:///tmp/lsp-copilot-vscode-test/counted-${name}`;
+      await s.conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text } });
+      version = 1;
+      return { uri: { toString: () => uri } };
+    };
+    const insert = async (document: any, at: { line: number; character: number }, text: string) => {
+      version += 1;
+      await s.conn.sendNotification('textDocument/didChange', {
+        textDocument: { uri: document.uri.toString(), version },
+        contentChanges: [{ range: { start: at, end: at }, text }],
+      });
+    };
+    const idOf = (item: any): string => item.command.arguments[0].id;
+
+    // 1. A whole accept (Tab): VS Code inserts the item, then runs its command.
+    let document = await open('whole.py', 'def add(a, b):\n    return ');
+    let position = { line: 1, character: 11 };
+    const [whole] = await provide(document, position, invoke, token, viaClient(document, position));
+    assert.ok(whole, 'a suggestion to accept');
+    let before = await fetchStats(s.rpc);
+    await insert(document, position, whole.insertText);
+    await s.conn.sendNotification('lspCopilot/didAccept', whole.command.arguments[0]);
+    checkAccept('a whole accept', before, await fetchStats(s.rpc), 'accepted', whole.insertText.length, idOf(whole));
+
+    // 2. A word of the first item (Ctrl+Right): VS Code reports nothing; the edit tells.
+    // (Where the first item has more than one word: which spot gives one depends on the
+    // model and the machine.)
+    const returns = [
+      { name: 'price.py', text: 'def total_price(items, tax):\n    subtotal = sum(item.price for item in items)\n    return ' },
+      { name: 'names.py', text: 'def full_name(first, last):\n    """First and last name."""\n    return ' },
+      { name: 'area.py', text: 'import math\n\ndef area(radius):\n    return ' },
+    ];
+    let first: any;
+    let word = '';
+    for (const spot of returns) {
+      document = await open(spot.name, spot.text);
+      const lines = spot.text.split('\n');
+      position = { line: lines.length - 1, character: lines.at(-1)!.length };
+      [first] = await provide(document, position, invoke, token, viaClient(document, position));
+      word = first ? nextWord(first.insertText) : '';
+      if (word.length >= 2 && word.length < first.insertText.length) {
+        break;
+      }
+    }
+    assert.ok(word.length >= 2 && word.length < first.insertText.length, `a word of two characters or more: ${first?.insertText}`);
+    before = await fetchStats(s.rpc);
+    await insert(document, position, word);
+    checkAccept('a word of the first item', before, await fetchStats(s.rpc), 'partly_accepted', word.length, idOf(first));
+
+    // 3. A word of a cycled alternative (Alt+], then Ctrl+Right until a word of two
+    // characters or more goes in: a one-character part is a keystroke to the server).
+    const spots = [
+      { name: 'colors.py', text: 'PRIMARY_COLORS = ["red", ', position: { line: 0, character: 25 } },
+      { name: 'days.py', text: 'WEEKEND = ["saturday", ', position: { line: 0, character: 23 } },
+      { name: 'fruit.py', text: 'FRUITS = ["apple", ', position: { line: 0, character: 19 } },
+    ];
+    let items: any[] = [];
+    for (const spot of spots) {
+      document = await open(spot.name, spot.text);
+      position = spot.position;
+      items = await provide(document, position, invoke, token, viaClient(document, position));
+      if (items.length >= 2 && !items[0].insertText.startsWith(items[1].insertText.split(/\s/)[0])) {
+        break;
+      }
+    }
+    assert.ok(items.length >= 2, `several suggestions: ${JSON.stringify(items.map((i) => i.insertText))}`);
+    const second = items[1];
+    let rest: string = second.insertText;
+    let at = { ...position };
+    let part = '';
+    before = await fetchStats(s.rpc);
+    for (let press = 0; press < 3 && part.length < 2; press++) {
+      part = nextWord(rest);
+      await insert(document, at, part);
+      at = { line: at.line, character: at.character + part.length };
+      rest = rest.slice(part.length);
+      if (part.length < 2) {
+        before = await fetchStats(s.rpc); // typed through: not an accept
+        await provide(document, at, automatic, token, viaClient(document, at)); // VS Code asks again
+      }
+    }
+    assert.ok(part.length >= 2 && rest.length > 0, `a word of the second item: ${second.insertText}`);
+    checkAccept('a word of the cycled second item', before, await fetchStats(s.rpc), 'partly_accepted', part.length, idOf(second));
+    // VS Code asks again: the rest of the second item, not of the first, is on offer.
+    const more = await provide(document, at, automatic, token, viaClient(document, at));
+    assert.deepEqual(more.map((i: any) => i.insertText), [rest], 'the rest of the item cycled to');
   });
 
   test('textDocument/completion gives an item with a textEdit', async () => {

@@ -65,7 +65,7 @@ async def _complete(ls: CopilotServer, uri: str, position: types.Position,
         # The first answer last: the tracker follows typing-through from the latest one.
         outcome.alternative_ids = [
             _track(ls, snapshot, offset, position, dataclasses.replace(outcome, text=text),
-                   explicit, started) for text in outcome.alternatives]
+                   explicit, started, rank) for rank, text in enumerate(outcome.alternatives, 1)]
         outcome.id = _track(ls, snapshot, offset, position, outcome, explicit, started)
     else:
         outcome.alternative_ids = [""] * len(outcome.alternatives)
@@ -73,18 +73,20 @@ async def _complete(ls: CopilotServer, uri: str, position: types.Position,
 
 
 def _track(ls: CopilotServer, snapshot: Snapshot, offset: int, position: types.Position,
-           outcome: Outcome, explicit: bool, started: float) -> str:
+           outcome: Outcome, explicit: bool, started: float, rank: int = 0) -> str:
     info = ls.main_engine.info
     experiment = ls.completer.experiment
     route = outcome.route or "main"  # "main" or the model another route names
     model = route if route != "main" else info.model if info else ""
+    arm = experiment if experiment and outcome.arm else None
     keys = keys_for(model, outcome.template, route, "explicit" if explicit else outcome.mode,
                     snapshot.language_id, (time.perf_counter() - started) * 1000,
-                    experiment.label if experiment and outcome.arm else "", outcome.arm)
+                    arm.label if arm else "", outcome.arm,
+                    arm.cluster(snapshot.uri, position.line) if arm else "")
     return ls.acceptance.suggested(uri=snapshot.uri, line=position.line,
                                    character=position.character, text=outcome.text,
                                    data=snapshot.data, offset=offset, keys=keys,
-                                   continued=outcome.source == "typed_through")
+                                   continued=outcome.source == "typed_through", rank=rank)
 
 
 async def inline_completion(

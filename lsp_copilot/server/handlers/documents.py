@@ -55,7 +55,16 @@ def did_change(ls: CopilotServer, params: types.DidChangeTextDocumentParams) -> 
     line = changes[-1][0][0] if changes and changes[-1][0] is not None else None
     data = ls.store.buffer(uri).data
     ls.context_workspace.edited(uri, data, line)  # recency, index (off the loop)
-    ls.acceptance.changed(uri, data)  # a suggestion typed through, or left
+    # A suggestion typed through, or left; one change inserting a part of the suggestion
+    # on screen is a partial accept (Ctrl+Right in VS Code, which reports none itself).
+    inserted = len(changes) == 1 and changes[0][0] is not None and (
+        changes[0][0][:2] == changes[0][0][2:]) and bool(changes[0][1])
+    for accept in ls.acceptance.changed(uri, data, inserted):
+        if accept.revealed:
+            ls.telemetry.count("shown")
+        ls.telemetry.count("partial_accepts")
+        ls.telemetry.count("accepted_chars", accept.chars)
+        ls.completer.prefer(uri, accept.suggestion.text.decode("utf-8", "surrogatepass"))
     _tell_once(ls, uri)
 
 

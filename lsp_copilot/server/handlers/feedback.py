@@ -53,7 +53,10 @@ def _accepted_chars(ls: CopilotServer, text: Any, units: Any) -> int | None:
 def did_accept(ls: CopilotServer, params: Any) -> None:
     uri, position, text = _field(params, "uri"), _field(params, "position"), _field(
         params, "text")
-    if (s := _suggestion(ls, params)) is not None:  # its outcome, for acceptance records
+    s = _suggestion(ls, params)
+    if s is None and ls.acceptance.counted(_field(params, "id")):
+        return  # a partial accept the server read from the edit already: counted once
+    if s is not None:  # its outcome, for acceptance records
         chars = _field(params, ACCEPTED_CHARS)
         ls.acceptance.accepted(
             s, chars if isinstance(chars, int) and not isinstance(chars, bool) else None,

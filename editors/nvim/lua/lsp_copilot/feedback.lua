@@ -71,6 +71,21 @@ function M.id(item)
   return type(first) == 'table' and type(first.id) == 'string' and first.id or nil
 end
 
+--- The feedback params an item carries (its command's arguments: uri, position, text,
+--- id), for an LSP InlineCompletionItem or a vim.lsp.inline_completion.Item; nil if none.
+---@param item table
+---@return lsp_copilot.Feedback?
+function M.params(item)
+  local args = item and item.command and item.command.arguments
+  local first = type(args) == 'table' and args[1] or nil
+  if type(first) ~= 'table' or type(first.uri) ~= 'string' or type(first.text) ~= 'string'
+    or type(first.position) ~= 'table' then
+    return nil
+  end
+  return { uri = first.uri, position = first.position, text = first.text,
+    id = type(first.id) == 'string' and first.id or nil }
+end
+
 ---@param client_id integer
 ---@return lsp_copilot.Feedback?
 function M.pending(client_id)

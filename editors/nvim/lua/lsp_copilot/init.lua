@@ -228,7 +228,21 @@ function M.select(count)
     return true
   end
   vim.lsp.inline_completion.select({ bufnr = bufnr, count = count })
+  M._show_current(bufnr)
   return true
+end
+
+--- didShow for the item Neovim 0.12 has on screen now (after cycling): feedback names the
+--- item the user sees, not the first one answered.
+---@param bufnr integer
+function M._show_current(bufnr)
+  local completor = native_completor(bufnr)
+  local item = completor and completor.current
+  local client = item and vim.lsp.get_client_by_id(item.client_id)
+  local params = item and feedback.params(item)
+  if client and params then
+    feedback.shown(client, params)
+  end
 end
 
 --- Accept the next word or line of the suggestion on screen.
@@ -266,8 +280,8 @@ function M._accept_native(item, what)
   vim.api.nvim_win_set_cursor(0, { row + #lines, (#lines == 1 and col or 0) + #lines[#lines] })
   local client = vim.lsp.get_client_by_id(item.client_id)
   if client then
-    -- The item taken (the user may have cycled away from the first one shown).
-    local params = vim.tbl_extend('force', feedback.pending(client.id) or {
+    -- The item taken, by its own id (the user may have cycled away from the first one).
+    local params = vim.tbl_extend('force', feedback.params(item) or feedback.pending(client.id) or {
       uri = vim.uri_from_bufnr(bufnr), position = { line = row, character = col } }, { text = full })
     if #text < #full then
       params.acceptedChars = ghost.units(text, client.offset_encoding)
@@ -312,6 +326,7 @@ local function watch_inline_results(client)
         if count and params.context and params.context.triggerKind == 1 then
           M._select_after = nil
           vim.lsp.inline_completion.select({ bufnr = ctx and ctx.bufnr, count = count })
+          M._show_current(ctx and ctx.bufnr or vim.api.nvim_get_current_buf())
         end
         return out
       end
