@@ -21,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchmarks import redaction
 from benchmarks.corpus import SOURCES, Reader, archive_files, default_corpus, folder_files
 from lsp_copilot.language.ids import parser_for
 from lsp_copilot.postprocess.safety import scan
@@ -39,6 +40,9 @@ CORPORA: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "javascript": ("javascript", (".js", ".mjs", ".cjs"), ()),
     "typescript": ("typescript", (".ts",), ()),
 }
+
+REDACTION_CORPORA = ("python", "site-packages")
+"""Corpora whose redaction false positives are measured (the issue's target: stdlib)."""
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "safety"
 SNIPPETS = {"python": "snippets.py", "javascript": "snippets.js", "typescript": "snippets.ts",
@@ -121,6 +125,7 @@ def run(folders: dict[str, Path] | None = None, max_files: int = 0,
     """Both measures; ``folders`` replaces a language's default corpus, ``max_files``
     (0: all) samples that many files per corpus."""
     result: dict[str, Any] = {"false_positives": {}, "recall": {}}
+    redacted: dict[str, Any] = {"false_positives": {}}
     for name, (grammar, extensions, defaults) in CORPORA.items():
         chosen = [folders[name]] if folders and name in folders else [Path(p) for p in defaults]
         roots = [p for p in chosen if p.exists()][:1]
@@ -136,6 +141,12 @@ def run(folders: dict[str, Path] | None = None, max_files: int = 0,
         entry = false_positives(grammar, files)
         entry.update(corpus=str(roots[0]), files_in_corpus=total)
         result["false_positives"][name] = entry
+        if name in REDACTION_CORPORA:  # code with no secrets: what redaction takes away
+            entry = redaction.false_positives(files)
+            entry.update(corpus=str(roots[0]), files_in_corpus=total)
+            redacted["false_positives"][name] = entry
+            if name == "python":
+                redacted["cost"] = redaction.cost(files, seed)
     for key, folder, snippets in (("recall", FIXTURES, SNIPPETS),
                                   ("recall_heldout", FIXTURES / "heldout", HELDOUT)):
         per = {grammar: recall(grammar, folder / name) for grammar, name in snippets.items()}
@@ -144,6 +155,8 @@ def run(folders: dict[str, Path] | None = None, max_files: int = 0,
         result[key] = per
         result[key + "_total"] = {"dangerous": dangerous, "found": found,
                                   "recall": round(found / dangerous, 3) if dangerous else 0.0}
+    redacted["recall"] = redaction.recall()
+    result["redaction"] = redacted
     return result
 
 
@@ -180,4 +193,6 @@ def render(result: dict[str, Any]) -> str:
         total = result[key + "_total"]
         rows.append(f"| all | {total['dangerous']} | {total['found']} | "
                     f"{total['recall']:.0%} | | |")
+    if "redaction" in result:
+        rows += ["", "Secret redaction (prompts):", "", redaction.render(result["redaction"])]
     return "\n".join(rows)

@@ -23,7 +23,8 @@ class PrivacySettings:
         "with a / matches the whole path.", STR_LIST
     )
     secret_content_patterns: tuple[str, ...] = setting(
-        (), "Extra regular expressions: a file whose content matches one stays private.",
+        (), "Extra regular expressions of secrets: text that matches one is redacted from "
+        "prompts (replaced by <redacted:custom>).",
         REGEX_LIST
     )
     excluded_folders: tuple[str, ...] = setting(
