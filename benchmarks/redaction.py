@@ -7,8 +7,7 @@ down by kind. Test suites do hold test passwords (``password = 'pass'``): those 
 false positives here, though a user would want them redacted too. Recall: the planted
 secrets of ``tests/fixtures/secrets`` (``planted.json`` names them) redacted.
 
-Cost: a prompt-sized text (120 lines of the standard library) redacted cold (every line
-scanned) and warm (the line cache of a typing session, one line changed).
+Cost: the prompt's build with and without redaction while a line is typed (``cost``).
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from benchmarks.corpus import Reader
 from lsp_copilot.privacy.redact import Redactor
 
 SECRETS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "secrets"
-PROMPT_LINES = 120
 
 
 def false_positives(files: list[tuple[str, Reader]], examples: int = 3) -> dict[str, Any]:
@@ -81,30 +79,60 @@ def recall(folder: Path = SECRETS) -> dict[str, Any]:
             "recall": round(found / count, 3) if count else 0.0}
 
 
-def cost(files: list[tuple[str, Reader]], seed: int = 0, rounds: int = 20) -> dict[str, Any]:
-    """Milliseconds to redact a prompt-sized text, cold and warm (one line changed)."""
+def cost(files: list[tuple[str, Reader]], seed: int = 0, rounds: int = 12,
+         keys: int = 20) -> dict[str, Any]:
+    """What redaction adds to a prompt's build: ``keys`` keystrokes typed back into a line
+    of each of ``rounds`` files, the prompt built after each with and without a redactor
+    (the server's build: a workspace keeping the base, the fill-in-the-middle template).
+    Cold: a file's first prompt (every line scanned); warm: the keystrokes after it."""
+    from lsp_copilot.context.builder import build_context
+    from lsp_copilot.context.index.workspace import Workspace
+    from lsp_copilot.documents.store import DocumentStore
+    from lsp_copilot.prompts.templates import template_for
+    from lsp_copilot.tokens import fallback_counter
+
     rng = random.Random(seed)
-    texts = []
-    for name, read in rng.sample(files, min(len(files), rounds)):
-        lines = read().decode("utf-8", "replace").split("\n")
-        start = rng.randrange(max(1, len(lines) - PROMPT_LINES))
-        texts.append((name, lines[start:start + PROMPT_LINES]))
-    cold, warm = [], []
-    for name, lines in texts:
-        redactor = Redactor()
-        t0 = time.perf_counter()
-        redactor.text("\n".join(lines), name)
-        cold.append((time.perf_counter() - t0) * 1000)
-        lines[-1] += " x"  # a keystroke at the end of the prompt
-        t0 = time.perf_counter()
-        redactor.text("\n".join(lines), name)
-        warm.append((time.perf_counter() - t0) * 1000)
-    cold.sort()
-    warm.sort()
-    return {"prompt_lines": PROMPT_LINES, "prompts": len(texts),
-            "cold_ms_median": round(cold[len(cold) // 2], 2) if cold else 0.0,
-            "warm_ms_median": round(warm[len(warm) // 2], 3) if warm else 0.0,
-            "warm_ms_max": round(warm[-1], 3) if warm else 0.0}
+    counter = fallback_counter()
+    template = template_for("qwen2.5-coder")
+    times: dict[tuple[bool, bool], list[float]] = {(r, c): [] for r in (True, False)
+                                                   for c in (True, False)}
+    picked = [f for f in rng.sample(files, min(len(files), rounds * 3))
+              if len(f[1]()) > 4000][:rounds]
+    for name, read in picked:
+        text = read().decode("utf-8", "replace")
+        lines = text.split("\n")
+        row = rng.randrange(len(lines) // 4, len(lines) * 3 // 4)
+        while row < len(lines) - 1 and len(lines[row].strip()) < keys // 2:
+            row += 1
+        line = lines[row]
+        head = "\n".join(lines[:row]) + "\n"
+        tail = "\n" + "\n".join(lines[row + 1:])
+        # Both builds at each keystroke, side by side (the machine's load hits both).
+        redactor, workspaces = Redactor(), {False: Workspace(), True: Workspace()}
+        store = DocumentStore()
+        uri = f"file:///bench/{Path(name).name}"
+        for k in range(0, min(keys, len(line)) + 1):
+            typed = line[:k]
+            store.close(uri)
+            store.open(uri, "python", k + 1, head + typed + tail)
+            snapshot = store.snapshot(uri)
+            offset = len((head + typed).encode())
+            for redact in (k % 2 == 0, k % 2 != 0):
+                t0 = time.perf_counter()
+                build_context(snapshot, offset, counter, template, 1536,
+                              workspace=workspaces[redact],
+                              redactor=redactor if redact else None)
+                times[(redact, k == 0)].append((time.perf_counter() - t0) * 1000)
+
+    def median(values: list[float]) -> float:
+        values = sorted(values)
+        return round(values[len(values) // 2], 2) if values else 0.0
+
+    return {"files": len(picked), "keystrokes": keys,
+            "cold_ms": median(times[(False, True)]),
+            "cold_redacted_ms": median(times[(True, True)]),
+            "warm_ms": median(times[(False, False)]),
+            "warm_redacted_ms": median(times[(True, False)])}
 
 
 def render(result: dict[str, Any]) -> str:
@@ -125,7 +153,8 @@ def render(result: dict[str, Any]) -> str:
              + (f" (missed: {', '.join(rec['missed'])})" if rec["missed"] else "")]
     c = result.get("cost")
     if c:
-        rows.append(f"cost per prompt of {c['prompt_lines']} lines: {c['cold_ms_median']} ms "
-                    f"cold, {c['warm_ms_median']} ms warm (median of {c['prompts']}; warm "
-                    f"max {c['warm_ms_max']} ms)")
+        rows.append(f"prompt build, median over {c['files']} files x {c['keystrokes']} keys: "
+                    f"first prompt {c['cold_ms']} ms, {c['cold_redacted_ms']} ms with "
+                    f"redaction; then {c['warm_ms']} ms, {c['warm_redacted_ms']} ms with "
+                    "redaction")
     return "\n".join(rows)

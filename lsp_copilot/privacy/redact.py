@@ -13,8 +13,10 @@ the cache. The redactor belongs to its owner (the completer); nothing here is sh
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -28,7 +30,8 @@ OWN_RULES: tuple[tuple[str, str], ...] = (
     ("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}"),
     # Fine-grained GitHub tokens; detect-secrets knows ghp_/gho_/ghu_/ghs_/ghr_ only.
     ("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
-    # Its basic-auth plugin refuses a password with a reserved character (p&ss, p#ss).
+    # Its basic-auth plugin refuses a password with a reserved character (p&ss, p#ss);
+    # stand-ins ({password}, ***, $PASS) are not taken (see _placeholder).
     ("password", r"(?<=[a-zA-Z0-9+.-]://)[^\s:/@'\"`]+:(?P<value>[^\s/@'\"`]+)@"),
     # Slack app-level and config tokens (xapp-, xoxe-), beside its Slack plugin.
     ("slack-token", r"\bx(?:app|oxe)-[0-9A-Za-z-]{20,}"),
@@ -80,6 +83,7 @@ FILE_TYPES = {
 a few extensions; shell scripts assign without quotes, like config files)."""
 
 MAX_CACHED_LINES = 50_000
+MAX_CACHED_TEXTS = 512
 
 
 class Span(NamedTuple):
@@ -166,6 +170,9 @@ class Redactor:
         self._own = [(kind, re.compile(rx)) for kind, rx in OWN_RULES]
         self._own += [("custom", re.compile(p)) for p in content_patterns]
         self._lines: dict[tuple[str, str], tuple[Span, ...]] = {}
+        # Whole texts too: a layer's blocks and the window's lines above the cursor stay
+        # the same while a line is typed (one hash instead of a lookup per line).
+        self._texts: OrderedDict[tuple[str, str], Redaction] = OrderedDict()
         self.scanned = 0  # lines scanned (not answered from the cache)
 
     # -- one line -------------------------------------------------------------------
@@ -198,12 +205,13 @@ class Redactor:
                 continue
             for secret in plugin.analyze_line(filename=name, line=line):
                 value = secret.secret_value or ""
+                entropy = type(plugin).__name__ in MIN_GUESSED_LENGTH  # (no letter: digits)
                 if (len(value) < min_length or h.is_sequential_string(value)
+                        or (entropy and h.is_not_alphanumeric_string(value))
                         or h.is_potential_uuid(value)
                         or h.is_likely_id_string(value, line, plugin)
-                        or h.is_templated_secret(value) or h.is_prefixed_with_dollar_sign(value)
-                        or h.is_indirect_reference(line) or h.is_not_alphanumeric_string(value)
-                        or PLACEHOLDER_RE.fullmatch(value)):
+                        or h.is_indirect_reference(line) or _placeholder(value)
+                        or _alphabet(value)):
                     continue
                 at = line.find(value)
                 while at >= 0:
@@ -213,21 +221,32 @@ class Redactor:
             for match in pattern.finditer(line):
                 start, end = match.span("value") if "value" in pattern.groupindex else (
                     match.span())
-                if end > start:
+                if end > start and not (kind in GUESSED_KINDS and _placeholder(line[start:end])):
                     yield Span(start, end, kind)
 
     # -- text -----------------------------------------------------------------------
     def text(self, text: str, path: str = "") -> Redaction:
         """``text`` with every secret replaced, line by line."""
+        if not text:
+            return Redaction(text, ())
+        name = _file_type(path)
+        key = (name, text)
+        cached = self._texts.get(key)
+        if cached is not None:
+            self._texts.move_to_end(key)
+            return cached
         lines = text.split("\n")
         found: list[tuple[int, str]] = []
-        name = _file_type(path)
         for i, line in enumerate(lines):
             spans = self._spans(line, name)
             if spans:
                 lines[i] = _replace(line, spans)
                 found += [(i, s.kind) for s in spans]
-        return Redaction("\n".join(lines) if found else text, tuple(found))
+        redaction = Redaction("\n".join(lines) if found else text, tuple(found))
+        self._texts[key] = redaction
+        if len(self._texts) > MAX_CACHED_TEXTS:
+            self._texts.popitem(last=False)
+        return redaction
 
     def around(self, before: str, after: str, path: str = "") -> tuple[str, str,
                                                                       tuple[tuple[int, str], ...]]:
@@ -271,6 +290,22 @@ class Redactor:
             if spans:
                 return spans[0].kind
         return None
+
+
+def _placeholder(value: str) -> bool:
+    """A stand-in, not a value: ``{password}``, ``<token>``, ``${PASS}``, ``$PASS``,
+    ``***``, ``%s``, or one of our placeholders (a prompt that already holds one)."""
+    return (len(value) < 2 or value[0] in "$%" or (value[0], value[-1]) in (("{", "}"),
+                                                                          ("<", ">"))
+            or not any(c.isalnum() for c in value) or PLACEHOLDER_RE.fullmatch(value) is not None)
+
+
+def _alphabet(value: str) -> bool:
+    """An alphabet or a run of one (``"ABC...Z234567"``, ``"abc...z0123456789_"``): most
+    neighbours are consecutive characters, as in no random key. (detect-secrets' own
+    sequence filter knows a few alphabets only: not base32's.)"""
+    steps = sum(1 for a, b in itertools.pairwise(value) if ord(b) - ord(a) == 1)
+    return steps >= 0.6 * (len(value) - 1)
 
 
 def _file_type(path: str) -> str:
