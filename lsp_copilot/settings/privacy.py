@@ -29,7 +29,7 @@ class PrivacySettings:
     )
     excluded_folders: tuple[str, ...] = setting(
         (), "Folders whose files stay private: a name matches anywhere in the path, a path "
-        "matches that folder.", STR_LIST
+        "matches that folder (a repository's .lspcopilotignore adds its own).", STR_LIST
     )
     log_source_text: bool = setting(
         False, "Let debug logs include message bodies (source text); off, logs never "
