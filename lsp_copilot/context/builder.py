@@ -134,7 +134,7 @@ class _Typed(NamedTuple):
             return typed, ()
         text, _, found = self.redactor.around(
             typed, self.after.decode("utf-8", "surrogateescape"), self.path)
-        return text, _where(self.path, first_line, found)
+        return text, _where(display_name(self.path), first_line, found)
 
 
 def _extend(base: Context, typed_bytes: bytes, counter: TokenCounter, budget: int,
@@ -160,7 +160,9 @@ def _extend(base: Context, typed_bytes: bytes, counter: TokenCounter, budget: in
     return Context(mode=mode, prompt=prompt, prompt_tokens=tokens, budget_tokens=budget,
                    tokenizer=base.tokenizer, prefix=base.prefix + typed, suffix=base.suffix,
                    layers=layers, pieces=(*base.pieces, typed) if typed else base.pieces,
-                   headers=base.headers, redacted=base.redacted + found,
+                   headers=base.headers,
+                   redacted=tuple(dict.fromkeys(base.redacted + found)),  # (the base saw
+                   # the cursor's line whole: what it found there may be found again)
                    base_lines=base.base_lines)
 
 
