@@ -72,6 +72,12 @@ def _none(mode: Mode, reason: str, context: Context | None = None) -> Outcome:
     return Outcome("", mode, reason=reason, context=context, source="none")
 
 
+def _line_before(snapshot: Snapshot, offset: int) -> str:
+    """The cursor's line up to ``offset``: a suggestion is checked for secrets with it."""
+    start = snapshot.data.rfind(b"\n", 0, offset) + 1
+    return snapshot.data[start:offset].decode("utf-8", "replace")
+
+
 def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
     n = min(len(a), len(b))
     if a[:n] == b[:n]:
@@ -375,7 +381,8 @@ class Completer:
         """The suggestion as the ``safety`` setting lets it be shown, the findings to warn
         about, and why it was dropped (when it was). One holding a placeholder or a secret
         is dropped whatever the setting: it would put a secret (or a hole) in the code."""
-        secret = self.redactor.holds_secret(text, snapshot.uri) if text else None
+        secret = self.redactor.holds_secret(text, snapshot.uri, _line_before(snapshot, offset)
+                                            ) if text else None
         if secret is not None:
             self.telemetry.count("secret_dropped")
             return "", (), f"the suggestion holds a secret ({secret})"
@@ -394,7 +401,8 @@ class Completer:
 
     def _clean(self, snapshot: Snapshot, offset: int, text: str, level: str) -> bool:
         """Whether the safety check leaves ``text`` as it is, with nothing to warn about."""
-        if self.redactor.holds_secret(text, snapshot.uri) is not None:
+        if self.redactor.holds_secret(text, snapshot.uri,
+                                      _line_before(snapshot, offset)) is not None:
             return False
         review = self.safety.review(snapshot, offset, text, level)
         return review.text == text and not review.blocked and not review.warned

@@ -279,16 +279,21 @@ class Redactor:
         found += [(line_no + 1 + i, kind) for i, kind in second.found]
         return first.text + b, a + nl_a + second.text, tuple(found)
 
-    def holds_secret(self, text: str, path: str = "") -> str | None:
-        """The kind of the first placeholder or secret in ``text`` (a suggestion), or None."""
+    def holds_secret(self, text: str, path: str = "", before: str = "") -> str | None:
+        """The kind of the first placeholder or secret in ``text`` (a suggestion), or None.
+        ``before``: its line's text before it, so that a value completing a literal the
+        line opened (``key = "`` + ``4f9a...1c8e"``) is seen whole; a secret that lies
+        in ``before`` alone is not the suggestion's."""
         placeholder = PLACEHOLDER_RE.search(text)
         if placeholder is not None:
             return placeholder.group(0)[len("<redacted:"):-1]
         name = _file_type(path)
-        for line in text.split("\n"):
-            spans = self._spans(line, name)
-            if spans:
-                return spans[0].kind
+        for i, line in enumerate(text.split("\n")):
+            cut = len(before) if i == 0 else 0
+            spans = self._spans(before + line if i == 0 else line, name)
+            for span in spans:
+                if span.end > cut:
+                    return span.kind
         return None
 
 

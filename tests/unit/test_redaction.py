@@ -95,6 +95,12 @@ def test_suggestions_holding_secrets_are_recognised() -> None:
     assert redactor.holds_secret('"<redacted:password>"') == "password"
     assert redactor.holds_secret(f'"{TOKEN}")') == "github-token"
     assert redactor.holds_secret("return a + b") is None
+    # A value that completes the literal its line opened is seen whole; a secret that is
+    # only in the line before the suggestion is not the suggestion's.
+    hex_key = '4f9a2c7e1b8d3f6a0c5e9b2d7a4f1c8e"'
+    assert redactor.holds_secret(hex_key, "a.py") is None
+    assert redactor.holds_secret(hex_key, "a.py", before='API_KEY = "') is not None
+    assert redactor.holds_secret(")", "a.py", before=f'call("{TOKEN}"') is None
 
 
 def test_user_content_patterns_are_redacted() -> None:
