@@ -251,14 +251,21 @@ class Redactor:
     def around(self, before: str, after: str, path: str = "") -> tuple[str, str,
                                                                       tuple[tuple[int, str], ...]]:
         """``before`` and ``after`` the cursor, redacted as one text: the cursor's line is
-        scanned whole. A secret the cursor stands in is replaced in ``before`` and its rest
-        dropped from ``after``. Lines found count from ``before``'s first."""
+        scanned whole, and also as if the literal being typed in it were closed (a value
+        is found before its closing quote is typed). A secret the cursor stands in is
+        replaced in ``before`` and its rest dropped from ``after``. Lines found count from
+        ``before``'s first."""
         head, nl, tail_b = before.rpartition("\n")
         head_a, nl_a, rest = after.partition("\n")
         cursor_line = tail_b + head_a
         first = self.text(head + nl, path) if nl else Redaction("", ())
         spans = self.spans(cursor_line, path)
         cut = len(tail_b)
+        quote = _open_quote(cursor_line)
+        if quote and quote == _open_quote(tail_b):  # a literal being typed: as if closed
+            spans = tuple(_merge([*spans, *(Span(t.start, min(t.end, cut), t.kind)
+                                            for t in self.spans(tail_b + quote, path)
+                                            if t.start < cut)]))
         line_no = before.count("\n")
         found = list(first.found)
         b, a = tail_b, head_a
@@ -295,6 +302,11 @@ class Redactor:
                 if span.end > cut:
                     return span.kind
         return None
+
+
+def _open_quote(line: str) -> str:
+    """The quote character ``line`` leaves open (an odd count of it), or ""."""
+    return next((q for q in "\"'`" if line.count(q) % 2), "")
 
 
 def _placeholder(value: str) -> bool:

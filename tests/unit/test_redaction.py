@@ -59,6 +59,11 @@ def test_the_cursor_line_is_scanned_whole() -> None:
     assert before == 'x = 1\ntoken = "<redacted:github-token>'
     assert after == '"\ny = 2\napi_key = "<redacted:github-token>"\n'
     assert [line for line, _ in found] == [1, 3]
+    # A value being typed, its closing quote not there yet, is found all the same.
+    before, after, _ = redactor.around('x = 1\npassword = "hunter2-ver', "\ny = 2\n", "a.py")
+    assert before == 'x = 1\npassword = "<redacted:password>' and after == "\ny = 2\n"
+    before, _, _ = redactor.around(f'headers = {{"X-Token": "{TOKEN[:30]}', "", "a.py")
+    assert TOKEN[:30] not in before
     # A secret after the cursor on its line stays in the suffix, replaced.
     before, after, _ = redactor.around("call(", f'"{TOKEN}")\n', "a.py")
     assert (before, after) == ("call(", '"<redacted:github-token>")\n')
