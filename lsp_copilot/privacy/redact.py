@@ -53,6 +53,10 @@ GUESSING = ("KeywordDetector", "Base64HighEntropyString", "HexHighEntropyString"
 """Plugins that guess from a name or from entropy: detect-secrets' heuristic filters
 apply to them only (a vendor's format is evidence enough on any line)."""
 
+KEYWORD_STEMS = ("key", "pass", "pwd", "secret", "contrase")
+"""Every name of detect-secrets' keyword denylist holds one of these (api_key, passwd,
+contraseña, ...): a line without any is not given to its regexes."""
+
 GUESSED_KINDS = frozenset({"password", "secret"})
 
 DISABLED = ("IPPublicDetector",)
@@ -203,6 +207,10 @@ class Redactor:
                         if end - start >= 8:
                             yield Span(start, end, kind)
                 continue
+            if type(plugin).__name__ == "KeywordDetector":
+                low = line.lower()
+                if not any(word in low for word in KEYWORD_STEMS):
+                    continue  # (its regexes, half of a line's scan, cannot match)
             for secret in plugin.analyze_line(filename=name, line=line):
                 value = secret.secret_value or ""
                 entropy = type(plugin).__name__ in MIN_GUESSED_LENGTH  # (no letter: digits)

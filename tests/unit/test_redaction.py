@@ -69,6 +69,17 @@ def test_the_cursor_line_is_scanned_whole() -> None:
     assert (before, after) == ("call(", '"<redacted:github-token>")\n')
 
 
+def test_the_keyword_prefilter_covers_every_keyword() -> None:
+    """Lines without a stem skip the keyword plugin: every name it knows must hold one (a
+    newer detect-secrets with a new name fails here, not silently)."""
+    from detect_secrets.plugins.keyword import DENYLIST
+
+    from lsp_copilot.privacy.redact import KEYWORD_STEMS
+
+    for word in DENYLIST:
+        assert any(stem in word.replace("_?", "_").lower() for stem in KEYWORD_STEMS), word
+
+
 def test_each_line_is_scanned_once() -> None:
     redactor = Redactor()
     text = "\n".join(f"value_{i} = compute({i})" for i in range(50))
