@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from lsp_copilot.context.builder import build_context
 from lsp_copilot.context.index.folder import WorkspaceIndex
 from lsp_copilot.context.index.workspace import Workspace
@@ -182,3 +184,18 @@ def test_text_typed_after_the_base_is_redacted() -> None:
                             redactor=redactor)
         assert "hunt" not in ctx.prompt, ctx.prompt
         assert '    password = "<redacted:password>' in ctx.prompt
+
+
+def test_redaction_never_calls_a_verification_service(monkeypatch: pytest.MonkeyPatch) -> None:
+    """detect-secrets can verify live secrets with their vendors over HTTP: never here."""
+    import requests
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a secret was sent for verification")
+
+    monkeypatch.setattr(requests.Session, "request", refuse)
+    monkeypatch.setattr(requests, "get", refuse)
+    monkeypatch.setattr(requests, "post", refuse)
+    redactor = Redactor()
+    for name in PLANTED:
+        assert redactor.text((CORPUS / name).read_text(), name).found
