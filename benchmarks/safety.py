@@ -21,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchmarks import redaction
 from benchmarks.corpus import SOURCES, Reader, archive_files, default_corpus, folder_files
 from lsp_copilot.language.ids import parser_for
 from lsp_copilot.postprocess.safety import scan
@@ -39,6 +40,9 @@ CORPORA: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "javascript": ("javascript", (".js", ".mjs", ".cjs"), ()),
     "typescript": ("typescript", (".ts",), ()),
 }
+
+REDACTION_CORPORA = ("python", "site-packages")
+"""Corpora whose redaction false positives are measured (the issue's target: stdlib)."""
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "safety"
 SNIPPETS = {"python": "snippets.py", "javascript": "snippets.js", "typescript": "snippets.ts",
@@ -72,6 +76,10 @@ def false_positives(grammar: str, files: list[tuple[str, Reader]],
     for name, read in files:
         data = read()
         if b"\0" in data:
+            continue
+        try:  # (a few stdlib test files are Latin-1 on purpose; the scan wants UTF-8)
+            data.decode("utf-8")
+        except UnicodeDecodeError:
             continue
         lines += sum(1 for line in data.split(b"\n") if line.strip())
         findings = scan(grammar, parser.parse(data), data)
@@ -121,6 +129,7 @@ def run(folders: dict[str, Path] | None = None, max_files: int = 0,
     """Both measures; ``folders`` replaces a language's default corpus, ``max_files``
     (0: all) samples that many files per corpus."""
     result: dict[str, Any] = {"false_positives": {}, "recall": {}}
+    redacted: dict[str, Any] = {"false_positives": {}}
     for name, (grammar, extensions, defaults) in CORPORA.items():
         chosen = [folders[name]] if folders and name in folders else [Path(p) for p in defaults]
         roots = [p for p in chosen if p.exists()][:1]
@@ -129,13 +138,21 @@ def run(folders: dict[str, Path] | None = None, max_files: int = 0,
                 "absent": ", ".join(map(str, chosen)) or "no default; give LANG=PATH"}
             continue
         files = [f for f in corpus_files(roots[0], extensions)
-                 if not f[0].endswith((".d.ts", ".min.js"))]
+                 if not f[0].endswith((".d.ts", ".min.js"))
+                 # An interpreter's lib folder holds its site-packages too: not the stdlib.
+                 and not (name == "python" and "/site-packages/" in f[0])]
         total = len(files)
         if max_files and total > max_files:
             files = random.Random(seed).sample(files, max_files)
         entry = false_positives(grammar, files)
         entry.update(corpus=str(roots[0]), files_in_corpus=total)
         result["false_positives"][name] = entry
+        if name in REDACTION_CORPORA:  # code with no secrets: what redaction takes away
+            entry = redaction.false_positives(files)
+            entry.update(corpus=str(roots[0]), files_in_corpus=total)
+            redacted["false_positives"][name] = entry
+            if name == "python":
+                redacted["cost"] = redaction.cost(files, seed)
     for key, folder, snippets in (("recall", FIXTURES, SNIPPETS),
                                   ("recall_heldout", FIXTURES / "heldout", HELDOUT)):
         per = {grammar: recall(grammar, folder / name) for grammar, name in snippets.items()}
@@ -144,6 +161,8 @@ def run(folders: dict[str, Path] | None = None, max_files: int = 0,
         result[key] = per
         result[key + "_total"] = {"dangerous": dangerous, "found": found,
                                   "recall": round(found / dangerous, 3) if dangerous else 0.0}
+    redacted["recall"] = redaction.recall()
+    result["redaction"] = redacted
     return result
 
 
@@ -180,4 +199,6 @@ def render(result: dict[str, Any]) -> str:
         total = result[key + "_total"]
         rows.append(f"| all | {total['dangerous']} | {total['found']} | "
                     f"{total['recall']:.0%} | | |")
+    if "redaction" in result:
+        rows += ["", "Secret redaction (prompts):", "", redaction.render(result["redaction"])]
     return "\n".join(rows)

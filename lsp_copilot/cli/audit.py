@@ -18,6 +18,9 @@ from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.device import detect
 from lsp_copilot.language.ids import language_id_for_path
 from lsp_copilot.language.trigger import completion_mode
+from lsp_copilot.privacy import Privacy
+from lsp_copilot.privacy.ignore import RepoIgnores
+from lsp_copilot.privacy.redact import Redactor
 from lsp_copilot.prompts.encoder import PromptEncoder
 from lsp_copilot.prompts.family import detect_family
 from lsp_copilot.prompts.templates import template_for
@@ -74,10 +77,17 @@ def audit(path: Path, line: int, col: int, root: Path | None, budget: int | None
     offset = store.get_offset(uri, line - 1, col - 1, "utf-32")
     snapshot = store.snapshot(uri)
     started = time.perf_counter()
+    # The server's privacy rules (defaults, the root's `.lspcopilotignore`): files they
+    # withhold stay out of the index, and this one gets no prompt at all.
+    ignores = RepoIgnores()
+    ignores.add(root or find_root(path))
+    privacy = Privacy(ignores=ignores)
     index = WorkspaceIndex(root or find_root(path))
+    index.private = privacy.reason
     index.build()
     index_seconds = time.perf_counter() - started
-    workspace = Workspace(index, lambda: [(uri, text)])
+    withheld = privacy.reason(uri, snapshot.data)
+    workspace = Workspace(index, lambda: [] if withheld else [(uri, text)])
     counter = engine_counter(model)
     folder = engine_model(model)
     chosen = template_for(template if template and template != "auto"
@@ -86,11 +96,20 @@ def audit(path: Path, line: int, col: int, root: Path | None, budget: int | None
         budget = budgets.for_request(completion_mode(snapshot, offset), explicit)
     started = time.perf_counter()
     ctx = build_context(snapshot, offset, counter, chosen, budget,
-                        workspace=workspace, exact_count=True)
+                        workspace=workspace, exact_count=True, redactor=Redactor())
     build_ms = (time.perf_counter() - started) * 1000
     timings = {"index_seconds": round(index_seconds, 3), "build_ms": round(build_ms, 2),
                "indexed_files": len(index)}
+    privacy_report = {"withheld": withheld, "redacted": list(ctx.redacted)}
+    if withheld is not None:  # what the server does: no prompt, no completion
+        return {"language": snapshot.grammar or snapshot.language_id, "mode": ctx.mode,
+                "budget_tokens": ctx.budget_tokens, "prompt_tokens": 0,
+                "budgets": budgets.as_dict() | {"used": ctx.budget_tokens},
+                "tokenizer": ctx.tokenizer, "layers": [], "prompt": "",
+                "template": chosen.name, "prompt_token_ids": None,
+                "privacy": privacy_report | {"redacted": []}}, timings
     return {
+        "privacy": privacy_report,
         "language": snapshot.grammar or snapshot.language_id,
         "mode": ctx.mode,
         "budget_tokens": ctx.budget_tokens,
@@ -129,4 +148,13 @@ def render_table(report: dict[str, Any], timings: dict[str, Any] | None = None) 
     if timings:
         lines.append(f"index: {timings['indexed_files']} files in {timings['index_seconds']} s; "
                      f"context built in {timings['build_ms']} ms")
+    privacy = report.get("privacy") or {}
+    if privacy.get("withheld"):
+        lines.append(f"withheld: {privacy['withheld']}: no prompt, no completion here")
+    elif privacy.get("redacted"):
+        found = privacy["redacted"]
+        lines.append(f"redacted: {len(found)} secret(s) replaced by placeholders: "
+                     + ", ".join(found[:8]) + (", ..." if len(found) > 8 else ""))
+    else:
+        lines.append("redacted: nothing (no secret found in the prompt's text)")
     return "\n".join(lines)

@@ -39,6 +39,8 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
     from lsp_copilot.engine.manager import EngineManager
     from lsp_copilot.language.ids import language_id_for_path
     from lsp_copilot.pipeline.completer import Completer
+    from lsp_copilot.privacy import Privacy
+    from lsp_copilot.privacy.ignore import RepoIgnores
     from lsp_copilot.telemetry import Telemetry
 
     path, line, col = _parse_location(args.location)
@@ -58,7 +60,12 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
         raise SystemExit(f"error: {path}:{line}:{col}: {exc}") from None
     # The same context as the server's: the workspace index of --root (or the nearest
     # folder with a .git), built while the engine loads.
-    index = WorkspaceIndex(args.root or find_root(path))
+    root = args.root or find_root(path)
+    ignores = RepoIgnores()  # the root's `.lspcopilotignore`, as the server reads it
+    ignores.add(root)
+    privacy = Privacy(ignores=ignores)
+    index = WorkspaceIndex(root)
+    index.private = privacy.reason
     index_task = asyncio.ensure_future(asyncio.to_thread(index.build))
     workspace = Workspace(index, lambda: [(uri, text)])
     engines = EngineManager()
@@ -69,6 +76,7 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
         raise SystemExit(f"error: the engine could not start: {result.message}")
     try:
         completer = Completer(engines, telemetry, lambda: settings)
+        completer.set_privacy(privacy)
         completer.workspace = workspace
         outcome = await completer.complete(store.snapshot(uri), offset, explicit=True)
     finally:

@@ -14,12 +14,14 @@ budget, keeps the prompt's base between keystrokes and assembles the prompt.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from lsp_copilot.context.cache import ContextCache
 from lsp_copilot.context.index.workspace import Workspace
-from lsp_copilot.context.layers.blocks import Filled, line_start, render
+from lsp_copilot.context.layers.blocks import Block, Filled, line_start, render
 from lsp_copilot.context.layers.filling import KEYS, Layers
 from lsp_copilot.context.layers.request import Request, display_path
 from lsp_copilot.context.result import LAYER_NAMES, Context, Layer
@@ -27,6 +29,7 @@ from lsp_copilot.context.window import Window, cursor_window
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.language.grammars import LanguageQueries, queries_for
 from lsp_copilot.language.trigger import Mode, completion_mode
+from lsp_copilot.privacy.redact import Redactor
 from lsp_copilot.prompts.templates import Template
 from lsp_copilot.settings.context import CONTEXT_SHARES
 from lsp_copilot.tokens import TokenCounter
@@ -64,8 +67,12 @@ def build_context(
     workspace: Workspace | None = None,
     shares: Sequence[float] | None = None,
     exact_count: bool = False,
+    redactor: Redactor | None = None,
 ) -> Context:
     """Assemble the prompt for the cursor at byte ``offset``.
+
+    With a ``redactor``, secret values in every text the prompt takes (the window, every
+    layer's blocks, the text typed since the base) are replaced by placeholders first.
 
     ``shares`` are the budget shares of P0..P4 (the ``contextShares`` setting; default
     its default). What builds keep for the next ones (the base, symbols, the layers'
@@ -85,7 +92,7 @@ def build_context(
 
     def at_cursor() -> Context:
         return _build_context(snapshot, offset, counter, template, budget, mode,
-                              workspace, shares, exact_count, cache)
+                              workspace, shares, exact_count, cache, redactor)
 
     reserve = min(BASE_RESERVE, budget // 6)
     if template.fim or reserve < LINE_RESERVE:
@@ -94,7 +101,8 @@ def build_context(
     start = line_start(data, offset)
     line_end = data.find(b"\n", offset)
     tail = data[len(data) if line_end < 0 else line_end:]
-    key = (snapshot.uri, budget, template.name, repr(shares), exact_count)
+    key = (snapshot.uri, budget, template.name, repr(shares), exact_count, id(redactor))
+    after = data[offset:len(data) if line_end < 0 else line_end]  # (scanned, never sent)
     memo = cache.base(key)
     if memo is not None:
         base_start, head, memo_tail, base = memo
@@ -102,22 +110,39 @@ def build_context(
                 and data.startswith(head)
                 and data.count(b"\n", base_start, start) < BASE_MAX_LINES):
             extended = _extend(base, data[base_start:offset], counter, budget, reserve,
-                               exact_count, mode)
+                               exact_count, mode, _Typed(redactor, snapshot.uri, after))
             if extended is not None:
                 return extended
     base = _build_context(snapshot, start, counter, template, budget - reserve, mode,
-                          workspace, shares, exact_count, cache)
+                          workspace, shares, exact_count, cache, redactor)
     cache.keep_base(key, (start, data[:start], tail, base))
     extended = _extend(base, data[start:offset], counter, budget, LINE_RESERVE, exact_count,
-                       mode)
+                       mode, _Typed(redactor, snapshot.uri, after))
     return extended if extended is not None else at_cursor()
 
 
+class _Typed(NamedTuple):
+    """How the text typed after a base is redacted: the rest of the cursor's line is
+    scanned with it (a secret is found whole), never sent."""
+
+    redactor: Redactor | None
+    path: str
+    after: bytes
+
+    def redact(self, typed: str, first_line: int) -> tuple[str, tuple[str, ...]]:
+        if self.redactor is None or not typed:
+            return typed, ()
+        text, _, found = self.redactor.around(
+            typed, self.after.decode("utf-8", "surrogateescape"), self.path)
+        return text, _where(display_name(self.path), first_line, found)
+
+
 def _extend(base: Context, typed_bytes: bytes, counter: TokenCounter, budget: int,
-            reserve: int, exact_count: bool, mode: Mode) -> Context | None:
+            reserve: int, exact_count: bool, mode: Mode, redact: _Typed) -> Context | None:
     """``base`` with the text typed after it; None when that is over ``reserve`` tokens
     or the whole over ``budget``."""
-    typed = typed_bytes.decode("utf-8", "surrogateescape")
+    typed, found = redact.redact(typed_bytes.decode("utf-8", "surrogateescape"),
+                                 base.base_lines)
     typed_tokens = counter.count(typed) if typed else 0
     if typed_tokens > reserve:
         return None
@@ -135,7 +160,10 @@ def _extend(base: Context, typed_bytes: bytes, counter: TokenCounter, budget: in
     return Context(mode=mode, prompt=prompt, prompt_tokens=tokens, budget_tokens=budget,
                    tokenizer=base.tokenizer, prefix=base.prefix + typed, suffix=base.suffix,
                    layers=layers, pieces=(*base.pieces, typed) if typed else base.pieces,
-                   headers=base.headers)
+                   headers=base.headers,
+                   redacted=tuple(dict.fromkeys(base.redacted + found)),  # (the base saw
+                   # the cursor's line whole: what it found there may be found again)
+                   base_lines=base.base_lines)
 
 
 def _build_context(
@@ -149,6 +177,7 @@ def _build_context(
     shares: Sequence[float] | None,
     exact_count: bool,
     cache: ContextCache,
+    redactor: Redactor | None = None,
 ) -> Context:
     """Assemble the prompt for the cursor at byte ``offset``; same input, same bytes out.
 
@@ -203,6 +232,19 @@ def _build_context(
         log.exception("context layers failed at %s:%d; using the cursor window only",
                       snapshot.uri, offset)
         window, layers = base_window, {}
+    # What the prompt shows: the window and the blocks with their secrets replaced (the
+    # window itself stays the buffer's text: its byte length places the layers).
+    found: list[str] = []  # "path:line kind" of each secret replaced
+    if redactor is not None:
+        for filled in layers.values():
+            filled.blocks[:] = [_redact_block(redactor, block, found) for block in filled.blocks]
+
+    def show(window: Window) -> tuple[Window, list[str]]:
+        if redactor is None:
+            return window, []
+        return _redact_window(redactor, window, snapshot, offset, counter)
+
+    shown, in_window = show(window)
     path = display_path(snapshot, workspace)
     here = f"{q.comment} {path}\n" if q is not None else ""
     header, rendered = _assemble(q, layers, here)
@@ -210,7 +252,7 @@ def _build_context(
     # files of their own: they need each block's path, this file's path, the repo name.
     index = workspace.index_for(snapshot.uri) if workspace is not None else None
     repo = index.root.name if index is not None else ""  # the folder holding the file
-    pieces = template.pieces(window.prefix, window.suffix, header, _files(layers), path, repo)
+    pieces = template.pieces(shown.prefix, shown.suffix, header, _files(layers), path, repo)
     prompt = "".join(pieces)
     # Token counts of parts need not add up exactly (merges across joins): unless the sum of
     # the parts is well under the budget, count the whole prompt, and drop the
@@ -218,7 +260,7 @@ def _build_context(
     # types, so its count is cached; the whole prompt's is not.)
 
     def total() -> int:
-        estimate = (counter.count(header) + window.prefix_tokens + window.suffix_tokens
+        estimate = (counter.count(header) + shown.prefix_tokens + shown.suffix_tokens
                     + overhead)
         if estimate <= budget - JOIN_MARGIN and not exact_count:
             return estimate
@@ -233,8 +275,9 @@ def _build_context(
         else:
             window = _window(snapshot, offset, counter, template,
                              max(0, counter.count(window.prefix) - 16), suffix_share)
+            shown, in_window = show(window)
         header, rendered = _assemble(q, layers, here)
-        pieces = template.pieces(window.prefix, window.suffix, header, _files(layers), path,
+        pieces = template.pieces(shown.prefix, shown.suffix, header, _files(layers), path,
                                  repo)
         prompt = "".join(pieces)
     out_layers = []
@@ -244,11 +287,11 @@ def _build_context(
             sources = ", ".join(f"{b.path}:{b.line + 1}" for b in layers[key].blocks)
             out_layers.append(Layer(LAYER_NAMES[key], sources, counter.count(text),
                                     layers[key].truncated, text))
-    p0_text = window.prefix + (window.suffix if template.fim else "")
+    p0_text = shown.prefix + (shown.suffix if template.fim else "")
     out_layers.append(Layer(
         name=LAYER_NAMES["P0"],
         source=f"{path}:{window.first_line + 1}",
-        tokens=window.prefix_tokens + window.suffix_tokens,
+        tokens=shown.prefix_tokens + shown.suffix_tokens,
         truncated=window.truncated,
         text=p0_text,
     ))
@@ -258,13 +301,15 @@ def _build_context(
         prompt_tokens=prompt_tokens,
         budget_tokens=budget,
         tokenizer=counter.name,
-        prefix=window.prefix,
-        suffix=window.suffix,
+        prefix=shown.prefix,
+        suffix=shown.suffix,
         layers=tuple(out_layers),
         pieces=pieces,
         cursor=template.cursor_index(pieces),
         headers=frozenset(f"{q.comment} {p}" for p in {path, *(p for p, _ in _files(layers))}
                           ) if q is not None and q.comment else frozenset(),
+        redacted=(*in_window, *found),
+        base_lines=window.first_line + window.prefix.count("\n"),
     )
 
 
@@ -288,6 +333,46 @@ def _window(snapshot: Snapshot, offset: int, counter: TokenCounter, template: Te
     suffix_budget = int(p0_budget * suffix_share) if template.fim else 0
     return cursor_window(snapshot.data, offset, counter, max(0, p0_budget - suffix_budget),
                          suffix_budget)
+
+
+def _redact_window(redactor: Redactor, window: Window, snapshot: Snapshot, offset: int,
+                   counter: TokenCounter) -> tuple[Window, list[str]]:
+    """The window with its secrets replaced, token counts kept true; the cursor's line is
+    scanned whole (the rest of it is read from the buffer when the window has no suffix)."""
+    data = snapshot.data
+    after = window.suffix
+    if not after:
+        end = data.find(b"\n", offset)
+        after = data[offset:len(data) if end < 0 else end].decode("utf-8", "surrogateescape")
+    prefix, suffix, found = redactor.around(window.prefix, after, snapshot.uri)
+    if not found:
+        return window, []
+    if not window.suffix:
+        suffix = ""
+    window = dataclasses.replace(
+        window, prefix=prefix, suffix=suffix,
+        prefix_tokens=counter.count(prefix) if prefix != window.prefix else window.prefix_tokens,
+        suffix_tokens=counter.count(suffix) if suffix != window.suffix else window.suffix_tokens)
+    return window, list(_where(display_name(snapshot.uri), window.first_line, found))
+
+
+def _redact_block(redactor: Redactor, block: Block, found: list[str]) -> Block:
+    """``block`` with its secrets replaced (what was found is added to ``found``)."""
+    redaction = redactor.text(block.body, block.path)
+    if not redaction.found:
+        return block
+    found += _where(block.path, block.line, redaction.found)
+    return block._replace(body=redaction.text)
+
+
+def _where(path: str, first_line: int, found: Sequence[tuple[int, str]]) -> tuple[str, ...]:
+    """``path:line kind`` (1-based lines) of what redaction found."""
+    return tuple(f"{path}:{first_line + line + 1} {kind}" for line, kind in found)
+
+
+def display_name(uri: str) -> str:
+    """A file's name for messages: the last part of its uri."""
+    return uri.rsplit("/", 1)[-1]
 
 
 def _files(layers: dict[str, Filled]) -> tuple[tuple[str, str], ...]:

@@ -39,6 +39,8 @@ class Context:
     pieces: tuple[str, ...] = ()
     cursor: int = -1  # where the cursor stands in ``prompt`` (-1: at its end)
     headers: frozenset[str] = frozenset()  # the comment lines naming files (``# a/b.py``)
+    redacted: tuple[str, ...] = ()  # secrets replaced by placeholders: "path:line kind"
+    base_lines: int = 0  # the cursor's 0-based line where the window's prefix ends
 
     def at_cursor(self) -> tuple[str, str]:
         """The prompt before and after the cursor (a keystroke changes the first only)."""

@@ -37,6 +37,7 @@ from lsp_copilot.postprocess.finalize import finalize
 from lsp_copilot.postprocess.safety import Finding, SafetyChecker
 from lsp_copilot.postprocess.stop import continuation, stop_rule
 from lsp_copilot.privacy import Privacy
+from lsp_copilot.privacy.redact import Redactor
 from lsp_copilot.prompts.templates import Template
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
@@ -69,6 +70,12 @@ class Outcome:
 def _none(mode: Mode, reason: str, context: Context | None = None) -> Outcome:
     """No suggestion, for ``reason``."""
     return Outcome("", mode, reason=reason, context=context, source="none")
+
+
+def _line_before(snapshot: Snapshot, offset: int) -> str:
+    """The cursor's line up to ``offset``: a suggestion is checked for secrets with it."""
+    start = snapshot.data.rfind(b"\n", 0, offset) + 1
+    return snapshot.data[start:offset].decode("utf-8", "replace")
 
 
 def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
@@ -118,6 +125,9 @@ class Completer:
         self._secret: dict[tuple[str, int], str | None] = {}
         self._last_ids: tuple[int, ...] = ()  # the last engine prompt (for the trace)
         self.privacy = Privacy()  # the server installs the user's rules
+        # Secrets in prompts become placeholders; it keeps each line's answer.
+        self.redactor = Redactor()
+        self.flights.cacheable_text = lambda text: self.redactor.holds_secret(text) is None
         self.safety = SafetyChecker()
         self.workspace: Workspace | None = None  # index, open buffers, edits (context engine)
         self.experiment: Experiment | None = None  # the server builds it from the settings
@@ -147,6 +157,10 @@ class Completer:
         return self._secret[key]
 
     def set_privacy(self, privacy: Privacy) -> None:
+        """Install new rules (the server's settings changed); the redactor follows when the
+        user's content patterns changed."""
+        if privacy.content_patterns != self.privacy.content_patterns:
+            self.redactor = Redactor(privacy.content_patterns)
         self.privacy, self._secret = privacy, {}
 
     def is_private(self, uri: str, version: int, data: bytes) -> bool:
@@ -254,7 +268,9 @@ class Completer:
 
         template, context = prompt_for(
             engine, route, settings, snapshot, offset, cursor, mode, explicit=explicit,
-            workspace=self.workspace, build=self.context_builder)
+            workspace=self.workspace, build=self.context_builder, redactor=self.redactor)
+        if context.redacted:
+            self.telemetry.count("secrets_redacted", len(context.redacted))
         self.telemetry.context_built((layer.name, layer.tokens, layer.truncated)
                                      for layer in context.layers)
         cursor = dataclasses.replace(cursor, prompt_headers=context.headers)
@@ -367,7 +383,13 @@ class Completer:
     def _review(self, snapshot: Snapshot, offset: int, text: str, level: str, prefetch: bool
                 ) -> tuple[str, tuple[Finding, ...], str | None]:
         """The suggestion as the ``safety`` setting lets it be shown, the findings to warn
-        about, and why it was dropped (when it was)."""
+        about, and why it was dropped (when it was). One holding a placeholder or a secret
+        is dropped whatever the setting: it would put a secret (or a hole) in the code."""
+        secret = self.redactor.holds_secret(text, snapshot.uri, _line_before(snapshot, offset)
+                                            ) if text else None
+        if secret is not None:
+            self.telemetry.count("secret_dropped")
+            return "", (), f"the suggestion holds a secret ({secret})"
         review = self.safety.review(snapshot, offset, text, level)
         if not prefetch:  # (a prefetched answer is reviewed again when it is shown)
             for finding in review.blocked:
@@ -383,6 +405,9 @@ class Completer:
 
     def _clean(self, snapshot: Snapshot, offset: int, text: str, level: str) -> bool:
         """Whether the safety check leaves ``text`` as it is, with nothing to warn about."""
+        if self.redactor.holds_secret(text, snapshot.uri,
+                                      _line_before(snapshot, offset)) is not None:
+            return False
         review = self.safety.review(snapshot, offset, text, level)
         return review.text == text and not review.blocked and not review.warned
 

@@ -156,6 +156,9 @@ class Flights:
         self.telemetry = telemetry
         self._by_uri: dict[str, Flight] = {}  # uri -> the document's current generation
         self._generating = 0  # engine generations under way (for the trace)
+        # Whether an answer may be kept in the completion cache (the completer refuses
+        # one holding a secret or a placeholder: the cache is on disk).
+        self.cacheable_text: Callable[[str], bool] = lambda text: True
 
     @property
     def running(self) -> int:
@@ -384,5 +387,8 @@ class Flights:
         elif cache is not None and result.finish_reason != "length":
             # Cut by maxTokens, the text is whole only as post-processing trims it knowing
             # so; read back from the cache it was judged complete, and dropped.
-            cache.put(key, result.text)
+            if self.cacheable_text(result.text):
+                cache.put(key, result.text)
+            else:
+                self.telemetry.count("secret_not_cached")
         return result

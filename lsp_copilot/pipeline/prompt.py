@@ -20,6 +20,7 @@ from lsp_copilot.engine.routes import MAIN
 from lsp_copilot.language.folders import language_config
 from lsp_copilot.language.trigger import Mode
 from lsp_copilot.postprocess.cursor import Cursor
+from lsp_copilot.privacy.redact import Redactor
 from lsp_copilot.prompts.templates import Template, template_for
 from lsp_copilot.settings.core import Settings
 
@@ -59,10 +60,11 @@ def cursor_at(snapshot: Snapshot, offset: int) -> Cursor:
 def prompt_for(
     engine: Engine, route: str, settings: Settings, snapshot: Snapshot, offset: int,
     cursor: Cursor, mode: Mode, *, explicit: bool = False, workspace: Workspace | None = None,
-    build: Callable[..., Context] = build_context,
+    build: Callable[..., Context] = build_context, redactor: Redactor | None = None,
 ) -> tuple[Template, Context]:
     """The template and the context of a completion at ``offset`` (where ``cursor`` is)
-    on ``route``'s ``engine``: the prompt ends before a dropped indent (``cursor_at``)."""
+    on ``route``'s ``engine``: the prompt ends before a dropped indent (``cursor_at``),
+    its secrets replaced by ``redactor``'s placeholders."""
     # `template` names the main model's family; another route's model keeps its own.
     template = template_for(settings.template if settings.template != "auto"
                             and route == MAIN else engine.info.template)
@@ -70,7 +72,7 @@ def prompt_for(
         snapshot, offset - len(cursor.prompt_dropped_indent.encode()), engine.counter,
         template, budgets_for(settings, engine.info.device).for_request(mode, explicit),
         mode, workspace=workspace,
-        shares=settings.context_shares,
+        shares=settings.context_shares, redactor=redactor,
     )
     return template, context
 

@@ -135,7 +135,7 @@ class Warmer:
             engine, route, self._completer.settings_for(snapshot, offset)[1], snapshot, offset,
             cursor_at(snapshot, offset),
             "multi-line" if mode == "none" else mode, workspace=self._completer.workspace,
-            build=self._completer.context_builder)
+            build=self._completer.context_builder, redactor=self._completer.redactor)
         encoded = prompt_ids(engine, template, context)
         return context.prompt, encoded.ids if encoded is not None else None
 

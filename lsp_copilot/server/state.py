@@ -33,6 +33,7 @@ from lsp_copilot.pipeline.completer import Completer
 from lsp_copilot.pipeline.scheduling import Scheduler
 from lsp_copilot.pipeline.warmup import Warmer
 from lsp_copilot.privacy import Privacy
+from lsp_copilot.privacy.ignore import RepoIgnores
 from lsp_copilot.server.protocol import RESTART_COMMAND
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
@@ -75,7 +76,8 @@ class CopilotServer(LanguageServer):
         # What the context engine reads beyond the buffer (pygls' `workspace` is the LSP
         # one): the workspace index (built after `initialized`), the open buffers, recent
         # edits. Open buffers that look like secrets never reach another file's prompt.
-        self.privacy = Privacy()
+        self.privacy = Privacy(ignores=RepoIgnores())  # `.lspcopilotignore` of each root
+        self.completer.set_privacy(self.privacy)
         self.context_workspace = Workspace(documents=lambda: [
             (uri, buf.text) for uri in self.store.uris()
             if not self.completer.is_private(
@@ -118,7 +120,7 @@ class CopilotServer(LanguageServer):
         """Compile the secret rules of the current settings for every consumer."""
         s = self.settings
         self.privacy = Privacy(s.secret_file_patterns, s.secret_content_patterns,
-                               s.excluded_folders)
+                               s.excluded_folders, self.privacy.ignores)
         self.completer.set_privacy(self.privacy)
         for index in self.context_workspace.indexes():  # one per workspace folder
             index.private = self.privacy.reason

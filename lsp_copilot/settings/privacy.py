@@ -23,12 +23,13 @@ class PrivacySettings:
         "with a / matches the whole path.", STR_LIST
     )
     secret_content_patterns: tuple[str, ...] = setting(
-        (), "Extra regular expressions: a file whose content matches one stays private.",
+        (), "Extra regular expressions of secrets: text that matches one is redacted from "
+        "prompts (replaced by <redacted:custom>).",
         REGEX_LIST
     )
     excluded_folders: tuple[str, ...] = setting(
         (), "Folders whose files stay private: a name matches anywhere in the path, a path "
-        "matches that folder.", STR_LIST
+        "matches that folder (a repository's .lspcopilotignore adds its own).", STR_LIST
     )
     log_source_text: bool = setting(
         False, "Let debug logs include message bodies (source text); off, logs never "

@@ -1,4 +1,5 @@
-"""`lsp-copilot context FILE:LINE:COL --json`: the audit JSON schema from issue 3."""
+"""`lsp-copilot context FILE:LINE:COL --json`: the audit JSON schema from issue 3, and
+what it says about secrets (redacted, or the file withheld)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from lsp_copilot.cli.audit import audit, find_root, render_table
 LAYER_KEYS = {"name": str, "source": str, "tokens": int, "truncated": bool, "text": str}
 TOP_KEYS = {"language": str, "mode": str, "budget_tokens": int, "prompt_tokens": int,
             "tokenizer": str, "layers": list, "prompt": str, "template": str,
-            "prompt_token_ids": list, "budgets": dict}
+            "prompt_token_ids": list, "budgets": dict, "privacy": dict}
 
 
 def _workspace(tmp_path: Path) -> Path:
@@ -74,3 +75,18 @@ def test_cli_json_budget_follows_the_request(tmp_path: Path) -> None:
                                    "explicit": 1536, "used": 1536}
     gpu = runs["--device cuda --explicit"]["budgets"]  # CUDA's maxModelLen has the room
     assert gpu["device"] == "gpu" and gpu["explicit"] == gpu["used"] == 8192
+
+
+def test_audit_says_what_was_redacted_or_withheld(tmp_path: Path) -> None:
+    main = _workspace(tmp_path)
+    main.write_text('API_TOKEN = "ghp_R8x2Lq9Zt4Vn7Bm3Kc6Yw1Pd5Hs0Jf2Ga8Ue"\n\n\n'
+                    "def run(v):\n    return \n")
+    report, timings = audit(main, 5, 12, None, 256, template="prefix-only")
+    assert report["privacy"] == {"withheld": None, "redacted": ["main.py:1 github-token"]}
+    assert "ghp_" not in report["prompt"] and "<redacted:github-token>" in report["prompt"]
+    assert "redacted: 1 secret(s)" in render_table(report, timings)
+    (tmp_path / ".lspcopilotignore").write_text("main.py\n")
+    report, timings = audit(main, 5, 12, None, 256, template="prefix-only")
+    assert report["prompt"] == "" and report["layers"] == []
+    assert ".lspcopilotignore" in report["privacy"]["withheld"]
+    assert "withheld: excluded by" in render_table(report, timings)

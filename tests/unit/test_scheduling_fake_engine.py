@@ -236,8 +236,9 @@ async def test_fake_engine_secret_never_sent_or_cached(tmp_path: Path) -> None:
 def test_secret_patterns() -> None:
     assert secret_reason("file:///a/.env.local", b"") is not None
     assert secret_reason("file:///a/credentials.json", b"") is not None
-    assert secret_reason("file:///a/x.py", b"token = 'ghp_" + b"a" * 36 + b"'") is not None
-    assert secret_reason("file:///a/x.py", b"key = 'AKIAABCDEFGHIJKLMNOP'") is not None
+    # Tokens in ordinary files are redacted from prompts, not withheld (test_redaction.py).
+    assert secret_reason("file:///a/x.py", b"token = 'ghp_" + b"a" * 36 + b"'") is None
+    assert secret_reason("file:///a/x.py", b"key = 'AKIAABCDEFGHIJKLMNOP'") is None
     assert secret_reason("file:///a/environment.py", b"def env(): pass") is None
 
 

@@ -33,6 +33,8 @@ def _add_root(ls: CopilotServer, root: Path) -> None:
         log.info("not indexing %s: an editor started outside any project", root)
         return
     index = WorkspaceIndex(root)
+    if ls.privacy.ignores is not None:  # its `.lspcopilotignore` counts from now on
+        ls.privacy.ignores.add(root)
     index.private = ls.privacy.reason
     if ls.context_workspace.add_index(index):
         index.start()
@@ -55,6 +57,8 @@ def did_change_workspace_folders(
         path = uri_to_path(folder.uri)
         if path is not None and ls.context_workspace.remove_index(path) is not None:
             log.info("stopped indexing %s", path)
+        if path is not None and ls.privacy.ignores is not None:
+            ls.privacy.ignores.remove(path)
     for folder in params.event.added:
         path = uri_to_path(folder.uri)
         if path is not None:

@@ -1,9 +1,12 @@
-"""Files that look like secrets are never sent to the model, cached, indexed or logged.
+"""Files withheld whole: never sent to the model, cached, indexed or logged.
 
-The default rules match names (``.env``, keys, credential files) and content (private-key
-blocks, cloud keys, tokens); users add their own name patterns, content patterns and
-folders through settings (``secretFilePatterns``, ``secretContentPatterns``,
-``excludedFolders``), compiled once into a :class:`Privacy`.
+Secrets inside ordinary files are redacted, not withheld (``redact.py``): the file keeps
+its completions. A file is withheld only where redaction cannot make it safe: by name,
+files that are made of credentials (``.env``, keys, credential stores), whatever their
+values look like; by content, a private-key block (many lines of base64 that no line
+scanner can tell from data); and what the user excludes: ``secretFilePatterns``,
+``excludedFolders`` and a repository's ``.lspcopilotignore`` (``ignore.py``). The rules
+are compiled once into a :class:`Privacy`; ``secretContentPatterns`` are redacted.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from collections.abc import Iterable
 from pathlib import PurePosixPath
 from urllib.parse import unquote, urlparse
 
+from lsp_copilot.privacy.ignore import RepoIgnores
+
 SECRET_NAMES = (
     ".env", ".env.*", "*.env", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
     "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.ppk", ".netrc", "_netrc", ".pgpass",
@@ -21,20 +26,12 @@ SECRET_NAMES = (
     "*credentials*.json", "secrets.*", "*.secret", "*.secrets", ".htpasswd", "*.kdbx",
 )
 
-SECRET_CONTENT = re.compile(
-    rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-    rb"|\bAKIA[0-9A-Z]{16}\b"  # AWS access key id
-    rb"|\bgh[pousr]_[A-Za-z0-9]{36,}\b"  # GitHub tokens
-    rb"|\bxox[baprs]-[A-Za-z0-9-]{10,}"  # Slack tokens
-    rb"|\bsk-[A-Za-z0-9_-]{32,}"  # OpenAI-style API keys
-    rb"|\bAIza[0-9A-Za-z_-]{35}\b"  # Google API keys
-    rb"|\bglpat-[A-Za-z0-9_-]{20,}"  # GitLab tokens
-)
+SECRET_CONTENT = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+"""A private-key block: its body lines are plain base64, so only the whole file is safe."""
 
-# Literals every SECRET_CONTENT match contains: checking them first (memchr-fast) spares
-# the regex scan, 20+ ms on a 170 KB file, on every keystroke of every clean file.
-SECRET_MARKERS = (b"PRIVATE KEY", b"AKIA", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_",
-                  b"xox", b"sk-", b"AIza", b"glpat-")
+# The literal every SECRET_CONTENT match contains: checking it first (memchr-fast) spares
+# the regex scan on every keystroke of every clean file.
+SECRET_MARKERS = (b"PRIVATE KEY",)
 
 
 def _path(uri: str) -> str:
@@ -49,10 +46,12 @@ class Privacy:
         file_patterns: Iterable[str] = (),
         content_patterns: Iterable[str] = (),
         excluded_folders: Iterable[str] = (),
+        ignores: RepoIgnores | None = None,
     ) -> None:
         self.file_patterns = SECRET_NAMES + tuple(file_patterns)
-        extra = [p.encode() for p in content_patterns]
-        self.extra_content = re.compile(b"|".join(extra)) if extra else None
+        self.content_patterns = tuple(content_patterns)  # redacted (redact.Redactor)
+        # The workspace roots' `.lspcopilotignore` files (the server's, kept across settings).
+        self.ignores = ignores
         # Folder names ("secrets") match any path component; paths ("/srv/keys", "a/b")
         # match that folder and below.
         self.excluded_folders = tuple(f.rstrip("/") for f in excluded_folders if f.strip("/"))
@@ -76,15 +75,16 @@ class Privacy:
                     return f"in excluded folder {folder!r}"
             elif folder in posix.parts[:-1]:
                 return f"in excluded folder {folder!r}"
+        ignored = self.ignores.reason(path) if self.ignores is not None else None
+        if ignored is not None:
+            return ignored
         if (any(marker in data for marker in SECRET_MARKERS)
                 and SECRET_CONTENT.search(data) is not None):
-            return "content looks like a credential (private key or token)"
-        if self.extra_content is not None and self.extra_content.search(data) is not None:
-            return "content matches secretContentPatterns"
+            return "content holds a private key"
         return None
 
 
-DEFAULT = Privacy()
+DEFAULT = Privacy()  # (no ignore files: those come with a server's workspace roots)
 
 
 def secret_reason(uri: str, data: bytes) -> str | None:
