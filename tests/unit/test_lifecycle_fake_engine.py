@@ -7,7 +7,7 @@ from lsprotocol import types
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.server.app import create_server
 from lsp_copilot.server.handlers import lifecycle
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.core import Settings, parse_settings
 from tests.support.fakes import FakeEngine
 
 
@@ -28,3 +28,29 @@ async def test_a_settings_change_right_after_initialized_loads_the_engine_once()
     await ls.engine_load
     assert loads == [""] and ls.main_engine.state == "ready"
     await ls.main_engine.shutdown()
+
+
+async def _load_order(**settings: object) -> list[str]:
+    loads: list[str] = []
+
+    def factory(s: Settings, report: object) -> FakeEngine:
+        loads.append(s.model or "main")
+        return FakeEngine()
+
+    ls = create_server(EngineManager(factory=factory))
+    ls.routes._make_manager = lambda: EngineManager(factory=factory)
+    ls.protocol.client_capabilities = types.ClientCapabilities()
+    ls.settings, _ = parse_settings({"routes": {"singleLine": "smollm2-135m"}, **settings})
+    lifecycle._spawn(ls)
+    assert ls.engine_load is not None
+    await ls.engine_load
+    await ls.routes.loaded()
+    await ls.main_engine.shutdown()
+    await ls.routes.shutdown()
+    return loads
+
+
+async def test_the_engine_that_answers_typing_loads_first_unless_told_otherwise() -> None:
+    """A cold start suggests as soon as the small typing engine is up."""
+    assert await _load_order() == ["smollm2-135m", "main"]
+    assert await _load_order(engineLoadOrder="main-first") == ["main", "smollm2-135m"]
