@@ -57,6 +57,7 @@ COUNTERS = (
     "warm_up_aborted",
     "engine_restarts",
     "engine_incidents",
+    "engine_load_stalls",  # starts killed by the watchdog (engineLoadTimeoutS)
     "engine_interrupted",
     "engine_deadline_exceeded",
     "safety_blocked",

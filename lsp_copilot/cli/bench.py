@@ -65,6 +65,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise SystemExit(f"error: {exc}") from None
         result = context_bench.run(args.corpus, args.count, args.model, folders,
                                    args.per_language)
+    elif args.what == "starts":  # the shared engine started again and again
+        from benchmarks import starts
+
+        result = starts.run(args.count, args.model)
     elif args.what == "coldstart":  # through the real protocol: two cold servers
         from benchmarks import coldstart
 
@@ -122,7 +126,7 @@ def _print_nested(result: dict[str, Any], indent: str = "") -> None:
 def add_commands(sub: Subparsers) -> None:
     bench = sub.add_parser("bench", help="measure through the real engine")
     bench.add_argument("what", choices=["engine", "prompt", "context", "typing", "coldstart",
-                                          "robustness", "quality", "safety"])
+                                          "starts", "robustness", "quality", "safety"])
     bench.add_argument("--keystrokes", type=int, default=300, help="typing, engine: keys to replay")
     bench.add_argument("--seed", type=int, default=1,
                        help="typing: which functions are typed and how (same seed, same keys)")
