@@ -91,8 +91,9 @@ async def _load_engine(
         if not typing_first and (result.ok or ls.settings.engine_backend == "remote"):
             # Other routes' engines load after the main one; until one is ready its
             # requests go to the main one. (A remote main engine's fallbacks are
-            # embedded engines: they load here too.)
-            await ls.routes.start(ls.settings, device, report)
+            # embedded engines: they load here too.) The progress shown has ended: the log.
+            await ls.routes.start(ls.settings, device,
+                                  lambda message: log.info("engine: %s", message))
     else:  # a load already under way (the retry command): report its progress
         ls.main_engine.report = report
         result = await pending
