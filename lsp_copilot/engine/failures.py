@@ -5,6 +5,11 @@ from __future__ import annotations
 from lsp_copilot.engine.remote.errors import RemoteError, RemoteRetryable
 
 
+class StartFailed(RuntimeError):
+    """A start failed for a reason already put in words (by the shared engine's process,
+    which explained its own failure): shown as it is."""
+
+
 class LoadStalled(RuntimeError):
     """A start made no progress (no step, no log line, no CPU) for engineLoadTimeoutS."""
 
@@ -18,6 +23,8 @@ def explain_failure(exc: BaseException) -> str:
     if isinstance(exc, LoadStalled):
         return (f"{exc}, twice. The stacks of its threads are in the log (`lsp-copilot "
                 "doctor` shows where); raise engineLoadTimeoutS if this machine is slow.")
+    if isinstance(exc, StartFailed):
+        return str(exc)
     if isinstance(exc, RemoteError):  # already says what to fix (remote* settings)
         return f"remote backend: {exc}"
 

@@ -220,3 +220,11 @@ async def test_a_cancelled_waiter_leaves_the_load_going() -> None:
         await waiter
     release.set()
     assert (await load).ok and manager.state == "ready"
+
+
+def test_a_failure_the_engine_explained_reaches_the_user_as_it_is() -> None:
+    from lsp_copilot.engine.failures import explain_failure
+    from lsp_copilot.engine.shared.client import SharedEngineError
+
+    said = "invalid engine settings: tensorParallelSize 64 needs 64 GPUs."
+    assert explain_failure(SharedEngineError(said)) == said

@@ -32,6 +32,7 @@ from lsp_copilot.engine.base import (
     EngineResult,
     EngineUnavailable,
 )
+from lsp_copilot.engine.failures import StartFailed
 from lsp_copilot.engine.shared import wire
 from lsp_copilot.engine.shared.host import process_tree_cpu
 from lsp_copilot.engine.shared.runtime import (
@@ -51,7 +52,7 @@ SOCKET_WAIT_S = 60.0
 """How long a started engine may take to open its socket (before vLLM is imported)."""
 
 
-class SharedEngineError(RuntimeError):
+class SharedEngineError(StartFailed):
     """The shared engine could not start, or went away while a server waited on it."""
 
 
@@ -273,6 +274,7 @@ class SharedEngine(Engine):
                         result.finish_reason = why
                         return result
                 elif op == "done":
+                    self._stats = {str(k): int(v) for k, v in (message.get("stats") or {}).items()}
                     result = wire.result_from(message, choices)
                     cut, why = request.cut(result.text, True)
                     if cut is not None:

@@ -223,7 +223,7 @@ class EngineHost:
         generate: Any = self.engine.generate
         try:
             result = await generate(request, watch=watch)
-            _send(writer, wire.result_message(rid, result))
+            _send(writer, wire.result_message(rid, result) | {"stats": self.engine.stats()})
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
                 await self.engine.abort(request.request_id)
