@@ -5,45 +5,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-from typing import Any
 
 from lsp_copilot.cli.options import Subparsers, group
 
-STOP_WAIT_S = 60.0
-
-
-def _ask(place: Any, message: dict[str, Any], timeout: float = 5.0) -> dict[str, Any] | None:
-    """One question to a running engine; None if nobody answers (a stale socket)."""
-    from lsp_copilot.engine.shared import wire
-    from lsp_copilot.engine.shared.client import connect
-
-    try:
-        sock = connect(place.socket, timeout)
-    except OSError:
-        return None
-    if sock is None:
-        return None
-    with sock:
-        sock.settimeout(timeout)
-        sock.sendall(wire.encode(message))
-        try:
-            for line in sock.makefile("rb"):
-                reply = wire.decode(line)
-                if reply.get("id") == message["id"]:
-                    return reply
-        except (OSError, ValueError):
-            return None
-    return None
-
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from lsp_copilot.engine.shared.control import ask
     from lsp_copilot.engine.shared.runtime import places, runtime_dir
 
     rows = []
     for place in places(runtime_dir()):
-        reply = _ask(place, {"op": "status", "id": "status"})
+        reply = ask(place, {"op": "status", "id": "status"})
         if reply is None:
             rows.append({"name": place.name, "state": "stale", "message":
                          "nobody answers its socket (a crash); the next start replaces it"})
@@ -66,8 +39,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    import psutil
-
+    from lsp_copilot.engine.shared.control import ask, wait_gone
     from lsp_copilot.engine.shared.runtime import places, runtime_dir
 
     chosen = [p for p in places(runtime_dir()) if args.name in (None, p.name)]
@@ -75,14 +47,12 @@ def cmd_stop(args: argparse.Namespace) -> int:
         raise SystemExit(f"error: no shared engine named {args.name} (see "
                          "`lsp-copilot engine status`)")
     for place in chosen:
-        status = _ask(place, {"op": "status", "id": "status"})
-        if status is None or _ask(place, {"op": "stop", "id": "stop"}) is None:
+        status = ask(place, {"op": "status", "id": "status"})
+        if status is None or ask(place, {"op": "stop", "id": "stop"}) is None:
             place.socket.unlink(missing_ok=True)
             print(f"{place.name}: removed a stale socket")
             continue
-        with contextlib.suppress(psutil.Error, ValueError, KeyError):
-            # until its processes are gone and their memory is free
-            psutil.Process(int(status["pid"])).wait(STOP_WAIT_S)
+        wait_gone(status.get("pid"))  # until its processes are gone and their memory free
         print(f"{place.name}: stopped")
     return 0
 

@@ -228,3 +228,25 @@ def test_a_failure_the_engine_explained_reaches_the_user_as_it_is() -> None:
 
     said = "invalid engine settings: tensorParallelSize 64 needs 64 GPUs."
     assert explain_failure(SharedEngineError(said)) == said
+
+
+async def test_a_new_engine_stops_only_the_engines_no_server_uses(served: Any,
+                                                                  monkeypatch: Any) -> None:
+    from lsp_copilot.engine.shared import control
+
+    host, _engine, place = served
+    gone: list[Any] = []
+    monkeypatch.setattr(control, "wait_gone", gone.append)  # the host is this process
+    client = _client(host, place)
+    await client.warm_up()
+    await asyncio.wait_for(_attached(host, 1), 5)
+    stop = asyncio.to_thread(control.stop_unused, place.folder, "other-engine")
+    assert await stop == [] and not host._done.is_set()  # a server uses it
+    await client.shutdown()
+    await asyncio.wait_for(_attached(host, 0), 5)
+    assert await asyncio.to_thread(control.stop_unused, place.folder, "other-engine") == []
+    assert not host._done.is_set()  # left a moment ago: the server may be reconnecting
+    assert await asyncio.to_thread(control.stop_unused, place.folder, place.name) == []
+    monkeypatch.setattr(host_mod, "UNUSED_AFTER_S", 0.0)
+    stopped = await asyncio.to_thread(control.stop_unused, place.folder, "other-engine")
+    assert stopped == [place.name] and host._done.is_set() and gone == [os.getpid()]

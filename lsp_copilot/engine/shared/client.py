@@ -34,6 +34,7 @@ from lsp_copilot.engine.base import (
 )
 from lsp_copilot.engine.failures import StartFailed
 from lsp_copilot.engine.shared import wire
+from lsp_copilot.engine.shared.control import connect, stop_unused
 from lsp_copilot.engine.shared.host import process_tree_cpu
 from lsp_copilot.engine.shared.runtime import (
     EnginePlace,
@@ -64,22 +65,6 @@ def place_for(settings: Settings) -> EnginePlace:
     return EnginePlace(private_dir(), engine_name(settings, label))
 
 
-def connect(path: Path, timeout: float | None = 5.0) -> socket.socket | None:
-    """A connection to a live engine, or None (no socket, or a stale one: nobody listens)."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
-    try:
-        sock.connect(str(path))
-    except (FileNotFoundError, ConnectionRefusedError):
-        sock.close()
-        return None
-    except OSError:
-        sock.close()
-        raise
-    sock.settimeout(None)
-    return sock
-
-
 def log_tail(path: Path, lines: int = 5) -> str:
     try:
         text = path.read_text(errors="replace").strip().splitlines()
@@ -103,6 +88,8 @@ class SharedStarter:
             with _locked(place.lock):  # one server starts it; the others wait, then attach
                 sock = connect(place.socket)
                 if sock is None:
+                    for name in stop_unused(place.folder, keep=place.name):
+                        report(f"stopped the unused shared engine {name} to make room")
                     report("starting the shared engine")
                     sock = self._start(place, settings)
         self._sock = sock

@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 TICK_S = 2.0
 """How often a load's progress (CPU, log lines) is told to the servers waiting on it."""
 IDLE_CHECK_S = 5.0
+UNUSED_AFTER_S = 2.0
+"""No server for this long: another engine's start may stop this one to make room. (A
+server attaches, then reconnects for its requests: a gap of milliseconds.)"""
 BUSY_SHARE = 0.05
 
 
@@ -204,6 +207,9 @@ class EngineHost:
         elif op == "status":
             _send(writer, {"op": "status", "id": rid, **self.status()})
         elif op == "stop":
+            if message.get("unused") and not self.unused():
+                _send(writer, {"op": "busy", "id": rid, "clients": len(self._clients)})
+                return
             _send(writer, {"op": "stopping", "id": rid})
             self._done.set()
         else:
@@ -253,6 +259,11 @@ class EngineHost:
             self._done.set()  # a dead engine: exit, the next server starts a new one
             return
         _send(writer, {"op": "health", "id": rid, "ok": True, "stats": self.engine.stats()})
+
+    def unused(self) -> bool:
+        """Loaded, and no server has used it for a while: it may make room for another."""
+        return (self.state == "ready" and not self._clients and self._idle_since is not None
+                and time.monotonic() - self._idle_since >= UNUSED_AFTER_S)
 
     def status(self) -> dict[str, Any]:
         idle = (time.monotonic() - self._idle_since) if self._idle_since is not None else 0.0

@@ -1,11 +1,12 @@
 """The shared engine's messages: one JSON object per line over its Unix socket.
 
-Servers send ``hello``, ``generate``, ``abort``, ``health``, ``status`` and ``stop``; the
-engine answers with ``state`` (loading, ready, failed), ``progress``, ``tick`` (a silent
-sign that a load moves), ``text`` (a generation so far), ``done``, ``error`` and replies
-keyed by the request's ``id``. Only generation crosses the socket: prompts, cutting and
-everything the pipeline decides stay in each server (``stop_at`` is never sent: the server
-applies it to the streamed text and aborts).
+Servers send ``hello``, ``generate``, ``abort``, ``health``, ``status`` and ``stop``
+(with ``unused``: only if no server uses it, else the answer is ``busy``); the engine
+answers with ``state`` (loading, ready, failed), ``progress``, ``tick`` (a silent sign that
+a load moves), ``text`` (a generation so far), ``done``, ``error`` and replies keyed by the
+request's ``id``. Only generation crosses the socket: prompts, cutting and everything the
+pipeline decides stay in each server (``stop_at`` is never sent: the server applies it to
+the streamed text and aborts).
 """
 
 from __future__ import annotations
