@@ -42,7 +42,19 @@ from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
-_ids = itertools.count(1)
+
+
+class RequestIds:
+    """The ids of one server's engine requests: one counter for completions and warm-ups
+    alike (an engine refuses a second request under an id still in use)."""
+
+    def __init__(self) -> None:
+        self._next = itertools.count(1)
+
+    def new(self, kind: str = "") -> str:
+        """``lsp-copilot-7``; ``lsp-copilot-warm-8`` for ``kind="warm"``."""
+        number = next(self._next)
+        return f"lsp-copilot-{kind}-{number}" if kind else f"lsp-copilot-{number}"
 
 
 @dataclass
@@ -117,6 +129,7 @@ class Completer:
         self.typing_through = TypingThrough()
         self._secret: dict[tuple[str, int], str | None] = {}
         self._last_ids: tuple[int, ...] = ()  # the last engine prompt (for the trace)
+        self.request_ids = RequestIds()  # the warm-up's requests take theirs here too
         self.privacy = Privacy()  # the server installs the user's rules
         self.safety = SafetyChecker()
         self.workspace: Workspace | None = None  # index, open buffers, edits (context engine)
@@ -393,7 +406,7 @@ class Completer:
             trace["new_tokens"] = len(encoded.ids) - _common_prefix(encoded.ids, self._last_ids)
             self._last_ids = encoded.ids
         return EngineRequest(
-            request_id=f"lsp-copilot-{next(_ids)}",
+            request_id=self.request_ids.new(),
             prompt=context.prompt,
             max_tokens=max_tokens,
             temperature=settings.temperature,
