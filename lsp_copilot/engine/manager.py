@@ -25,6 +25,7 @@ from lsp_copilot.engine.remote.errors import RemoteError, RemoteRetryable
 from lsp_copilot.engine.supervisor import RestartPolicy, SupervisedEngine
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
+from lsp_copilot.tokens import TokenCounters
 
 log = logging.getLogger(__name__)
 
@@ -63,13 +64,19 @@ class LoadResult:
 
 
 class EngineFactory:
-    """Builds the real engine. Tests of scheduling logic may pass another factory."""
+    """Builds the real engine. Tests of scheduling logic may pass another factory.
+
+    ``counters`` are the process's token counters (the server's, shared by the engines of
+    all its routes); a factory made without them has its own."""
+
+    def __init__(self, counters: TokenCounters | None = None) -> None:
+        self.counters = counters or TokenCounters()
 
     def __call__(self, settings: Settings, report: Reporter) -> Engine:
         if settings.engine_backend == "remote":  # a shared vLLM deployment: no local load
             from lsp_copilot.engine.remote.backend import RemoteEngine
 
-            return RemoteEngine.create(settings, report)
+            return RemoteEngine.create(settings, report, self.counters)
         from lsp_copilot.engine.vllm import VllmEngine, detect_device
         from lsp_copilot.models.resolve import resolve_model
 
@@ -78,7 +85,7 @@ class EngineFactory:
                                       weights=settings.weights)
         display = preset or settings.model
         report(f"loading {display} into vLLM")
-        return VllmEngine.create(settings, model, display)
+        return VllmEngine.create(settings, model, display, self.counters)
 
 
 def _unreachable(exc: BaseException) -> bool:
