@@ -45,8 +45,9 @@ log = logging.getLogger(__name__)
 
 
 class RequestIds:
-    """The ids of one server's engine requests: one counter for completions and warm-ups
-    alike (an engine refuses a second request under an id still in use)."""
+    """The ids of the requests sent to one set of engines: one counter for completions and
+    warm-ups alike (an engine refuses a second request under an id still in use). The
+    server's Completer owns it; Completers that share engines share it."""
 
     def __init__(self) -> None:
         self._next = itertools.count(1)
@@ -119,6 +120,7 @@ class Completer:
         clock: Callable[[], float] = time.monotonic,
         routes: Routes | None = None,
         context_builder: Callable[..., Context] = build_context,
+        request_ids: RequestIds | None = None,
     ) -> None:
         self.routes = routes or Routes(engines)
         self.telemetry = telemetry
@@ -129,7 +131,7 @@ class Completer:
         self.typing_through = TypingThrough()
         self._secret: dict[tuple[str, int], str | None] = {}
         self._last_ids: tuple[int, ...] = ()  # the last engine prompt (for the trace)
-        self.request_ids = RequestIds()  # the warm-up's requests take theirs here too
+        self.request_ids = request_ids or RequestIds()  # the warm-up takes its ids here too
         self.privacy = Privacy()  # the server installs the user's rules
         self.safety = SafetyChecker()
         self.workspace: Workspace | None = None  # index, open buffers, edits (context engine)
