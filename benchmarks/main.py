@@ -27,7 +27,8 @@ from benchmarks.metrics import edit_similarity, median, share
 from lsp_copilot.context.builder import build_context
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.engine.base import Engine, EngineRequest
-from lsp_copilot.engine.manager import EngineFactory, EngineManager, Reporter
+from lsp_copilot.engine.factory import EngineFactory, Reporter
+from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.language.ids import language_id_for_path
 from lsp_copilot.postprocess.cursor import Cursor
 from lsp_copilot.postprocess.finalize import finalize

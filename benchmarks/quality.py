@@ -154,7 +154,8 @@ async def run_holes(holes: list[Hole], index: WorkspaceIndex, settings: Settings
     the package the holes were cut in, recorded in each hole (a split's runs)."""
     telemetry = Telemetry()
     ours = Completer(manager, telemetry, lambda: settings)
-    base = Completer(manager, telemetry, lambda: settings, context_builder=prefix_only_context)
+    base = Completer(manager, telemetry, lambda: settings, context_builder=prefix_only_context,
+                     request_ids=ours.request_ids)  # one engine: one source of ids
     store = DocumentStore(settings.max_document_bytes)
     records = []
     for n, hole in enumerate(holes, start=1):

@@ -89,10 +89,10 @@ def cost(files: list[tuple[str, Reader]], seed: int = 0, rounds: int = 12,
     from lsp_copilot.context.index.workspace import Workspace
     from lsp_copilot.documents.store import DocumentStore
     from lsp_copilot.prompts.templates import template_for
-    from lsp_copilot.tokens import fallback_counter
+    from lsp_copilot.tokens import TokenCounters
 
     rng = random.Random(seed)
-    counter = fallback_counter()
+    counter = TokenCounters().fallback()
     template = template_for("qwen2.5-coder")
     times: dict[tuple[bool, bool], list[float]] = {(r, c): [] for r in (True, False)
                                                    for c in (True, False)}

@@ -149,6 +149,16 @@ class Logs:
             self._file = None
 
 
+def discard_output(stream: IO[str]) -> None:
+    """Point ``stream``'s descriptor at /dev/null: its reader has gone (a closed pipe), and
+    what is still buffered must not raise again when Python flushes it at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)
+
+
 class QuietOutput:
     """For one-shot commands: the result on the real stdout, everything else in the log.
 

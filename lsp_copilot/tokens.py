@@ -6,6 +6,7 @@ import functools
 import json
 import logging
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -127,18 +128,30 @@ class TiktokenCounter:
         return count_by_pieces(self._count, text)  # cl100k's regex: see _SAFE_BOUNDARY
 
 
-@functools.lru_cache(maxsize=1)
-def fallback_counter() -> TiktokenCounter:
-    """One shared cl100k counter (loading the BPE ranks takes about a second)."""
-    return TiktokenCounter()
+class TokenCounters:
+    """Where a process gets its token counters: created once at startup (by the server, or
+    by a one-shot command) and handed to whatever loads an engine, so that the cl100k
+    fallback, whose BPE ranks take about a second to load, is loaded once and shared by
+    every engine that needs it."""
 
+    def __init__(self) -> None:
+        self._fallback: TiktokenCounter | None = None
+        self._lock = threading.Lock()  # engines load in threads of their own
 
-def token_counter(model_path: str) -> TokenCounter:
-    """The model's own tokenizer; its owner (an engine, the CLI) keeps it."""
-    path = Path(model_path) / "tokenizer.json"
-    if path.is_file():
-        try:
-            return HFTokenCounter(path)
-        except Exception:
-            log.exception("cannot load %s; counting tokens approximately", path)
-    return fallback_counter()
+    def fallback(self) -> TiktokenCounter:
+        """cl100k, for a tokenizer we cannot read (loaded on first use)."""
+        with self._lock:
+            if self._fallback is None:
+                self._fallback = TiktokenCounter()
+            return self._fallback
+
+    def for_model(self, model_path: str) -> TokenCounter:
+        """The model's own tokenizer (its owner, an engine or a command, keeps it); the
+        fallback when the folder has none we can read (a hub id not downloaded yet)."""
+        path = Path(model_path) / "tokenizer.json"
+        if path.is_file():
+            try:
+                return HFTokenCounter(path)
+            except Exception:
+                log.exception("cannot load %s; counting tokens approximately", path)
+        return self.fallback()

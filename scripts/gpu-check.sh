@@ -12,7 +12,7 @@
 # --dry-run runs here, on a CPU, in seconds and installs nothing: it checks every step's
 # own ingredients (the extra exists, each command and flag parses, doctor's CUDA preview
 # gives GPU arguments, the e2e tests collect, the table renders), so this script cannot
-# rot between the releases someone runs it on a GPU. A unit test runs it.
+# rot between the releases someone runs it on a GPU. An e2e test runs it.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -25,7 +25,7 @@ from lsp_copilot.prompts.encoder import PromptEncoder
 from lsp_copilot.prompts.family import detect_family
 from lsp_copilot.prompts.templates import template_for
 from lsp_copilot.settings.core import Settings
-from lsp_copilot.tokens import TokenCounter, fallback_counter, token_counter
+from lsp_copilot.tokens import TokenCounter, TokenCounters
 
 
 def find_root(path: Path) -> Path:
@@ -37,10 +37,12 @@ def find_root(path: Path) -> Path:
     return start
 
 
-def engine_counter(model: str | None) -> TokenCounter:
-    """The engine's tokenizer when its folder is prepared; cl100k otherwise."""
+def engine_counter(model: str | None, counters: TokenCounters | None = None) -> TokenCounter:
+    """The engine's tokenizer when its folder is prepared; cl100k otherwise. ``counters``
+    are the caller's (a one-shot command that passes none gets its own)."""
+    counters = counters or TokenCounters()
     folder = engine_model(model)
-    return token_counter(folder) if folder else fallback_counter()
+    return counters.for_model(folder) if folder else counters.fallback()
 
 
 def engine_model(model: str | None) -> str | None:

@@ -64,13 +64,16 @@ def cmd_host(args: argparse.Namespace) -> int:
     from lsp_copilot.engine.shared.runtime import EnginePlace, private_dir
     from lsp_copilot.process import exit_now
     from lsp_copilot.settings.core import parse_settings
+    from lsp_copilot.tokens import TokenCounters
 
     settings, problems = parse_settings(json.loads(args.settings))
     if problems:
         raise SystemExit("error: " + "; ".join(problems))
     place = EnginePlace(private_dir(), args.name)
     detach()
-    code = asyncio.run(serve(place, settings, args.label, args.idle_minutes, embedded_engine))
+    counters = TokenCounters()
+    code = asyncio.run(serve(place, settings, args.label, args.idle_minutes,
+                             lambda s, report: embedded_engine(s, report, counters)))
     exit_now(code)  # with the EngineCore: nothing of this engine outlives it
     return code
 

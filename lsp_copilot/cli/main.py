@@ -19,7 +19,7 @@ from lsp_copilot.cli import (
     serve,
     stats,
 )
-from lsp_copilot.logs import Logs, QuietOutput
+from lsp_copilot.logs import Logs, QuietOutput, discard_output
 
 log = logging.getLogger("lsp_copilot")
 
@@ -53,6 +53,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. A reader that closes the pipe early (``lsp-copilot model list
+    --json | head -1``) ends it quietly: as the Python docs advise for SIGPIPE, what is
+    left of the output goes to /dev/null (the flush at exit would raise again) and the
+    exit code is 1, with no traceback."""
+    try:
+        try:
+            return _run(argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here, inside the handler
+    except BrokenPipeError:
+        discard_output(sys.stdout)
+        return 1
+
+
+def _run(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     logs = _setup_logging(args)
     args.log_path = logs.path
@@ -66,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = args.func(args)
         return code
+    except BrokenPipeError:  # the reader left: not an error of the command
+        discard_output(quiet.stdout)
+        return 1
     except SystemExit as exc:  # our own "error: ..." messages
         if isinstance(exc.code, str):
             print(exc.code, file=quiet.stderr)

@@ -12,12 +12,13 @@ from typing import Any
 
 from lsp_copilot.engine.base import Engine
 from lsp_copilot.settings.core import Settings
+from lsp_copilot.tokens import TokenCounters
 
 Reporter = Callable[[str], None]
 """Progress of a load, in words; an empty message is a silent sign that it moves."""
 
 
-def embedded_engine(settings: Settings, report: Reporter) -> Engine:
+def embedded_engine(settings: Settings, report: Reporter, counters: TokenCounters) -> Engine:
     """Blocking: vLLM in this process (a server's own, or the shared engine's host)."""
     from lsp_copilot.engine.vllm import VllmEngine, detect_device
     from lsp_copilot.models.resolve import resolve_model
@@ -27,17 +28,21 @@ def embedded_engine(settings: Settings, report: Reporter) -> Engine:
                                   weights=settings.weights)
     display = preset or settings.model
     report(f"loading {display} into vLLM")
-    return VllmEngine.create(settings, model, display)
+    return VllmEngine.create(settings, model, display, counters)
 
 
 class EngineFactory:
     """Builds the real engine: the remote backend, the shared engine of this machine
     (started if none runs) or one inside this process. Tests of scheduling logic may pass
-    another factory."""
+    another factory.
 
-    def __init__(self) -> None:
+    ``counters`` are the process's token counters (the server's, shared by the engines of
+    all its routes); a factory made without them has its own."""
+
+    def __init__(self, counters: TokenCounters | None = None) -> None:
         from lsp_copilot.engine.shared.client import SharedStarter
 
+        self.counters = counters or TokenCounters()
         self._shared = SharedStarter()
         self._embedded = EmbeddedProbe()
 
@@ -45,11 +50,11 @@ class EngineFactory:
         if settings.engine_backend == "remote":  # a shared vLLM deployment: no local load
             from lsp_copilot.engine.remote.backend import RemoteEngine
 
-            return RemoteEngine.create(settings, report)
+            return RemoteEngine.create(settings, report, self.counters)
         if settings.engine_shared:
-            return self._shared.attach(settings, report)
+            return self._shared.attach(settings, report, self.counters)
         self._embedded.begin()
-        return embedded_engine(settings, report)
+        return embedded_engine(settings, report, self.counters)
 
     def busy_seconds(self, settings: Settings) -> float | None:
         """CPU the start under way has used (a load that computes is not stuck)."""

@@ -33,7 +33,7 @@ from lsp_copilot.process import install_orphan_guard, reap
 from lsp_copilot.prompts.encoder import PromptEncoder
 from lsp_copilot.prompts.family import detect_family
 from lsp_copilot.settings.core import Settings
-from lsp_copilot.tokens import TokenCounter, token_counter
+from lsp_copilot.tokens import TokenCounter, TokenCounters
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,8 @@ class VllmEngine(Engine):
             log.warning("could not lower the engine's CPU priority: %s", exc)
 
     @classmethod
-    def create(cls, settings: Settings, model: str, display_name: str) -> VllmEngine:
+    def create(cls, settings: Settings, model: str, display_name: str,
+               counters: TokenCounters) -> VllmEngine:
         """Blocking: starts the EngineCore process and loads weights (run it in a thread)."""
         choice = device_mod.detect(settings.device)
         device = choice.device
@@ -185,7 +186,7 @@ class VllmEngine(Engine):
         )
         encoder = PromptEncoder.for_model(model) or PromptEncoder.for_hf_tokenizer(
             getattr(llm, "tokenizer", None))  # a hub id: the tokenizer vLLM loaded
-        engine = cls(llm, info, token_counter(model), encoder)
+        engine = cls(llm, info, counters.for_model(model), encoder)
         engine.served_name = model
         engine.lower_priority(settings.engine_niceness)
         return engine

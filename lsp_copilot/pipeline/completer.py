@@ -43,7 +43,20 @@ from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
-_ids = itertools.count(1)
+
+
+class RequestIds:
+    """The ids of the requests sent to one set of engines: one counter for completions and
+    warm-ups alike (an engine refuses a second request under an id still in use). The
+    server's Completer owns it; Completers that share engines share it."""
+
+    def __init__(self) -> None:
+        self._next = itertools.count(1)
+
+    def new(self, kind: str = "") -> str:
+        """``lsp-copilot-7``; ``lsp-copilot-warm-8`` for ``kind="warm"``."""
+        number = next(self._next)
+        return f"lsp-copilot-{kind}-{number}" if kind else f"lsp-copilot-{number}"
 
 
 @dataclass
@@ -114,6 +127,7 @@ class Completer:
         clock: Callable[[], float] = time.monotonic,
         routes: Routes | None = None,
         context_builder: Callable[..., Context] = build_context,
+        request_ids: RequestIds | None = None,
     ) -> None:
         self.routes = routes or Routes(engines)
         self.telemetry = telemetry
@@ -124,6 +138,7 @@ class Completer:
         self.typing_through = TypingThrough()
         self._secret: dict[tuple[str, int], str | None] = {}
         self._last_ids: tuple[int, ...] = ()  # the last engine prompt (for the trace)
+        self.request_ids = request_ids or RequestIds()  # the warm-up takes its ids here too
         self.privacy = Privacy()  # the server installs the user's rules
         # Secrets in prompts become placeholders; it keeps each line's answer.
         self.redactor = Redactor()
@@ -422,7 +437,7 @@ class Completer:
             trace["new_tokens"] = len(encoded.ids) - _common_prefix(encoded.ids, self._last_ids)
             self._last_ids = encoded.ids
         return EngineRequest(
-            request_id=f"lsp-copilot-{next(_ids)}",
+            request_id=self.request_ids.new(),
             prompt=context.prompt,
             max_tokens=max_tokens,
             temperature=settings.temperature,

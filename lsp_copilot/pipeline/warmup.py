@@ -18,7 +18,6 @@ request cancels it (blocks already computed stay in the cache).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
     from lsp_copilot.pipeline.completer import Completer
 
 log = logging.getLogger(__name__)
-_ids = itertools.count(1)
 
 PRIORITY = 10
 """vLLM serves lower numbers first: real requests use 0-2."""
@@ -152,6 +150,6 @@ class Warmer:
             if self._completer.queue_depth:
                 return False
             await engine.generate(EngineRequest(
-                request_id=f"lsp-copilot-warm-{next(_ids)}", prompt=prompt, max_tokens=1,
+                request_id=self._completer.request_ids.new("warm"), prompt=prompt, max_tokens=1,
                 priority=PRIORITY, prompt_token_ids=chunk_ids))
         return True

@@ -25,6 +25,7 @@ from lsp_copilot.acceptance.tracker import Tracker
 from lsp_copilot.context.index.workspace import Workspace
 from lsp_copilot.documents.buffer import Encoding
 from lsp_copilot.documents.store import DocumentStore
+from lsp_copilot.engine.factory import EngineFactory
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.routes import Routes
 from lsp_copilot.logs import EditorLog, Logs
@@ -37,6 +38,7 @@ from lsp_copilot.privacy.ignore import RepoIgnores
 from lsp_copilot.server.protocol import RESTART_COMMAND
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
+from lsp_copilot.tokens import TokenCounters
 
 log = logging.getLogger(__name__)
 
@@ -56,13 +58,15 @@ class CopilotServer(LanguageServer):
         self.encoding: Encoding = "utf-16"
         self.telemetry = Telemetry()
         self.store = DocumentStore(self.settings.max_document_bytes)
+        # The token counters every engine of this server counts with (loaded once each).
+        self.token_counters = TokenCounters()
         # The engine of the "main" route; the engines other routes name are in `routes`.
-        self.main_engine = main_engine or EngineManager()
+        self.main_engine = main_engine or self._engine_manager()
         self.main_engine.telemetry = self.telemetry
         self.main_engine.notify = self._engine_notice
         self.main_engine.retry_hint = f"Run the command `{RESTART_COMMAND}` (or restart the server)"
         self.cache: CompletionCache | None = None
-        self.routes = Routes(self.main_engine)
+        self.routes = Routes(self.main_engine, self._engine_manager)
         self.engine_load: asyncio.Task[None] | None = None  # the engines' load under way
         self.completer = Completer(
             self.main_engine, self.telemetry, lambda: self.settings, lambda: self.cache,
@@ -91,6 +95,10 @@ class CopilotServer(LanguageServer):
         self.logs = logs
         self.editor_log = EditorLog(self._log_to_editor)
         self._background: set[asyncio.Task[Any]] = set()
+
+    def _engine_manager(self) -> EngineManager:
+        """A manager for the engine of a route, loading with this server's counters."""
+        return EngineManager(EngineFactory(self.token_counters))
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """Run ``work`` in the background; the server keeps the task until it ends (the

@@ -236,11 +236,13 @@ async def test_remote_stats_count_cached_prompt_tokens(vllm: Served) -> None:
     from lsp_copilot.engine.base import EngineRequest
     from lsp_copilot.engine.remote.backend import RemoteEngine
     from lsp_copilot.settings.core import parse_settings
+    from lsp_copilot.tokens import TokenCounters
 
     os.environ["LSP_COPILOT_TEST_GOOD_KEY"] = GOOD_KEY
     settings, errors = parse_settings(remote_settings(vllm.url))
     assert not errors
-    engine = await asyncio.to_thread(RemoteEngine.create, settings, lambda _: None)
+    engine = await asyncio.to_thread(RemoteEngine.create, settings, lambda _: None,
+                                    TokenCounters())
     # The tokenizer is found where the server loaded the model (same machine).
     assert engine.counter.name.startswith("tokenizers:")
     body = "".join(f"def handler_{i}(event):\n    return event.get('{i}')\n\n" for i in range(24))

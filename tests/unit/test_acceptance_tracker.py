@@ -167,8 +167,11 @@ def test_experiment_refuses_global_settings_and_bad_values() -> None:
 
 async def test_completer_answers_each_line_with_its_arms_settings() -> None:
     completer = await completer_for(FakeEngine())
-    completer.experiment, _ = experiment.build(
-        _settings({"on": {}, "off": {"disabledLanguages": ["python"]}}))
+    base, problems = parse_settings({  # no debounce, no deadline: as completer_for's
+        "debounceMode": "off", "deadlineMs": 0,
+        "experiment": {"on": {}, "off": {"disabledLanguages": ["python"]}}})
+    assert problems == []
+    completer.experiment, _ = experiment.build(base)
     seen = set()
     for line in range(8):
         text = "\n" * line + "def add(a, b):\n    return "

@@ -10,10 +10,10 @@ from lsp_copilot.context.index.folder import WorkspaceIndex
 from lsp_copilot.context.index.workspace import Workspace
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.prompts.templates import template_for
-from lsp_copilot.tokens import fallback_counter
+from lsp_copilot.tokens import TiktokenCounter
 
 
-def test_audit_counts_layers_and_summary_savings(tmp_path: Path) -> None:
+def test_audit_counts_layers_and_summary_savings(tmp_path: Path, cl100k: TiktokenCounter) -> None:
     methods = "".join(
         f"    def op{i}(self, x):\n        '''Operation {i}.'''\n"
         + "".join(f"        x = x * {j} + {i}\n" for j in range(8)) + "        return x\n\n"
@@ -26,7 +26,7 @@ def test_audit_counts_layers_and_summary_savings(tmp_path: Path) -> None:
     store = DocumentStore()
     uri = (tmp_path / "main.py").as_uri()
     store.open(uri, "python", 1, main)
-    counter = fallback_counter()
+    counter = cl100k
     audit = LayerAudit(index, counter)
     for budget in (256, 2048):
         ctx = build_context(store.snapshot(uri), len(main) - 1, counter, template_for(None),

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import languages as bench_languages
-from lsp_copilot.tokens import fallback_counter
+from lsp_copilot.tokens import TiktokenCounter
 
 
 def _go_corpus(root: Path) -> Path:
@@ -22,14 +22,16 @@ def _go_corpus(root: Path) -> Path:
     return root
 
 
-def test_check_finds_the_long_function_and_its_name_line(tmp_path: Path) -> None:
+def test_check_finds_the_long_function_and_its_name_line(
+    tmp_path: Path, cl100k: TiktokenCounter,
+) -> None:
     root = _go_corpus(tmp_path)
     positions = bench_languages.positions("go", root, 5)
     assert len(positions) == 1  # the short function is no candidate
     pos = positions[0]
     assert pos.function == "TestDouble" and pos.name_line == "func TestDouble("
     assert pos.lines >= 120
-    result = bench_languages.check("go", root, fallback_counter(), 5)
+    result = bench_languages.check("go", root, cl100k, 5)
     # The cursor is in a closure 140 lines below the name: P1's chain brings it.
     assert result["positions"] == 1 and result["share"] == 1.0, result["misses"]
 

@@ -70,3 +70,22 @@ def test_cli_takes_bench_quality_with_an_optional_json_file() -> None:
     assert (args.what, args.count, args.json) == ("quality", 6, "out.json")
     assert build_parser().parse_args(["bench", "engine", "--json"]).json is True
     assert build_parser().parse_args(["bench", "engine"]).json is False
+
+
+async def test_both_variants_take_their_ids_from_one_source(tmp_path: Path) -> None:
+    """`ours` and the prefix-only baseline ask one engine, explicit requests with their
+    alternatives: no two requests may share an id (an engine refuses the second)."""
+    from benchmarks.quality import run_holes
+    from lsp_copilot.engine.manager import EngineManager
+    from lsp_copilot.settings.core import Settings
+    from tests.support.fakes import FakeEngine
+
+    engine = FakeEngine(" a + b\n", step_s=0.0)
+    manager = EngineManager(factory=lambda s, report: engine)
+    settings = Settings(deadline_ms=0)
+    assert (await manager.start(settings)).ok
+    index = _corpus(tmp_path)
+    records = await run_holes(cut_holes(index, 4, seed=3), index, settings, manager)
+    ids = [r.request_id for r in engine.requests]
+    assert len(records) == 4 and len(ids) > 8 and len(set(ids)) == len(ids)
+    await manager.shutdown()

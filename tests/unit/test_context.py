@@ -4,7 +4,7 @@ from lsp_copilot.context.window import ANCHOR_LINES, cursor_window
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.language.trigger import completion_mode
 from lsp_copilot.prompts.templates import template_for
-from lsp_copilot.tokens import fallback_counter
+from lsp_copilot.tokens import TiktokenCounter
 
 SOURCE = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(200))
 
@@ -15,9 +15,9 @@ def _snap(text: str, language: str = "python"):  # type: ignore[no-untyped-def]
     return store, store.snapshot("file:///t.py")
 
 
-def test_window_respects_budget_and_starts_on_an_anchor() -> None:
+def test_window_respects_budget_and_starts_on_an_anchor(cl100k: TiktokenCounter) -> None:
     data = SOURCE.encode()
-    counter = fallback_counter()
+    counter = cl100k
     offset = len(data) - 10
     w = cursor_window(data, offset, counter, 300, 0)
     assert w.prefix_tokens <= 300
@@ -25,8 +25,8 @@ def test_window_respects_budget_and_starts_on_an_anchor() -> None:
     assert data[:offset].decode().endswith(w.prefix)
 
 
-def test_window_start_is_stable_while_typing() -> None:
-    counter = fallback_counter()
+def test_window_start_is_stable_while_typing(cl100k: TiktokenCounter) -> None:
+    counter = cl100k
     base = SOURCE + "def g(y):\n    return "
     starts = set()
     for typed in ("", "y", "y +", "y + 1"):
@@ -35,11 +35,11 @@ def test_window_start_is_stable_while_typing() -> None:
     assert len(starts) == 1  # same first line: the engine's prefix cache keeps hitting
 
 
-def test_prompts_extend_each_other_across_new_lines_and_modes() -> None:
+def test_prompts_extend_each_other_across_new_lines_and_modes(cl100k: TiktokenCounter) -> None:
     """Typing lines (a new line in multi-line mode, then a statement in single-line mode)
     only appends to the prompt, so the engine's prefix cache serves all but the new text;
     after BASE_MAX_LINES lines the start is decided again."""
-    counter = fallback_counter()
+    counter = cl100k
     workspace = Workspace()  # keeps the base between the builds
     text = SOURCE + "def g(y):\n"
     store, snap = _snap(text + "\n" + SOURCE)
@@ -62,15 +62,15 @@ def test_prompts_extend_each_other_across_new_lines_and_modes() -> None:
     assert not previous.startswith(first.prompt)  # decided again, further down
 
 
-def test_huge_single_line_is_cut_to_budget() -> None:
+def test_huge_single_line_is_cut_to_budget(cl100k: TiktokenCounter) -> None:
     data = ("x = [" + "1, " * 5000).encode()
-    w = cursor_window(data, len(data), fallback_counter(), 100, 0)
+    w = cursor_window(data, len(data), cl100k, 100, 0)
     assert 0 < w.prefix_tokens <= 100
 
 
-def test_same_input_same_prompt() -> None:
+def test_same_input_same_prompt(cl100k: TiktokenCounter) -> None:
     _, snap = _snap(SOURCE)
-    counter = fallback_counter()
+    counter = cl100k
     a = build_context(snap, len(snap.data), counter, template_for(None), 256)
     b = build_context(snap, len(snap.data), counter, template_for(None), 256)
     assert a.prompt == b.prompt and a.prompt_tokens <= 256 + 1
@@ -119,7 +119,9 @@ def _layer(ctx, name: str):  # type: ignore[no-untyped-def]
     return next(layer for layer in ctx.layers if layer.name == name)
 
 
-def test_multi_line_mode_gets_a_larger_window_for_prefix_only_and_fim() -> None:
+def test_multi_line_mode_gets_a_larger_window_for_prefix_only_and_fim(
+    cl100k: TiktokenCounter,
+) -> None:
     """The window grows with the mode: same cursor, multi-line sees more of the code around
     it than single-line, with any template, and neither goes over the budget."""
     from lsp_copilot.prompts.templates import TEMPLATES
@@ -127,7 +129,7 @@ def test_multi_line_mode_gets_a_larger_window_for_prefix_only_and_fim() -> None:
     before = SOURCE + "class K:\n    def m(self):\n"
     _, snap = _snap(before + SOURCE.replace("def f", "def g"))
     offset = len(before.encode())
-    counter = fallback_counter()
+    counter = cl100k
     for template in (template_for(None), TEMPLATES["starcoder-fim"]):
         for budget in (256, 512, 1024, 2048):
             # Without a workspace nothing is kept: each mode's own first prompt here (a

@@ -16,7 +16,7 @@ from lsp_copilot.context.result import Layer
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.language.ids import language_id_for_path
 from lsp_copilot.prompts.templates import template_for
-from lsp_copilot.tokens import fallback_counter
+from lsp_copilot.tokens import TiktokenCounter
 
 FILES = {
     "pkg/__init__.py": "",
@@ -122,10 +122,12 @@ def test_rust_and_java_imports_resolve(workspace: tuple[Path, WorkspaceIndex]) -
         "java/src/main/java/com/acme/Shape.java"}
 
 
-def test_layers_bring_definitions_from_other_files(workspace: tuple[Path, WorkspaceIndex]) -> None:
+def test_layers_bring_definitions_from_other_files(
+    workspace: tuple[Path, WorkspaceIndex], cl100k: TiktokenCounter,
+) -> None:
     root, index = workspace
     snap = _snapshot(root, "app.py")
-    ctx = build_context(snap, len(snap.data), fallback_counter(), template_for(None), 512,
+    ctx = build_context(snap, len(snap.data), cl100k, template_for(None), 512,
                         "single-line", workspace=Workspace(index))
     assert "def perimeter(r: Rectangle) -> float:" in ctx.prompt
     assert "class Rectangle:" in ctx.prompt
@@ -158,7 +160,8 @@ TEXT = FILES["pkg/geometry.py"] + FILES["app.py"] * 3
     fim=st.booleans(),
 )
 def test_budget_never_exceeded_and_deterministic(
-    workspace: tuple[Path, WorkspaceIndex], budget: int, position: float, fim: bool
+    workspace: tuple[Path, WorkspaceIndex], budget: int, position: float, fim: bool,
+    cl100k: TiktokenCounter,
 ) -> None:
     root, index = workspace
     snap = _snapshot(root, "app.py", TEXT)
@@ -166,7 +169,7 @@ def test_budget_never_exceeded_and_deterministic(
     while 0 < offset < len(snap.data) and (snap.data[offset] & 0xC0) == 0x80:
         offset -= 1
     template = template_for("starcoder-fim" if fim else None)
-    counter = fallback_counter()
+    counter = cl100k
     a = build_context(snap, offset, counter, template, budget, workspace=Workspace(index))
     b = build_context(snap, offset, counter, template, budget, workspace=Workspace(index))
     assert a.prompt == b.prompt
@@ -174,14 +177,16 @@ def test_budget_never_exceeded_and_deterministic(
     assert a.prompt_tokens <= budget
 
 
-def test_p4_similar_snippets_from_open_buffers(workspace: tuple[Path, WorkspaceIndex]) -> None:
+def test_p4_similar_snippets_from_open_buffers(
+    workspace: tuple[Path, WorkspaceIndex], cl100k: TiktokenCounter,
+) -> None:
     root, index = workspace
     other = (root / "other.py").as_uri()
     similar = ("def report(rect):\n    width_total = rect.width * 3\n"
                "    height_total = rect.height\n")
     snap = _snapshot(root, "app.py", "def area(rect):\n    width_total = rect.width\n    ")
     ws = Workspace(index, lambda: [(other, "x = 1\n" * 40 + similar), (snap.uri, snap.text)])
-    ctx = build_context(snap, len(snap.data), fallback_counter(), template_for(None), 512,
+    ctx = build_context(snap, len(snap.data), cl100k, template_for(None), 512,
                         workspace=ws)
     p4 = [layer for layer in ctx.layers if layer.name.startswith("P4")]
     assert p4 and "height_total = rect.height" in p4[0].text and "other.py" in p4[0].source
@@ -201,7 +206,7 @@ def _p4(layers: tuple[Layer, ...]) -> list[Layer]:
 
 
 def test_p4_shows_what_follows_similar_code_in_a_file_of_the_same_folder(
-        tmp_path: Path) -> None:
+        tmp_path: Path, cl100k: TiktokenCounter) -> None:
     """A file next to this one, not open, with the same code: the snippet is what comes
     after it there (RepoCoder's continuation), the line this file needs next."""
     (tmp_path / "enc").mkdir()
@@ -212,14 +217,14 @@ def test_p4_shows_what_follows_similar_code_in_a_file_of_the_same_folder(
     index = WorkspaceIndex(tmp_path)
     index.build()
     snap = _snapshot(tmp_path, "enc/cp1252.py", CODEC + "class ")
-    ctx = build_context(snap, len(snap.data), fallback_counter(), template_for(None), 1024,
+    ctx = build_context(snap, len(snap.data), cl100k, template_for(None), 1024,
                         workspace=Workspace(index, lambda: [(snap.uri, snap.text)]))
     p4 = _p4(ctx.layers)
     assert p4 and "class StreamWriter(Codec, codecs.StreamWriter):" in p4[0].text
     assert "enc/cp1251.py" in p4[0].source and "far.py" not in ctx.prompt
 
 
-def test_p4_shows_this_files_code_below_the_cursor(tmp_path: Path) -> None:
+def test_p4_shows_this_files_code_below_the_cursor(tmp_path: Path, cl100k: TiktokenCounter) -> None:
     """A model without fill-in-the-middle never sees the code after the cursor: what
     follows code like the cursor's there is shown as a snippet."""
     rows = ["utf_8", "latin_1", "ascii", "utf_16"]
@@ -230,7 +235,7 @@ def test_p4_shows_this_files_code_below_the_cursor(tmp_path: Path) -> None:
             + "z = 3\n" * 12)
     snap = _snapshot(tmp_path, "solo.py", text)
     offset = len((above + "    table.").encode())
-    ctx = build_context(snap, offset, fallback_counter(), template_for(None), 1024,
+    ctx = build_context(snap, offset, cl100k, template_for(None), 1024,
                         workspace=Workspace(WorkspaceIndex(tmp_path),
                                             lambda: [(snap.uri, snap.text)]))
     p4 = _p4(ctx.layers)
@@ -240,22 +245,23 @@ def test_p4_shows_this_files_code_below_the_cursor(tmp_path: Path) -> None:
     assert "y = 2" not in p4[0].text
 
 
-def test_p4_recent_edit_of_another_buffer(workspace: tuple[Path, WorkspaceIndex]) -> None:
+def test_p4_recent_edit_of_another_buffer(
+    workspace: tuple[Path, WorkspaceIndex], cl100k: TiktokenCounter,
+) -> None:
     root, index = workspace
     other = (root / "notes.py").as_uri()
     text = "".join(f"line_{i} = {i}\n" for i in range(30))
     snap = _snapshot(root, "app.py", "import os\n\n")
     ws = Workspace(index, lambda: [(other, text), (snap.uri, snap.text)])
     ws.edited(other, None, 20)
-    ctx = build_context(snap, len(snap.data), fallback_counter(), template_for(None), 512,
+    ctx = build_context(snap, len(snap.data), cl100k, template_for(None), 512,
                         workspace=ws)
     p4 = [layer for layer in ctx.layers if layer.name.startswith("P4")]
     assert p4 and "line_20 = 20" in p4[0].text and "line_5 = 5" not in p4[0].text
 
 
 def test_editing_this_document_keeps_other_buffers_recent_edits(
-    workspace: tuple[Path, WorkspaceIndex],
-) -> None:
+    workspace: tuple[Path, WorkspaceIndex], cl100k: TiktokenCounter) -> None:
     """The first keystroke in a document must not push another buffer's recent edit out
     of P4: the prompt would change early, and the warm-up's prefill would be wasted."""
     from lsp_copilot.context.layers.snippets import RECENT_EDITS
@@ -269,7 +275,7 @@ def test_editing_this_document_keeps_other_buffers_recent_edits(
         ws.edited(uri, None, 1)
 
     def prompt() -> str:
-        return build_context(snap, len(snap.data), fallback_counter(), template_for(None), 1024,
+        return build_context(snap, len(snap.data), cl100k, template_for(None), 1024,
                              workspace=ws).prompt
 
     before = prompt()
@@ -305,7 +311,8 @@ def test_same_file_symbols_catch_up_after_a_pause() -> None:
 
 
 def test_a_failing_layer_costs_the_layers_not_the_prompt(
-    workspace: tuple[Path, WorkspaceIndex], monkeypatch: pytest.MonkeyPatch
+    workspace: tuple[Path, WorkspaceIndex], monkeypatch: pytest.MonkeyPatch,
+    cl100k: TiktokenCounter,
 ) -> None:
     from lsp_copilot.context.layers import definitions
 
@@ -315,13 +322,15 @@ def test_a_failing_layer_costs_the_layers_not_the_prompt(
     monkeypatch.setattr(definitions, "candidates", boom)
     root, index = workspace
     snap = _snapshot(root, "app.py")
-    ctx = build_context(snap, len(snap.data), fallback_counter(), template_for(None), 512,
+    ctx = build_context(snap, len(snap.data), cl100k, template_for(None), 512,
                         workspace=Workspace(index))
     assert [layer.name for layer in ctx.layers] == ["P0 cursor window"]
     assert ctx.prompt == ctx.prefix
 
 
-def test_multi_root_imports_resolve_within_the_files_folder(tmp_path: Path) -> None:
+def test_multi_root_imports_resolve_within_the_files_folder(
+    tmp_path: Path, cl100k: TiktokenCounter,
+) -> None:
     """Two workspace folders both have ``util.py``: a file's import resolves in its own
     folder, and a folder removed from the workspace no longer answers."""
     for name, body in (("one", "def helper_one(a: int) -> int:\n    return a\n"),
@@ -337,13 +346,13 @@ def test_multi_root_imports_resolve_within_the_files_folder(tmp_path: Path) -> N
     assert ws.add_index(two) and not ws.add_index(two)
     for name, other in (("one", "two"), ("two", "one")):
         snap = _snapshot(tmp_path / name, "main.py")
-        ctx = build_context(snap, len(snap.data), fallback_counter(), template_for(None), 512,
+        ctx = build_context(snap, len(snap.data), cl100k, template_for(None), 512,
                             "single-line", workspace=ws)
         assert f"def helper_{name}(" in ctx.prompt
         assert f"def helper_{other}(" not in ctx.prompt
         assert ws.relative(snap.uri) == "main.py"
     assert ws.remove_index(tmp_path / "two") is two
     snap = _snapshot(tmp_path / "two", "main.py", "import util\n\nvalue = util.")
-    ctx = build_context(snap, len(snap.data), fallback_counter(), template_for(None), 512,
+    ctx = build_context(snap, len(snap.data), cl100k, template_for(None), 512,
                         "single-line", workspace=ws)
     assert "def helper_" not in ctx.prompt and ws.relative(snap.uri) is None

@@ -11,7 +11,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "lsp_copilot"
 
 # Higher layers may import lower ones; packages in one layer do not import each other.
+# docs/architecture.md draws this table, row for row (test_the_architecture_doc_draws_it).
 LAYERS: list[set[str]] = [
+    {"__main__"},  # `python -m lsp_copilot`: calls the command line
     {"cli"},
     {"server"},
     {"pipeline"},
@@ -21,10 +23,10 @@ LAYERS: list[set[str]] = [
     {"language", "tokens"},
     {"settings", "telemetry", "logs"},
     {"privacy", "paths", "heap", "process"},
-    {"__init__", "__main__"},
+    {"__init__"},  # the version
 ]
-TOP = {"__main__"}  # the entry point, which calls the command line
 MAX_LINES = 500
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
 
 def _rank(part: str) -> int:
@@ -78,13 +80,25 @@ def _top(module: str) -> str:
 def test_imports_point_down_the_layers_only() -> None:
     upward = []
     for module, targets in sorted(_graph().items()):
-        if _top(module) in TOP:
-            continue
         for target in sorted(targets):
             a, b = _top(module), _top(target)
             if a != b and _rank(b) <= _rank(a) and target != PACKAGE:
                 upward.append(f"{module} -> {target}")
     assert upward == [], "imports that do not point down the layers:\n" + "\n".join(upward)
+
+
+def _drawn_layers() -> list[set[str]]:
+    """The rows of the diagram under "## Layers" in docs/architecture.md (a comment in
+    parentheses ends a row)."""
+    section = ARCHITECTURE.read_text("utf-8").split("\n## Layers\n", 1)[1]
+    diagram = section.split("```", 2)[1]
+    return [{name.removesuffix("/").removesuffix(".py") for name in row.split("(")[0].split()}
+            for row in diagram.strip("\n").splitlines()]
+
+
+def test_the_architecture_doc_draws_it() -> None:
+    """One layer order: the one this test enforces is the one the architecture doc draws."""
+    assert _drawn_layers() == LAYERS
 
 
 def test_no_import_cycles() -> None:

@@ -12,17 +12,21 @@ import datetime
 import ipaddress
 import logging
 import ssl
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lsp_copilot.engine.base import EngineRequest
-from lsp_copilot.engine.manager import EngineManager, explain_failure
+from lsp_copilot.engine.factory import EngineFactory
+from lsp_copilot.engine.failures import explain_failure
+from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.remote.backend import RemoteEngine
 from lsp_copilot.engine.remote.config import routing_key
 from lsp_copilot.engine.remote.errors import RemoteError
 from lsp_copilot.settings.core import Settings, parse_settings
+from lsp_copilot.tokens import TokenCounters
 from tests.support.fake_vllm import (
     KEY,
     FakeVllmServer,
@@ -55,22 +59,33 @@ async def fake() -> Any:
     await server.stop()
 
 
-async def make_engine(s: Settings) -> tuple[RemoteEngine, list[float]]:
-    engine = await asyncio.to_thread(RemoteEngine.create, s, lambda _: None)
-    delays: list[float] = []
+MakeEngine = Callable[[Settings], Awaitable[tuple[RemoteEngine, list[float]]]]
 
-    async def record(delay: float) -> None:
-        delays.append(delay)
 
-    engine._sleep = record
-    return engine, delays
+@pytest.fixture
+def make_engine(token_counters: TokenCounters) -> MakeEngine:
+    """Connects a remote engine (counting with the session's counters) whose retry
+    backoff is recorded instead of slept."""
+    async def make(s: Settings) -> tuple[RemoteEngine, list[float]]:
+        engine = await asyncio.to_thread(RemoteEngine.create, s, lambda _: None,
+                                        token_counters)
+        delays: list[float] = []
+
+        async def record(delay: float) -> None:
+            delays.append(delay)
+
+        engine._sleep = record
+        return engine, delays
+
+    return make
 
 
 def request(**extra: Any) -> EngineRequest:
     return EngineRequest(request_id="r1", prompt="def f():\n", max_tokens=16, **extra)
 
 
-async def test_fake_server_streams_and_counts_usage(fake: FakeVllmServer, key_env: None) -> None:
+async def test_fake_server_streams_and_counts_usage(
+        fake: FakeVllmServer, key_env: None, make_engine: MakeEngine) -> None:
     fake.script = [stream(["    return", " 1", "\n"])]
     engine, _ = await make_engine(settings(fake.url))
     assert engine.model == "coder" and engine.info.backend == "remote"
@@ -93,7 +108,7 @@ async def test_fake_server_streams_and_counts_usage(fake: FakeVllmServer, key_en
 
 
 async def test_fake_server_stop_strings_are_matched_while_streaming(
-        fake: FakeVllmServer, key_env: None) -> None:
+        fake: FakeVllmServer, key_env: None, make_engine: MakeEngine) -> None:
     fake.script = [stream(["a", "b<", "|end", "|>c", "d"], delay=0.05)]
     engine, _ = await make_engine(settings(fake.url))
     seen: list[str] = []
@@ -109,7 +124,7 @@ async def test_fake_server_stop_strings_are_matched_while_streaming(
 
 
 async def test_fake_server_gets_token_ids_when_the_prompt_has_them(
-        fake: FakeVllmServer, key_env: None) -> None:
+        fake: FakeVllmServer, key_env: None, make_engine: MakeEngine) -> None:
     engine, _ = await make_engine(settings(fake.url))
     await engine.generate(request(prompt_token_ids=(1, 990, 17), stop_token_ids=(0, 2)))
     await engine.shutdown()
@@ -120,7 +135,7 @@ async def test_fake_server_gets_token_ids_when_the_prompt_has_them(
 
 
 async def test_fake_server_stop_at_closes_the_stream_early(
-        fake: FakeVllmServer, key_env: None) -> None:
+        fake: FakeVllmServer, key_env: None, make_engine: MakeEngine) -> None:
     fake.script = [stream(["a", "b\n", "c", "d"], delay=0.05)]
     engine, _ = await make_engine(settings(fake.url))
     result = await engine.generate(
@@ -132,7 +147,7 @@ async def test_fake_server_stop_at_closes_the_stream_early(
 
 
 async def test_fake_server_5xx_and_429_are_retried_with_backoff(
-        fake: FakeVllmServer, key_env: None) -> None:
+        fake: FakeVllmServer, key_env: None, make_engine: MakeEngine) -> None:
     fake.script = [status(503, {"error": {"message": "busy"}}),
                    status(502, {"error": {"message": "bad gateway"}}),
                    stream(["x"])]
@@ -150,7 +165,7 @@ async def test_fake_server_5xx_and_429_are_retried_with_backoff(
 
 
 async def test_fake_server_retries_give_up_with_the_reason(
-        fake: FakeVllmServer, key_env: None) -> None:
+        fake: FakeVllmServer, key_env: None, make_engine: MakeEngine) -> None:
     fake.script = [status(500, {"error": {"message": "engine dead"}})] * 3
     engine, delays = await make_engine(settings(fake.url, remoteRetries=2))
     with pytest.raises(RemoteError, match=r"engine dead.*after 3 attempts"):
@@ -161,7 +176,8 @@ async def test_fake_server_retries_give_up_with_the_reason(
     await engine.shutdown()
 
 
-async def test_fake_server_no_retry_after_tokens_came(fake: FakeVllmServer, key_env: None) -> None:
+async def test_fake_server_no_retry_after_tokens_came(
+        fake: FakeVllmServer, key_env: None, make_engine: MakeEngine) -> None:
     fake.script = [stream(["one", "two", "three"], delay=0.02, drop_after=1), stream(["no"])]
     engine, delays = await make_engine(settings(fake.url, remoteRetries=3))
     with pytest.raises(RemoteError, match="broke after tokens came"):
@@ -171,7 +187,7 @@ async def test_fake_server_no_retry_after_tokens_came(fake: FakeVllmServer, key_
 
 
 async def test_fake_server_client_errors_are_not_retried(
-        fake: FakeVllmServer, key_env: None) -> None:
+        fake: FakeVllmServer, key_env: None, make_engine: MakeEngine) -> None:
     fake.script = [status(400, {"error": {"message": "prompt too long"}})]
     engine, delays = await make_engine(settings(fake.url))
     with pytest.raises(RemoteError, match="400: prompt too long"):
@@ -181,7 +197,7 @@ async def test_fake_server_client_errors_are_not_retried(
 
 
 async def test_fake_server_older_vllm_refusing_priority(
-        fake: FakeVllmServer, key_env: None) -> None:
+        fake: FakeVllmServer, key_env: None, make_engine: MakeEngine) -> None:
     fake.script = [status(400, {"error": {"message": "Priority scheduling is not enabled."}}),
                    stream(["z"]), stream(["w"])]
     engine, delays = await make_engine(settings(fake.url))
@@ -193,7 +209,8 @@ async def test_fake_server_older_vllm_refusing_priority(
     assert delays == []  # not a retry: the same request, without priority
 
 
-async def test_fake_server_first_token_timeout(fake: FakeVllmServer, key_env: None) -> None:
+async def test_fake_server_first_token_timeout(
+        fake: FakeVllmServer, key_env: None, make_engine: MakeEngine) -> None:
     fake.script = [hang(), stream(["late"], delay=0.0)]
     engine, _ = await make_engine(settings(fake.url, remoteFirstTokenTimeoutMs=200,
                                                 remoteRetries=1))
@@ -210,7 +227,7 @@ async def test_fake_server_first_token_timeout(fake: FakeVllmServer, key_env: No
 
 
 async def test_fake_server_total_timeout_bounds_a_slow_stream(
-        fake: FakeVllmServer, key_env: None) -> None:
+        fake: FakeVllmServer, key_env: None, make_engine: MakeEngine) -> None:
     fake.script = [stream(["a"] * 50, delay=0.05)]
     engine, _ = await make_engine(settings(fake.url, remoteTimeoutMs=400))
     with pytest.raises(RemoteError, match="remoteTimeoutMs"):
@@ -219,7 +236,7 @@ async def test_fake_server_total_timeout_bounds_a_slow_stream(
 
 
 async def test_fake_server_cancel_closes_the_connection(
-        fake: FakeVllmServer, key_env: None) -> None:
+        fake: FakeVllmServer, key_env: None, make_engine: MakeEngine) -> None:
     closed = asyncio.Event()
     streaming = asyncio.Event()
 
@@ -249,7 +266,7 @@ async def test_fake_server_cancel_closes_the_connection(
 
 async def test_fake_server_unreachable_and_bad_keys_are_explained(
         fake: FakeVllmServer, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+        caplog: pytest.LogCaptureFixture, make_engine: MakeEngine) -> None:
     caplog.set_level(logging.DEBUG)
     monkeypatch.delenv("FAKE_VLLM_KEY", raising=False)
     with pytest.raises(RemoteError, match="wants an API key: set the environment variable "
@@ -267,9 +284,10 @@ async def test_fake_server_unreachable_and_bad_keys_are_explained(
 
 
 async def test_fake_server_manager_reports_failure_and_stays_up(
-        fake: FakeVllmServer, monkeypatch: pytest.MonkeyPatch) -> None:
+        fake: FakeVllmServer, monkeypatch: pytest.MonkeyPatch,
+        token_counters: TokenCounters) -> None:
     monkeypatch.setenv("FAKE_VLLM_KEY", "wrong")
-    manager = EngineManager()
+    manager = EngineManager(EngineFactory(token_counters))
     result = await manager.start(settings(fake.url), lambda _: None)
     assert not result.ok and manager.state == "failed"
     assert "refused the API key" in (manager.error or "")
@@ -279,7 +297,8 @@ async def test_fake_server_manager_reports_failure_and_stays_up(
     await manager.shutdown()
 
 
-async def test_fake_server_health_check(fake: FakeVllmServer, key_env: None) -> None:
+async def test_fake_server_health_check(
+        fake: FakeVllmServer, key_env: None, make_engine: MakeEngine) -> None:
     engine, _ = await make_engine(settings(fake.url))
     await engine.check_health()  # the fake has no /health: /v1/models answers instead
     assert [s.path for s in fake.seen[-2:]] == ["/health", "/v1/models"]
@@ -291,8 +310,8 @@ async def test_fake_server_health_check(fake: FakeVllmServer, key_env: None) -> 
 
 
 async def test_fake_server_going_away_is_noticed_by_the_supervisor(
-        fake: FakeVllmServer, key_env: None) -> None:
-    manager = EngineManager()
+        fake: FakeVllmServer, key_env: None, token_counters: TokenCounters) -> None:
+    manager = EngineManager(EngineFactory(token_counters))
     s = settings(fake.url, healthCheckIntervalMs=50, engineMaxRestarts=0)
     assert (await manager.start(s, lambda _: None)).ok and manager.state == "ready"
     await fake.stop()  # the deployment goes away while the editor runs
@@ -304,12 +323,14 @@ async def test_fake_server_going_away_is_noticed_by_the_supervisor(
     await manager.shutdown()
 
 
-async def test_fake_server_key_never_sent_in_clear_to_another_host(key_env: None) -> None:
+async def test_fake_server_key_never_sent_in_clear_to_another_host(
+        key_env: None, make_engine: MakeEngine) -> None:
     with pytest.raises(RemoteError, match="must use https://"):
         await make_engine(settings("http://vllm.example.invalid:8000"))
 
 
-async def test_fake_server_model_choice(fake: FakeVllmServer, key_env: None) -> None:
+async def test_fake_server_model_choice(
+        fake: FakeVllmServer, key_env: None, make_engine: MakeEngine) -> None:
     with pytest.raises(RemoteError, match=r"'other' is not served.*it serves: coder"):
         await make_engine(settings(fake.url, remoteModel="other"))
     engine, _ = await make_engine(settings(fake.url, remoteModel="coder"))
@@ -353,7 +374,8 @@ def _certificates(tmp: Path) -> tuple[Path, Path, Path]:
     return ca_file, cert_file, key_file
 
 
-async def test_fake_server_tls_is_verified(tmp_path: Path, key_env: None) -> None:
+async def test_fake_server_tls_is_verified(
+        tmp_path: Path, key_env: None, make_engine: MakeEngine) -> None:
     ca_file, cert_file, key_file = _certificates(tmp_path)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert_file, key_file)
@@ -386,7 +408,7 @@ def test_a_key_pasted_into_the_env_name_setting_is_refused_and_not_echoed() -> N
 
 
 async def test_an_abort_is_not_lost_when_the_awaited_line_completes_at_the_same_time(
-        fake: FakeVllmServer, key_env: None) -> None:
+        fake: FakeVllmServer, key_env: None, make_engine: MakeEngine) -> None:
     """Python 3.11's wait_for returns the result and drops such a cancel: the stream ran on."""
     engine, _ = await make_engine(settings(fake.url))
     line: asyncio.Future[str] = asyncio.get_running_loop().create_future()

@@ -147,6 +147,7 @@ async def test_fake_engine_a_generation_behind_the_user_is_not_joined() -> None:
     completer = await completer_for(engine, typing_through=False)
     first = asyncio.ensure_future(completer.complete(snap(SOURCE), len(SOURCE)))
     await engine.started.wait()  # started, nothing generated yet (0.3 s a step)
+    engine.step_s = 0.01  # the fresh generation need not be slow too
     typed = SOURCE + "a + "
     second = await completer.complete(snap(typed), len(typed))
     assert second.source == "engine" and len(engine.prompts) == 2
@@ -352,6 +353,7 @@ async def test_fake_engine_deadline_cuts_multi_line_at_a_whole_line(tmp_path: Pa
     assert outcome.text == "print(xs,\n          1)", outcome.raw
     assert completer.telemetry.counters["deadline_answers"] == 1
     patient = await completer_for(engine, cache, deadline_ms=0)
+    engine.step_s = 0.001  # without a deadline, speed no longer matters
     full = await patient.complete(snap(source), len(source))
     assert full.source == "engine" and full.text.endswith("return total"), full.reason
 
@@ -360,7 +362,7 @@ async def test_fake_engine_explicit_request_has_no_deadline() -> None:
     """The user asked: the whole answer, however slow, and several lines on an empty one."""
     source = "def f(xs):\n    total = 0\n\n    "
     engine = FakeEngine(" for x in xs:\n        total += x\n    return total\n",
-                        step_s=0.02)
+                        step_s=0.01)  # its first whole line comes long after the deadline
     completer = await completer_for(engine, None, deadline_ms=30)
     outcome = await completer.complete(snap(source), len(source), explicit=True)
     assert outcome.mode == "multi-line"

@@ -17,7 +17,7 @@ from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.language.grammars import queries_for
 from lsp_copilot.language.ids import ts_language
 from lsp_copilot.prompts.templates import template_for
-from lsp_copilot.tokens import fallback_counter
+from lsp_copilot.tokens import TiktokenCounter, TokenCounter
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "scopes"
 
@@ -78,7 +78,8 @@ def _parse(grammar: str, text: str) -> tuple[bytes, int, tree_sitter.Tree]:
     return data, offset, tree_sitter.Parser(language).parse(data)
 
 
-def _p1(grammar: str, text: str, first_line: int | None = None, allowance: int = 4000) -> str:
+def _p1(counter: TokenCounter, grammar: str, text: str, first_line: int | None = None,
+        allowance: int = 4000) -> str:
     """P1's text with the window starting at the cursor's line (or ``first_line``)."""
     data, offset, tree = _parse(grammar, text)
     q = queries_for(grammar)
@@ -87,7 +88,7 @@ def _p1(grammar: str, text: str, first_line: int | None = None, allowance: int =
     first_byte = 0
     for _ in range(row):
         first_byte = data.index(b"\n", first_byte) + 1
-    rendered = render_scopes(q, fallback_counter(), data, enclosing_scopes(q, tree, data, offset),
+    rendered = render_scopes(q, counter, data, enclosing_scopes(q, tree, data, offset),
                              None, offset, row, first_byte, allowance)
     assert rendered is not None, "no P1"
     assert rendered.tokens <= allowance
@@ -103,9 +104,9 @@ def _in_order(text: str, lines: list[str]) -> None:
 
 
 @pytest.mark.parametrize("grammar", sorted(CASES))
-def test_chain_of_headers_outermost_first(grammar: str) -> None:
+def test_chain_of_headers_outermost_first(grammar: str, cl100k: TiktokenCounter) -> None:
     fixture, headers, elided = CASES[grammar]
-    text = _p1(grammar, (FIXTURES / fixture).read_text())
+    text = _p1(cl100k, grammar, (FIXTURES / fixture).read_text())
     _in_order(text, headers)
     assert elided not in text, "a body line between two headers was not elided"
     q = queries_for(grammar)
@@ -115,25 +116,25 @@ def test_chain_of_headers_outermost_first(grammar: str) -> None:
     assert text.rstrip("\n").split("\n")[-1].strip() == headers[-1]
 
 
-def test_a_tight_budget_keeps_the_inner_header_first() -> None:
+def test_a_tight_budget_keeps_the_inner_header_first(cl100k: TiktokenCounter) -> None:
     text = (FIXTURES / "nested.rs").read_text()
-    tight = _p1("rust", text, allowance=30)  # the outer fn's 4 rows do not fit
+    tight = _p1(cl100k, "rust", text, allowance=30)  # the outer fn's 4 rows do not fit
     assert "fn helper(x: u32) -> u32 {" in tight and "pub fn area(" not in tight
-    both = _p1("rust", text, allowance=70)
+    both = _p1(cl100k, "rust", text, allowance=70)
     _in_order(both, ["pub fn area(", "fn helper(x: u32) -> u32 {"])
 
 
-def test_syntax_error_near_the_cursor_keeps_the_enclosing_headers() -> None:
+def test_syntax_error_near_the_cursor_keeps_the_enclosing_headers(cl100k: TiktokenCounter) -> None:
     text = ("class Box:\n    def size(self,\n             scale):\n        total = 0\n"
             "        for x in range(scale):\n            total += compute(x,\n"
             "        §\n")
-    _in_order(_p1("python", text), ["class Box:", "def size(self,", "scale):"])
+    _in_order(_p1(cl100k, "python", text), ["class Box:", "def size(self,", "scale):"])
     cpp = ("namespace n {\nint\nShape::area(int scale)\n{\n  int x = (scale + ;\n"
            "  if (x) {\n    §\n  }\n}\n}\n")
-    _in_order(_p1("cpp", cpp), ["namespace n {", "int", "Shape::area(int scale)"])
+    _in_order(_p1(cl100k, "cpp", cpp), ["namespace n {", "int", "Shape::area(int scale)"])
 
 
-def test_macro_folded_doc_comment_does_not_hide_the_name() -> None:
+def test_macro_folded_doc_comment_does_not_hide_the_name(cl100k: TiktokenCounter) -> None:
     """libstdc++: a macro tree-sitter cannot expand makes the macro, a long doc comment and
     the class one 'function definition'; the comment rows are left out of the header."""
     doc = "".join(f"   *  line {i} of the documentation\n" for i in range(30))
@@ -142,13 +143,13 @@ def test_macro_folded_doc_comment_does_not_hide_the_name() -> None:
             "    class queue\n    {\n      typedef typename _Seq::value_type _Value;\n"
             "    public:\n      void\n      push(int x)\n      { §c.push_back(x); }\n"
             "    };\n}\n")
-    p1 = _p1("cpp", text)
+    p1 = _p1(cl100k, "cpp", text)
     _in_order(p1, ["namespace std _GLIBCXX_VISIBILITY(default)",
                    "template<typename _Tp, typename _Seq = deque<_Tp> >", "class queue"])
     assert "line 3 of the documentation" not in p1
 
 
-def test_long_function_name_line_in_the_prompt() -> None:
+def test_long_function_name_line_in_the_prompt(cl100k: TiktokenCounter) -> None:
     """Through build_context: 300 lines into a function (return type on its own line), with
     a 1,024-token budget, the line naming it is in the prompt and the budget holds."""
     body = "".join(f"  int v{i} = compute({i}, base + {i});\n" for i in range(300))
@@ -158,14 +159,14 @@ def test_long_function_name_line_in_the_prompt() -> None:
     uri = "file:///w/buf.tcc"
     store.open(uri, "cpp", 1, text)
     offset = store.get_offset(uri, 300, 2, "utf-32")
-    ctx = build_context(store.snapshot(uri), offset, fallback_counter(), template_for(None),
+    ctx = build_context(store.snapshot(uri), offset, cl100k, template_for(None),
                         1024, "single-line")
     assert ctx.prompt_tokens <= 1024
     assert "underflow(int base)" in ctx.prompt
     assert "typename basic_buf<T>::int_type" in ctx.prompt
 
 
-def test_class_members_follow_as_signatures() -> None:
+def test_class_members_follow_as_signatures(cl100k: TiktokenCounter) -> None:
     text = ("class Account:\n    def deposit(self, amount):\n        self.total += amount\n\n"
             "    def report(self):\n" + "".join(f"        x{i} = {i}\n" for i in range(40))
             + "        §\n\n    def withdraw(self, amount,\n                 note=None):\n"
@@ -176,7 +177,7 @@ def test_class_members_follow_as_signatures() -> None:
     symbols = SameFileSymbols().read(q, tree, data)
     row = data.count(b"\n", 0, offset)
     first_byte = data.rfind(b"\n", 0, offset) + 1
-    rendered = render_scopes(q, fallback_counter(), data, enclosing_scopes(q, tree, data, offset),
+    rendered = render_scopes(q, cl100k, data, enclosing_scopes(q, tree, data, offset),
                              symbols, offset, row, first_byte, 4000)
     assert rendered is not None
     _in_order(rendered.text, ["class Account:", "def deposit(self, amount):",
@@ -185,7 +186,7 @@ def test_class_members_follow_as_signatures() -> None:
     assert "self.total += amount" not in rendered.text
 
 
-def test_a_long_header_folds_its_lists_and_keeps_the_name() -> None:
+def test_a_long_header_folds_its_lists_and_keeps_the_name(cl100k: TiktokenCounter) -> None:
     """libstdc++'s parallel mode: five template parameters and seven function parameters,
     one per row; the rows inside the lists go, the row naming the function stays."""
     params = "".join(f"           typename _T{i},\n" for i in range(5))
@@ -193,13 +194,13 @@ def test_a_long_header_folds_its_lists_and_keeps_the_name() -> None:
     text = (f"  template<typename _RAIter,\n{params}           typename _Result>\n    _Op\n"
             f"    __for_each_workstealing(_RAIter __begin,\n{args}"
             "      _Result __bound)\n    {\n      int x = 1;\n      §x++;\n    }\n")
-    p1 = _p1("cpp", text)
+    p1 = _p1(cl100k, "cpp", text)
     _in_order(p1, ["template<typename _RAIter,", "typename _Result>", "_Op",
                    "__for_each_workstealing(_RAIter __begin,", "_Result __bound)", "{"])
     assert "_T2 __a2," not in p1
 
 
-def test_a_line_cut_mid_expression_keeps_its_function() -> None:
+def test_a_line_cut_mid_expression_keeps_its_function(cl100k: TiktokenCounter) -> None:
     """The recall benchmark's situation and every keystroke's: the line being typed ends in
     ``cmd.``; tree-sitter hangs the lines above it on the method as an ERROR before what it
     takes for the body. The method still encloses the cursor, its header is its def line,
@@ -224,7 +225,7 @@ def test_a_line_cut_mid_expression_keeps_its_function() -> None:
     assert chain[1].header == (6,)
     row = data.count(b"\n", 0, offset)
     symbols = SameFileSymbols().read(q, tree, data)
-    rendered = render_scopes(q, fallback_counter(), data, chain, symbols, offset, row,
+    rendered = render_scopes(q, cl100k, data, chain, symbols, offset, row,
                              data.rfind(b"\n", 0, offset) + 1, 4000)
     assert rendered is not None
     _in_order(rendered.text, ["class BuildTest(support.TempdirManager,", "unittest.TestCase):",

@@ -28,6 +28,7 @@ from lsp_copilot.engine.shared.runtime import (
     private_dir,
 )
 from lsp_copilot.settings.core import Settings
+from lsp_copilot.tokens import TokenCounters
 from tests.support.fakes import FakeEngine
 
 
@@ -65,7 +66,7 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[EngineHost, StreamingFak
 
 
 def _client(host: EngineHost, place: EnginePlace) -> SharedEngine:
-    return SharedEngine(place, host._state_message())
+    return SharedEngine(place, host._state_message(), TokenCounters())
 
 
 async def test_generation_streams_and_the_servers_cut_aborts_it(served: Any) -> None:

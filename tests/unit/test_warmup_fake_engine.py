@@ -83,6 +83,12 @@ async def test_fake_engine_warm_up_prefills_the_first_completions_prompt() -> No
     assert real.priority < PRIORITY
     assert real.prompt.startswith(warm[-1].prompt)
     assert len(warm[-1].prompt) > 0.9 * len(real.prompt)
+    # One source of ids, the Completer's, for warm-ups and completions alike.
+    ids = [r.request_id for r in engine.requests]
+    assert ids == [f"lsp-copilot-warm-{n}" for n in range(1, len(warm) + 1)] + [
+        f"lsp-copilot-{len(warm) + 1}"]
+    other, _, _ = await _setup(_recording())  # another server's Completer: its own ids
+    assert other.request_ids.new() == "lsp-copilot-1"
 
 
 async def test_fake_engine_real_request_cancels_the_warm_up() -> None:
@@ -127,12 +133,12 @@ async def test_fake_engine_with_token_ids_warms_exact_id_prefixes(tmp_path: Path
     be exact prefixes of those ids, a whole number of cache blocks apart (a real BPE
     tokenizer built in tmp_path, not a prepared model)."""
     from lsp_copilot.prompts.encoder import PromptEncoder
-    from lsp_copilot.tokens import token_counter
+    from lsp_copilot.tokens import TokenCounters
 
     model = str(smollm2_like_folder(tmp_path))
     engine = _recording()
     engine.encoder = PromptEncoder.for_model(model)  # type: ignore[attr-defined]
-    engine.counter = token_counter(model)  # type: ignore[assignment]
+    engine.counter = TokenCounters().for_model(model)  # type: ignore[assignment]
     assert engine.encoder is not None  # type: ignore[attr-defined]
     completer, warmer, _ = await _setup(engine)
     # Another document than the other tests': the context engine memoizes a line's base

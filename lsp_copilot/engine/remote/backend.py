@@ -29,7 +29,7 @@ from lsp_copilot.engine.remote.errors import PriorityRejected, RemoteError, Remo
 from lsp_copilot.engine.remote.tokenizer import calibrate, remote_family, tokenizer_file
 from lsp_copilot.prompts.encoder import PromptEncoder
 from lsp_copilot.settings.core import Settings
-from lsp_copilot.tokens import HFTokenCounter, TokenCounter, fallback_counter
+from lsp_copilot.tokens import HFTokenCounter, TokenCounter, TokenCounters
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,8 @@ class RemoteEngine(Engine):
     # -- loading -------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, settings: Settings, report: Callable[[str], None]) -> RemoteEngine:
+    def create(cls, settings: Settings, report: Callable[[str], None],
+               counters: TokenCounters) -> RemoteEngine:
         """Blocking, in the loading thread: one quick reachability check, no model load."""
         config = RemoteConfig.from_settings(settings)
         key = config.api_key()
@@ -79,7 +80,7 @@ class RemoteEngine(Engine):
             report(f"using {model} at {config.base_url}")
             tokenizer = tokenizer_file(config, model, root)
             counter: TokenCounter = (HFTokenCounter(tokenizer) if tokenizer is not None
-                                     else calibrate(client, model, fallback_counter()))
+                                     else calibrate(client, model, counters.fallback()))
         encoder = PromptEncoder.for_model(str(tokenizer.parent)) if tokenizer else None
         info = EngineInfo(
             backend="remote",

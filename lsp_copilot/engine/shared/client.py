@@ -44,7 +44,7 @@ from lsp_copilot.engine.shared.runtime import (
 )
 from lsp_copilot.prompts.encoder import PromptEncoder
 from lsp_copilot.settings.core import Settings
-from lsp_copilot.tokens import TokenCounter, token_counter
+from lsp_copilot.tokens import TokenCounter, TokenCounters
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,8 @@ class SharedStarter:
         self.host_pid: int | None = None
         self._sock: socket.socket | None = None
 
-    def attach(self, settings: Settings, report: Reporter) -> SharedEngine:
+    def attach(self, settings: Settings, report: Reporter,
+               counters: TokenCounters) -> SharedEngine:
         place = place_for(settings)
         report(f"attaching to the shared engine {place.name}")
         sock = connect(place.socket)
@@ -98,7 +99,7 @@ class SharedStarter:
         finally:
             self._sock = None
             sock.close()
-        return SharedEngine(place, state)
+        return SharedEngine(place, state, counters)
 
     def _start(self, place: EnginePlace, settings: Settings) -> socket.socket:
         from lsp_copilot.logs import default_log_file
@@ -186,13 +187,14 @@ def _locked(path: Path) -> Any:
 class SharedEngine(Engine):
     """The shared engine as this server's pipeline sees it."""
 
-    def __init__(self, place: EnginePlace, state: dict[str, Any]) -> None:
+    def __init__(self, place: EnginePlace, state: dict[str, Any],
+                 counters: TokenCounters) -> None:
         self.place = place
         self.pid: int | None = state.get("pid")
         info = dict(state.get("info") or {})
         self.info = EngineInfo(**info)
         model_path = str(state.get("model_path") or "")
-        self.counter: TokenCounter = token_counter(model_path)
+        self.counter: TokenCounter = counters.for_model(model_path)
         self.encoder: PromptEncoder | None = PromptEncoder.for_model(model_path)
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None

@@ -1,6 +1,7 @@
 """scripts/gpu-check.sh --dry-run: the GPU release check checks its own steps on a CPU
 (the extra, each command, doctor's CUDA preview, the e2e collection, the table), so that
-it still works the day someone runs it on a GPU."""
+it still works the day someone runs it on a GPU. An end-to-end check of the script (it
+runs the command line six times and collects these e2e tests), so it is not a unit test."""
 
 from __future__ import annotations
 

