@@ -51,7 +51,8 @@ class SupervisionSettings:
     )
     engine_idle_minutes: int = setting(
         15, "How long a shared engine stays loaded after its last server left (0: it exits "
-        "with the last one); taken from the server that starts it.", int_range(0, 10_080)
+        "with the last one; sooner if another engine must start: it makes room); taken "
+        "from the server that starts it.", int_range(0, 10_080)
     )
     engine_load_timeout_s: int | None = setting(
         None, "An engine start that makes no progress (no load step, no log line, no CPU) "
