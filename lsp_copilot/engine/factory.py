@@ -14,6 +14,8 @@ from lsp_copilot.engine.base import Engine
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.tokens import TokenCounters
 
+log = logging.getLogger(__name__)
+
 Reporter = Callable[[str], None]
 """Progress of a load, in words; an empty message is a silent sign that it moves."""
 
@@ -54,6 +56,7 @@ class EngineFactory:
         if settings.engine_shared:
             return self._shared.attach(settings, report, self.counters)
         self._embedded.begin()
+        make_room(report)
         return embedded_engine(settings, report, self.counters)
 
     def busy_seconds(self, settings: Settings) -> float | None:
@@ -68,6 +71,24 @@ class EngineFactory:
             self._shared.kill()
         else:
             self._embedded.kill()
+
+
+def make_room(report: Reporter) -> None:
+    """An engine about to load in this server: the shared engines no server uses give way
+    (as they do for a shared engine that starts), so their memory is free for this one."""
+    from lsp_copilot.engine.shared.control import stop_unused
+    from lsp_copilot.engine.shared.runtime import runtime_dir
+
+    folder = runtime_dir()
+    if not folder.is_dir():
+        return
+    try:
+        stopped = stop_unused(folder, keep="")
+    except OSError as exc:
+        log.warning("could not ask the shared engines in %s to make room: %s", folder, exc)
+        return
+    for name in stopped:
+        report(f"stopped the unused shared engine {name} to make room")
 
 
 class EmbeddedProbe:

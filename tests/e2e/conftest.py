@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 import pytest_lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
@@ -27,3 +30,18 @@ async def light_client(lsp_client: LanguageClient):  # type: ignore[no-untyped-d
     await initialize(lsp_client, "neovim", {"enable": False})
     yield
     await lsp_client.shutdown_session()
+
+
+@pytest.fixture(autouse=True)
+def no_unused_engines() -> Iterator[None]:
+    """A test's own shared engines go when it ends (the session's server keeps its own):
+    engines left idle for engineIdleMinutes would hold the memory the next tests load into."""
+    yield
+    from lsp_copilot.engine.shared.control import ask, wait_gone
+    from lsp_copilot.engine.shared.runtime import places, runtime_dir
+
+    for place in places(runtime_dir()):
+        status = ask(place, {"op": "status", "id": "status"})
+        if status is not None and status.get("clients") == 0 and \
+                ask(place, {"op": "stop", "id": "stop"}) is not None:
+            wait_gone(status.get("pid"))
