@@ -137,7 +137,8 @@ async def test_shutdown_leaves_no_process_and_disk_cache_survives_restart(tmp_pa
     # No deadline: an answer cut short on a busy machine is (rightly) not cached. One
     # suggestion: sampled alternatives are engine calls the cache does not answer.
     options = {"cacheDir": str(tmp_path / "cache"), "deadlineMs": 0, "maxSuggestions": 1,
-               "engineShared": False}  # its own engine, which must go with it
+               "engineShared": False,  # its own engine, which must go with it
+               "routes": {}}  # one engine (the typing one would double the memory)
     first = await serve(options)
     s1 = await _complete_once(first)
     assert s1["engine_requests"] == 1 and s1["cache_hits"] == 0

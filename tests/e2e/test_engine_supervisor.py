@@ -218,7 +218,8 @@ async def test_repeated_failures_stay_down_until_the_retry_command(
 
 
 async def test_sigkilled_server_leaves_no_engine_process() -> None:
-    client = await serve({"cache": False, "engineShared": False})  # a shared one stays
+    client = await serve({"cache": False, "engineShared": False,  # a shared one stays
+                          "routes": {}})  # one engine
     server = client._server
     assert server is not None
     children = psutil.Process(server.pid).children(recursive=True)

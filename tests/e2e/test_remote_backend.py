@@ -81,7 +81,7 @@ class Served:
             yield
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # its memory is free for the modules after
 def vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """`vllm serve` of the default model on a free loopback port; stopped at the end, also
     when a test fails."""
@@ -109,7 +109,7 @@ def remote_settings(url: str, **extra: Any) -> dict[str, Any]:
                            "cache": False, "maxSuggestions": 1, **SLOW_MACHINE, **extra}}
 
 
-@pytest_lsp.fixture(scope="session",
+@pytest_lsp.fixture(scope="module",
                     config=ClientServerConfig(server_command=SERVER, server_env=SERVER_ENV))
 async def remote_client(lsp_client: LanguageClient, vllm: Served):  # type: ignore[no-untyped-def]
     """An lsp-copilot server whose engine is the vLLM server above."""

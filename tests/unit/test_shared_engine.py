@@ -251,3 +251,21 @@ async def test_a_new_engine_stops_only_the_engines_no_server_uses(served: Any,
     monkeypatch.setattr(host_mod, "UNUSED_AFTER_S", 0.0)
     stopped = await asyncio.to_thread(control.stop_unused, place.folder, "other-engine")
     assert stopped == [place.name] and host._done.is_set() and gone == [os.getpid()]
+
+
+async def test_an_engine_whose_socket_was_taken_exits_once_its_servers_left(
+        served: Any, monkeypatch: Any) -> None:
+    host, _engine, place = served
+    monkeypatch.setattr(host_mod, "IDLE_CHECK_S", 0.01)
+    host.socket_inode = place.socket.stat().st_ino
+    client = _client(host, place)
+    await client.warm_up()
+    await asyncio.wait_for(_attached(host, 1), 5)
+    place.socket.unlink()
+    bind(place).close()  # another engine's socket at the same path
+    assert not host.owns_socket()
+    run = asyncio.ensure_future(host.run_until_done())
+    await asyncio.sleep(0.05)
+    assert not run.done()  # a server still uses it
+    await client.shutdown()
+    await asyncio.wait_for(run, 5)

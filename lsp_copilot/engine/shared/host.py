@@ -19,6 +19,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ log = logging.getLogger(__name__)
 TICK_S = 2.0
 """How often a load's progress (CPU, log lines) is told to the servers waiting on it."""
 IDLE_CHECK_S = 5.0
+CLOSE_LIMIT_S = 60.0
+"""An engine that exits frees its memory within this long, or is killed."""
 UNUSED_AFTER_S = 2.0
 """No server for this long: another engine's start may stop this one to make room. (A
 server attaches, then reconnects for its requests: a gap of milliseconds.)"""
@@ -99,6 +102,7 @@ class EngineHost:
         self._idle_since: float | None = time.monotonic()
         self._done = asyncio.Event()
         self._log_size = 0
+        self.socket_inode: int | None = None  # of the socket bound for it
 
     # -- the load ----------------------------------------------------------------------
 
@@ -283,6 +287,17 @@ class EngineHost:
                     time.monotonic() - self._idle_since >= self.idle_s):
                 log.info("no server for %g minutes: the shared engine exits", self.idle_s / 60)
                 break
+            if not self._clients and not self.owns_socket():
+                log.warning("another engine took %s: this one exits", self.place.socket)
+                break
+
+    def owns_socket(self) -> bool:
+        """Whether servers still find this engine: its socket may have been replaced (a
+        start that found it not answering) or removed; then nobody new can attach."""
+        try:
+            return self.place.socket.stat().st_ino == self.socket_inode
+        except OSError:
+            return False
 
     async def close(self) -> None:
         for client, writer in list(self._clients.values()):
@@ -322,6 +337,12 @@ def bind(place: EnginePlace) -> socket.socket:
     return sock
 
 
+def _kill_group() -> None:
+    """This engine and its EngineCore, at once: its shutdown hung (its memory must go)."""
+    log.error("the shared engine's shutdown took over %g s: killed", CLOSE_LIMIT_S)
+    os.killpg(os.getpgid(0), signal.SIGKILL)
+
+
 def detach() -> None:
     """Leave the starter: it returns at once, and this process is nobody's child (an
     editor or server that exits, or kills its children, leaves the engine running)."""
@@ -337,6 +358,7 @@ async def serve(place: EnginePlace, settings: Settings, label: str, idle_minutes
     os.environ.setdefault("PYTHONFAULTHANDLER", "1")  # and of the EngineCore on SIGABRT
     sock = bind(place)
     host = EngineHost(place, settings, label, idle_minutes, load)
+    host.socket_inode = place.socket.stat().st_ino
     server = await asyncio.start_unix_server(host.handle, sock=sock, limit=wire.MAX_LINE)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -346,9 +368,13 @@ async def serve(place: EnginePlace, settings: Settings, label: str, idle_minutes
         await host.run_until_done()
     finally:
         # Unlink first: a server arriving now starts a new engine instead of finding this
-        # one going away.
-        with contextlib.suppress(FileNotFoundError):
-            place.socket.unlink()
+        # one going away (not the socket of another engine that replaced this one).
+        if host.owns_socket():
+            with contextlib.suppress(FileNotFoundError):
+                place.socket.unlink()
+        guard = threading.Timer(CLOSE_LIMIT_S, _kill_group)  # a shutdown that hangs
+        guard.daemon = True
+        guard.start()
         loader.cancel()
         server.close()
         if host.state == "failed":  # the waiting servers read why before the socket goes
