@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import signal
+import stat
 from collections.abc import Callable
 from typing import Any
 
@@ -137,13 +138,16 @@ class EmbeddedProbe:
 
 
 def log_streams() -> list[Any]:
-    """The open files of the log's handlers (where a stack dump is found afterwards)."""
+    """The open files of the log's handlers (where a stack dump is found afterwards); not
+    a pipe (the editor's stderr): if nobody reads it, a dump there would block the watchdog
+    that writes it."""
     out = []
     for handler in logging.getLogger().handlers:
         stream = getattr(handler, "stream", None)
         if stream is not None and hasattr(stream, "fileno"):
             with contextlib.suppress(Exception):
                 stream.flush()
-                stream.fileno()
+                if stat.S_ISFIFO(os.fstat(stream.fileno()).st_mode):
+                    continue
                 out.append(stream)
     return out

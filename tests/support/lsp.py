@@ -135,6 +135,11 @@ async def serve(options: dict[str, object], root: Path = ROOT) -> PlainClient:
     """A server of our own (not pytest-lsp's), initialized, its engine ready."""
     client = PlainClient("test", "1")
     await client.start_io(*SERVER)
+    server = client._server
+    assert server is not None and server.stderr is not None
+    # pygls pipes the server's stderr and never reads it: a full pipe (64 KB of log lines
+    # and vLLM's load messages) would block the server, and its engine, at their next write.
+    client._stderr_drain = asyncio.ensure_future(server.stderr.read())  # type: ignore[attr-defined]
     await client.initialize_async(
         types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=root.as_uri(),
                                initialization_options=options)
