@@ -10,9 +10,11 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,6 +130,19 @@ def test_no_room_to_create_the_folder_warns_once_and_opens_later(
     assert [r.ts for r in read(path)] == [10.0]
 
 
+def _count_opens(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every sqlite3.connect from now on (real ones): a damaged file is opened once."""
+    opened: list[object] = []
+    real = sqlite3.connect
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        opened.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    return opened
+
+
 def _saved_then_closed(path: Path, n: int) -> None:
     store = OutcomeStore(path)
     for i in range(n):
@@ -136,15 +151,18 @@ def _saved_then_closed(path: Path, n: int) -> None:
 
 
 def test_a_file_overwritten_with_garbage_is_left_alone_with_one_warning(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "a.sqlite3"
     _saved_then_closed(path, 3)
     garbage = b"this is not a database\x00\xff" * 400
     path.write_bytes(garbage)
+    opened = _count_opens(monkeypatch)
     store = OutcomeStore(path)
     for i in range(20):
         assert store.add(_rec(float(i))) is False  # dropped, no raise
     store.close()
+    assert len(opened) == 1  # off for this file: not tried again for each record
     warnings = _warnings(caplog)
     assert len(warnings) == 1, warnings
     assert str(path) in warnings[0] and "move it away" in warnings[0]
@@ -156,7 +174,8 @@ def test_a_file_overwritten_with_garbage_is_left_alone_with_one_warning(
 
 
 def test_a_malformed_file_fails_its_first_write_then_is_not_touched(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "a.sqlite3"
     _saved_then_closed(path, 60)  # several pages
     data = bytearray(path.read_bytes())
@@ -164,10 +183,12 @@ def test_a_malformed_file_fails_its_first_write_then_is_not_touched(
     assert len(data) > 3 * page
     data[page:] = b"\xa5" * (len(data) - page)  # a valid header, the tables garbage
     path.write_bytes(bytes(data))
+    opened = _count_opens(monkeypatch)
     store = OutcomeStore(path)
     for i in range(10):
         assert store.add(_rec(float(i))) is False
     store.close()
+    assert len(opened) == 1
     warnings = _warnings(caplog)
     assert len(warnings) == 1 and "damaged" in warnings[0] and str(path) in warnings[0]
     assert path.read_bytes() == bytes(data)
