@@ -19,7 +19,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise SystemExit(f"error: {exc}") from None
     path = args.file or store.default_path()
-    records = store.read(path, since)
+    try:
+        records = store.read(path, since)
+    except store.StoreError as exc:  # a damaged file: one line saying what to do
+        raise SystemExit(f"error: {exc}") from None
     result = report.build(records, since, args.by)
     if args.json:
         print(json.dumps({"file": str(path), **result}, indent=2))
