@@ -28,12 +28,12 @@ from benchmarks.context_audit import LayerAudit
 from benchmarks.corpus import default_corpus
 from benchmarks.holes import LineRule, pick_line
 from benchmarks.metrics import median
-from lsp_copilot.cli.audit import engine_counter
 from lsp_copilot.context.builder import build_context
 from lsp_copilot.context.index.folder import WorkspaceIndex
 from lsp_copilot.context.index.workspace import Workspace
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.language.ids import language_id_for_path
+from lsp_copilot.models.engine_tokenizer import engine_counter
 from lsp_copilot.prompts.templates import template_for
 from lsp_copilot.telemetry import percentile
 from lsp_copilot.tokens import TokenCounter

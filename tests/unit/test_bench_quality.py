@@ -6,9 +6,9 @@ from pathlib import Path
 
 from benchmarks.baseline import prefix_only_context
 from benchmarks.quality import cut_holes, summarize
-from lsp_copilot.cli.audit import engine_counter
 from lsp_copilot.context.index.folder import WorkspaceIndex
 from lsp_copilot.documents.store import DocumentStore
+from lsp_copilot.models.engine_tokenizer import engine_counter
 from lsp_copilot.prompts.templates import template_for
 
 GRAMMARS = Path(__file__).parent.parent / "fixtures" / "grammars"
