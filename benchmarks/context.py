@@ -29,8 +29,8 @@ from benchmarks.corpus import default_corpus
 from benchmarks.holes import LineRule, pick_line
 from benchmarks.metrics import median
 from lsp_copilot.context.builder import build_context
-from lsp_copilot.context.index.folder import WorkspaceIndex
 from lsp_copilot.context.index.workspace import Workspace
+from lsp_copilot.context.index.workspace_index import WorkspaceIndex
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.language.ids import language_id_for_path
 from lsp_copilot.models.engine_tokenizer import engine_counter

@@ -34,8 +34,8 @@ from benchmarks.corpus import default_corpus, split_corpora
 from benchmarks.holes import LineRule, indent_width, pick_block, pick_line
 from benchmarks.metrics import edit_similarity
 from lsp_copilot.context.budgets import budgets_for
-from lsp_copilot.context.index.folder import WorkspaceIndex
 from lsp_copilot.context.index.workspace import Workspace
+from lsp_copilot.context.index.workspace_index import WorkspaceIndex
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.language.ids import language_id_for_path, parser_for

@@ -32,8 +32,8 @@ def _parse_location(value: str) -> tuple[Path, int, int]:
 async def _complete(args: argparse.Namespace) -> dict[str, Any]:
     from lsp_copilot.cli.context_audit import find_root
     from lsp_copilot.context.budgets import budgets_for
-    from lsp_copilot.context.index.folder import WorkspaceIndex
     from lsp_copilot.context.index.workspace import Workspace
+    from lsp_copilot.context.index.workspace_index import WorkspaceIndex
     from lsp_copilot.documents.buffer import PositionError
     from lsp_copilot.documents.store import DocumentStore
     from lsp_copilot.engine.manager import EngineManager

@@ -12,8 +12,8 @@ from typing import Any
 
 from lsp_copilot.context.budgets import Budgets, budgets_for
 from lsp_copilot.context.builder import build_context
-from lsp_copilot.context.index.folder import WorkspaceIndex
 from lsp_copilot.context.index.workspace import Workspace
+from lsp_copilot.context.index.workspace_index import WorkspaceIndex
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.device import detect
 from lsp_copilot.language.ids import language_id_for_path

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from benchmarks.context_audit import LayerAudit
 from lsp_copilot.context.builder import build_context
-from lsp_copilot.context.index.folder import WorkspaceIndex
 from lsp_copilot.context.index.workspace import Workspace
+from lsp_copilot.context.index.workspace_index import WorkspaceIndex
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.prompts.templates import template_for
 from lsp_copilot.tokens import TiktokenCounter

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from benchmarks.baseline import prefix_only_context
 from benchmarks.quality import cut_holes, summarize
-from lsp_copilot.context.index.folder import WorkspaceIndex
+from lsp_copilot.context.index.workspace_index import WorkspaceIndex
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.models.engine_tokenizer import engine_counter
 from lsp_copilot.prompts.templates import template_for
