@@ -19,7 +19,7 @@ import logging
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from lsp_copilot.context.cache import ContextCache
+from lsp_copilot.context.context_cache import ContextCache
 from lsp_copilot.context.index.workspace import Workspace
 from lsp_copilot.context.layers.blocks import Block, Filled, line_start, render
 from lsp_copilot.context.layers.filling import KEYS, Layers

@@ -27,7 +27,7 @@ from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.routes import Routes, route_kind
 from lsp_copilot.language.trigger import Mode, completion_mode, room_for_block
 from lsp_copilot.pipeline.alternatives import Alternatives, distinct
-from lsp_copilot.pipeline.cache import CompletionCache, cache_key
+from lsp_copilot.pipeline.completion_cache import CompletionCache, cache_key
 from lsp_copilot.pipeline.flights import BEFORE_END, Flights, whole_cut
 from lsp_copilot.pipeline.prompt import cursor_at, prompt_for, prompt_ids
 from lsp_copilot.pipeline.scheduling import Debouncer

@@ -91,7 +91,7 @@ def test_engine_key_changes_only_for_engine_settings() -> None:
 
 def test_cache_clear_command(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from lsp_copilot.cli.main import main
-    from lsp_copilot.pipeline.cache import CompletionCache
+    from lsp_copilot.pipeline.completion_cache import CompletionCache
 
     cache = CompletionCache(tmp_path / "ws1")
     cache.put("k", "v")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from lsp_copilot.pipeline.cache import CompletionCache
+from lsp_copilot.pipeline.completion_cache import CompletionCache
 from lsp_copilot.server.handlers import completion, documents, feedback, workspace
 from lsp_copilot.server.state import CopilotServer
 from tests.support.fakes import FakeEngine

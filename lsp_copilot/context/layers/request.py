@@ -3,7 +3,7 @@ names referenced near the cursor, the imports resolved in the index, the open bu
 
 from __future__ import annotations
 
-from lsp_copilot.context.cache import ContextCache
+from lsp_copilot.context.context_cache import ContextCache
 from lsp_copilot.context.index.same_file import SameFile
 from lsp_copilot.context.index.symbols import Definition, references_near
 from lsp_copilot.context.index.workspace import Workspace, uri_to_path
