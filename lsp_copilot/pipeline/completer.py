@@ -32,7 +32,7 @@ from lsp_copilot.pipeline.flights import BEFORE_END, Flights, whole_cut
 from lsp_copilot.pipeline.prompt import cursor_at, prompt_for, prompt_ids
 from lsp_copilot.pipeline.scheduling import Debouncer
 from lsp_copilot.pipeline.typing_through import TypingThrough
-from lsp_copilot.postprocess.cursor import Cursor
+from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.postprocess.finalize import finalize
 from lsp_copilot.postprocess.safety import Finding, SafetyChecker
 from lsp_copilot.postprocess.stop import continuation, stop_rule

@@ -19,8 +19,8 @@ from lsp_copilot.settings.completion import CompletionSettings
 from lsp_copilot.settings.context import ContextSettings
 from lsp_copilot.settings.engine import EngineSettings
 from lsp_copilot.settings.general import GeneralSettings
+from lsp_copilot.settings.logs_and_records import RecordsSettings
 from lsp_copilot.settings.privacy import PrivacySettings
-from lsp_copilot.settings.records import RecordsSettings
 from lsp_copilot.settings.remote import RemoteSettings
 from lsp_copilot.settings.supervision import SupervisionSettings
 

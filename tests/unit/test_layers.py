@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"documents"},
     {"language", "tokens"},
     {"settings", "telemetry", "logs"},
-    {"privacy", "paths", "heap", "process"},
+    {"privacy", "paths", "gc_timing", "process"},
     {"__init__"},  # the version
 ]
 MAX_LINES = 500

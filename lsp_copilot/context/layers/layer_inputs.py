@@ -27,7 +27,7 @@ def display_path(snapshot: Snapshot, workspace: Workspace | None) -> str:
     return path.name if path is not None else snapshot.uri
 
 
-class Request:
+class LayerInputs:
     """One context build's cursor and what every layer reads about it."""
 
     def __init__(self, snapshot: Snapshot, offset: int, counter: TokenCounter,
