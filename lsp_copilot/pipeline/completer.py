@@ -59,9 +59,10 @@ class RequestIds:
         return f"lsp-copilot-{kind}-{number}" if kind else f"lsp-copilot-{number}"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Outcome:
-    """A finished completion; ``reason`` says why ``text`` is empty when it is."""
+    """A finished completion; ``reason`` says why ``text`` is empty when it is. Built with
+    keywords only: a dozen fields in a row are easy to misplace."""
 
     text: str
     mode: Mode
@@ -82,7 +83,7 @@ class Outcome:
 
 def _none(mode: Mode, reason: str, context: Context | None = None) -> Outcome:
     """No suggestion, for ``reason``."""
-    return Outcome("", mode, reason=reason, context=context, source="none")
+    return Outcome(text="", mode=mode, reason=reason, context=context, source="none")
 
 
 def _line_before(snapshot: Snapshot, offset: int) -> str:
@@ -389,11 +390,13 @@ class Completer:
         if text and not prefetch:
             self.typing_through.remember(snapshot, offset, (text, *alternatives))
         trace["route"] = route
-        return Outcome(text, mode, timings, None if text else unsafe or "the model gave nothing "
-                       "usable", context, source, raw, warned, tuple(
-                           f.message() for f in warned
+        return Outcome(
+            text=text, mode=mode, timings_ms=timings,
+            reason=None if text else unsafe or "the model gave nothing usable",
+            context=context, source=source, raw=raw, safety=warned,
+            warnings=tuple(f.message() for f in warned
                            if not prefetch and self.safety.first_warning(snapshot.uri, f)),
-                       route, template.name, arm, alternatives=alternatives)
+            route=route, template=template.name, arm=arm, alternatives=alternatives)
 
     def _review(self, snapshot: Snapshot, offset: int, text: str, level: str, prefetch: bool
                 ) -> tuple[str, tuple[Finding, ...], str | None]:
@@ -451,5 +454,6 @@ class Completer:
     def _typed(self, text: str, mode: Mode, started: float) -> Outcome:
         self.telemetry.count("typed_through")
         ms = round((time.perf_counter() - started) * 1000, 2)
-        return Outcome(text, mode, {"context": 0.0, "engine": 0.0, "total": ms}, None, None,
-                       "typed_through")
+        return Outcome(text=text, mode=mode,
+                       timings_ms={"context": 0.0, "engine": 0.0, "total": ms},
+                       reason=None, context=None, source="typed_through")
