@@ -25,7 +25,7 @@ demo: install-dev
 	$(BIN)/lsp-copilot complete tests/fixtures/demo/geometry.py:13:12 --json
 
 lint: install-dev
-	$(BIN)/ruff check lsp_copilot benchmarks tests
+	$(BIN)/ruff check lsp_copilot lsp_copilot_bench tests
 	$(BIN)/mypy
 
 # The unit tests: no model, no engine, no editor; under a minute on 2 cores.

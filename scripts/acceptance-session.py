@@ -36,7 +36,7 @@ from lsprotocol import types
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.typing_replay import (  # noqa: E402
+from lsp_copilot_bench.typing_replay import (  # noqa: E402
     PAUSE_MS,
     Script,
     _drain,

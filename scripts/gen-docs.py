@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lsp_copilot.settings.doc import (  # noqa: E402
+from lsp_copilot.settings.docgen import (  # noqa: E402
     DOC_PATH,
     PACKAGE_PATH,
     configuration_markdown,

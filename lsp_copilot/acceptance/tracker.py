@@ -166,7 +166,7 @@ class Tracker:
         suggestion on screen (or of an item of its answer the user cycled to, which some
         clients never report), that is a partial accept, returned."""
         mine = [o for o in self._open.values() if o.uri == uri]
-        typed = {s.id: _typed(s, data) for s in mine}
+        typed = {s.id: _typed_bytes(s, data) for s in mine}
         taken = _taken(mine, typed) if inserted else None
         revealed = taken is not None and not taken.shown
         if revealed and taken is not None:
@@ -261,7 +261,7 @@ class Inferred:
     revealed: bool
 
 
-def _typed(s: Suggestion, data: bytes) -> int | None:
+def _typed_bytes(s: Suggestion, data: bytes) -> int | None:
     """Bytes of ``s`` the document holds where it was answered; None: the user left it."""
     n = len(data) - s.start - s.tail
     inside = 0 <= n <= len(s.text) and data[s.start:s.start + n] == s.text[:n] and (

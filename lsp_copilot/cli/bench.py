@@ -1,5 +1,5 @@
-"""`lsp-copilot bench`: every measurement, run from the `benchmarks` package (outside the
-runtime package: imported only when a benchmark runs)."""
+"""`lsp-copilot bench`: every measurement, run from the `lsp_copilot_bench` package (outside
+the runtime package: imported only when a benchmark runs)."""
 
 from __future__ import annotations
 
@@ -13,20 +13,20 @@ from lsp_copilot.cli.options import MODEL_HELP, Subparsers
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from benchmarks import main as bench
+    from lsp_copilot_bench import main as bench
 
     result: Any
     if args.split:
         if args.what not in ("quality", "typing"):
             raise SystemExit("error: --split applies to bench quality and bench typing")
-        from benchmarks.corpus import split_corpora
+        from lsp_copilot_bench.corpus import split_corpora
 
         try:  # before the engine loads: say what to run
             split_corpora(args.corpus, args.split)
         except ValueError as exc:
             raise SystemExit(f"error: {exc}") from None
     if args.what == "quality":  # the whole pipeline, ours against prefix-only
-        from benchmarks import quality as bench_quality
+        from lsp_copilot_bench import quality as bench_quality
 
         log = Path(f"{args.json}.holes.jsonl") if isinstance(args.json, str) else None
         if log is not None:
@@ -41,7 +41,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             print(bench_quality.render(result))
         return 0
     if args.what == "safety":  # no engine: the rules on real code and on the snippets
-        from benchmarks import safety as bench_safety
+        from lsp_copilot_bench import safety as bench_safety
 
         try:
             folders = bench_safety.parse_folders(args.language_corpus)
@@ -51,13 +51,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2) if args.json else bench_safety.render(result))
         return 0
     if args.what == "robustness":  # through the real protocol: one line per trial
-        from benchmarks import robustness as bench_robustness
+        from lsp_copilot_bench import robustness as bench_robustness
 
         return bench_robustness.run(args.messages, args.soak, args.examples, args.trial,
                                     args.json, args.out)
     if args.what == "context":  # no engine: measures the prompt itself
-        from benchmarks import context as context_bench
-        from benchmarks import languages as bench_languages
+        from lsp_copilot_bench import context as context_bench
+        from lsp_copilot_bench import languages as bench_languages
 
         try:
             folders = bench_languages.parse_folders(args.language_corpus)
@@ -66,17 +66,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
         result = context_bench.run(args.corpus, args.count, args.model, folders,
                                    args.per_language)
     elif args.what == "starts":  # the shared engine started again and again
-        from benchmarks import starts
+        from lsp_copilot_bench import starts
 
         result = starts.run(args.count, args.model)
     elif args.what == "coldstart":  # through the real protocol: two cold servers
-        from benchmarks import coldstart
+        from lsp_copilot_bench import coldstart
 
         result = coldstart.run()
     elif args.what == "typing":  # through the real protocol: spawns two servers
         import tempfile
 
-        from benchmarks import typing_replay as bench_typing
+        from lsp_copilot_bench import typing_replay as bench_typing
 
         with tempfile.TemporaryDirectory(prefix="lsp-copilot-bench-") as tmp:
             result = bench_typing.run(args.corpus or bench.default_corpus(), args.keystrokes,
@@ -84,7 +84,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"wrote {args.out / 'bench-typing.json'} and {args.out / 'bench-typing.png'}",
               file=sys.stderr)
         if not args.json:
-            from benchmarks.pauses import render
+            from lsp_copilot_bench.pauses import render
 
             print(render(result))
             return 0
@@ -93,7 +93,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if args.weights:
             if args.what != "engine":
                 raise SystemExit("error: --weights is for `bench engine`")
-            from benchmarks.weights import parse_weights
+            from lsp_copilot_bench.weights import parse_weights
 
             try:
                 weights = parse_weights(args.weights)

@@ -30,10 +30,10 @@ def _parse_location(value: str) -> tuple[Path, int, int]:
 
 
 async def _complete(args: argparse.Namespace) -> dict[str, Any]:
-    from lsp_copilot.cli.audit import find_root
+    from lsp_copilot.cli.context_audit import find_root
     from lsp_copilot.context.budgets import budgets_for
-    from lsp_copilot.context.index.folder import WorkspaceIndex
     from lsp_copilot.context.index.workspace import Workspace
+    from lsp_copilot.context.index.workspace_index import WorkspaceIndex
     from lsp_copilot.documents.buffer import PositionError
     from lsp_copilot.documents.store import DocumentStore
     from lsp_copilot.engine.manager import EngineManager
@@ -128,7 +128,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
 
 
 def cmd_context(args: argparse.Namespace) -> int:
-    from lsp_copilot.cli.audit import audit, render_table
+    from lsp_copilot.cli.context_audit import audit, render_table
 
     path, line, col = _parse_location(args.location)
     if not path.is_file():

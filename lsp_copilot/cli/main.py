@@ -10,7 +10,7 @@ import sys
 from lsp_copilot import __version__
 from lsp_copilot.cli import (
     bench,
-    cache,
+    cache_command,
     complete,
     doctor,
     engine,
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="debug, info, warning or error (default: $LSP_COPILOT_LOG or "
                         "info); the log goes to a file, see `lsp-copilot doctor`")
     sub = parser.add_subparsers(dest="command", required=True)
-    for family in (serve, complete, doctor, bench, safety, cache, stats, model, engine):
+    for family in (serve, complete, doctor, bench, safety, cache_command, stats, model, engine):
         family.add_commands(sub)  # in this order in --help
     return parser
 

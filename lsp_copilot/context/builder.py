@@ -19,11 +19,11 @@ import logging
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from lsp_copilot.context.cache import ContextCache
+from lsp_copilot.context.context_cache import ContextCache
 from lsp_copilot.context.index.workspace import Workspace
 from lsp_copilot.context.layers.blocks import Block, Filled, line_start, render
-from lsp_copilot.context.layers.filling import KEYS, Layers
-from lsp_copilot.context.layers.request import Request, display_path
+from lsp_copilot.context.layers.layer_dispatch import KEYS, Layers
+from lsp_copilot.context.layers.layer_inputs import LayerInputs, display_path
 from lsp_copilot.context.result import LAYER_NAMES, Context, Layer
 from lsp_copilot.context.window import Window, cursor_window
 from lsp_copilot.documents.store import Snapshot
@@ -199,7 +199,7 @@ def _build_context(
     def add_layers(q: LanguageQueries) -> None:
         """P1-P4 and the budget they leave back to P0 (sets ``window`` and ``layers``)."""
         nonlocal window
-        chosen = Layers(Request(snapshot, offset, counter, q, workspace, cache))
+        chosen = Layers(LayerInputs(snapshot, offset, counter, q, workspace, cache))
         carry = 0
         for key in KEYS:
             room = int(budget * share[key]) + carry

@@ -27,12 +27,12 @@ from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.routes import Routes, route_kind
 from lsp_copilot.language.trigger import Mode, completion_mode, room_for_block
 from lsp_copilot.pipeline.alternatives import Alternatives, distinct
-from lsp_copilot.pipeline.cache import CompletionCache, cache_key
+from lsp_copilot.pipeline.completion_cache import CompletionCache, cache_key
 from lsp_copilot.pipeline.flights import BEFORE_END, Flights, whole_cut
 from lsp_copilot.pipeline.prompt import cursor_at, prompt_for, prompt_ids
 from lsp_copilot.pipeline.scheduling import Debouncer
 from lsp_copilot.pipeline.typing_through import TypingThrough
-from lsp_copilot.postprocess.cursor import Cursor
+from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.postprocess.finalize import finalize
 from lsp_copilot.postprocess.safety import Finding, SafetyChecker
 from lsp_copilot.postprocess.stop import continuation, stop_rule
@@ -59,9 +59,10 @@ class RequestIds:
         return f"lsp-copilot-{kind}-{number}" if kind else f"lsp-copilot-{number}"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Outcome:
-    """A finished completion; ``reason`` says why ``text`` is empty when it is."""
+    """A finished completion; ``reason`` says why ``text`` is empty when it is. Built with
+    keywords only: a dozen fields in a row are easy to misplace."""
 
     text: str
     mode: Mode
@@ -80,9 +81,9 @@ class Outcome:
     alternative_ids: list[str] = field(default_factory=list)  # their ids in feedback
 
 
-def _none(mode: Mode, reason: str, context: Context | None = None) -> Outcome:
+def _no_suggestion(mode: Mode, reason: str, context: Context | None = None) -> Outcome:
     """No suggestion, for ``reason``."""
-    return Outcome("", mode, reason=reason, context=context, source="none")
+    return Outcome(text="", mode=mode, reason=reason, context=context, source="none")
 
 
 def _line_before(snapshot: Snapshot, offset: int) -> str:
@@ -221,22 +222,22 @@ class Completer:
     def _refusal(self, snapshot: Snapshot, settings: Settings) -> Outcome | None:
         """Why no completion is asked for in this document at all, if so."""
         if not settings.enable:
-            return _none("none", "disabled by the `enable` setting")
+            return _no_suggestion("none", "disabled by the `enable` setting")
         if not settings.language_enabled(snapshot.language_id):
             self.telemetry.count("disabled_language")
-            return _none("none", f"completions are off for {snapshot.language_id} "
-                         "(`disabledLanguages`)")
+            return _no_suggestion("none", f"completions are off for {snapshot.language_id} "
+                                  "(`disabledLanguages`)")
         if snapshot.binary or snapshot.too_large:
             self.telemetry.count("rejected_input")
-            return _none("none", "binary document" if snapshot.binary
-                         else "larger than maxDocumentBytes")
+            return _no_suggestion("none", "binary document" if snapshot.binary
+                                  else "larger than maxDocumentBytes")
         if snapshot.out_of_sync is not None:
             self.telemetry.count("out_of_sync")
-            return _none("none", f"document out of sync: {snapshot.out_of_sync}")
+            return _no_suggestion("none", f"document out of sync: {snapshot.out_of_sync}")
         secret = self.secret_reason(snapshot.uri, snapshot.version, snapshot.data)
         if secret is not None:
             self.telemetry.count("secret_skipped")
-            return _none("none", f"private file: {secret}")
+            return _no_suggestion("none", f"private file: {secret}")
         return None
 
     async def _complete(
@@ -268,10 +269,10 @@ class Completer:
                 self.telemetry.server_time((time.perf_counter() - started) * 1000)
                 if mode == "none":
                     mode = "multi-line" if "\n" in through else "single-line"
-                return self._typed(through, mode, started)
+                return self._typed_through_outcome(through, mode, started)
         if mode == "none":
             self.telemetry.count("empty_mode")
-            return _none(mode, "no completion at this position")
+            return _no_suggestion(mode, "no completion at this position")
         trace["mode"] = mode
 
         try:
@@ -279,7 +280,7 @@ class Completer:
                                                    arm=arm)
         except EngineUnavailable as exc:
             self.telemetry.count("not_ready")
-            return _none(mode, f"engine not ready: {exc}")
+            return _no_suggestion(mode, f"engine not ready: {exc}")
 
         template, context = prompt_for(
             engine, route, settings, snapshot, offset, cursor, mode, explicit=explicit,
@@ -318,7 +319,7 @@ class Completer:
             else:
                 if self.queue_depth >= settings.max_queue:
                     self.telemetry.count("overloaded")
-                    return _none(mode, "too many requests in flight; try again", context)
+                    return _no_suggestion(mode, "too many requests in flight; try again", context)
                 t0 = time.perf_counter()
                 if not prefetch and not explicit:
                     delay = self.debouncer.delay_ms(
@@ -347,7 +348,7 @@ class Completer:
                     and not explicit and not cursor.line_after.strip() else None)
                 waited += (time.perf_counter() - t0) * 1000
                 if result is None:
-                    return _none(mode, "engine error", context)
+                    return _no_suggestion(mode, "engine error", context)
                 if result.extra.get(BEFORE_END):
                     trace["before_end"] = True  # the counts below come with the end
                 else:
@@ -370,12 +371,15 @@ class Completer:
             waited += (time.perf_counter() - t_alt) * 1000
             candidates += [finalize(r.text, mode, cursor, snapshot, offset,
                                     r.finish_reason == "length") for r in results]
-        text, warned, unsafe = self._review(snapshot, offset, text, settings.safety, prefetch)
+        text, warned, unsafe = self._apply_safety(snapshot, offset, text, settings.safety,
+                                                  prefetch)
         alternatives: list[str] = []
         if alts is not None:
             # An alternative is offered only when the safety check has nothing to say.
-            texts = distinct([text, *(t for t in candidates[1:] if t and self._clean(
-                snapshot, offset, t, settings.safety))], settings.max_suggestions)
+            texts = distinct([text, *(t for t in candidates[1:] if t and
+                                      self._passes_safety_as_is(snapshot, offset, t,
+                                                                settings.safety))],
+                             settings.max_suggestions)
             if texts and texts[0] != text:  # the first was dropped: an alternative leads
                 warned = ()
             text, alternatives = (texts[0], texts[1:]) if texts else ("", [])
@@ -389,14 +393,16 @@ class Completer:
         if text and not prefetch:
             self.typing_through.remember(snapshot, offset, (text, *alternatives))
         trace["route"] = route
-        return Outcome(text, mode, timings, None if text else unsafe or "the model gave nothing "
-                       "usable", context, source, raw, warned, tuple(
-                           f.message() for f in warned
+        return Outcome(
+            text=text, mode=mode, timings_ms=timings,
+            reason=None if text else unsafe or "the model gave nothing usable",
+            context=context, source=source, raw=raw, safety=warned,
+            warnings=tuple(f.message() for f in warned
                            if not prefetch and self.safety.first_warning(snapshot.uri, f)),
-                       route, template.name, arm, alternatives=alternatives)
+            route=route, template=template.name, arm=arm, alternatives=alternatives)
 
-    def _review(self, snapshot: Snapshot, offset: int, text: str, level: str, prefetch: bool
-                ) -> tuple[str, tuple[Finding, ...], str | None]:
+    def _apply_safety(self, snapshot: Snapshot, offset: int, text: str, level: str,
+                      prefetch: bool) -> tuple[str, tuple[Finding, ...], str | None]:
         """The suggestion as the ``safety`` setting lets it be shown, the findings to warn
         about, and why it was dropped (when it was). One holding a placeholder or a secret
         is dropped whatever the setting: it would put a secret (or a hole) in the code."""
@@ -418,7 +424,8 @@ class Completer:
             why = "blocked by `safety`: " + ", ".join(sorted({f.rule for f in review.blocked}))
         return review.text, review.warned, why
 
-    def _clean(self, snapshot: Snapshot, offset: int, text: str, level: str) -> bool:
+    def _passes_safety_as_is(self, snapshot: Snapshot, offset: int, text: str,
+                             level: str) -> bool:
         """Whether the safety check leaves ``text`` as it is, with nothing to warn about."""
         if self.redactor.holds_secret(text, snapshot.uri,
                                       _line_before(snapshot, offset)) is not None:
@@ -448,8 +455,9 @@ class Completer:
             stop_token_ids=encoded.stop_ids if encoded is not None else (),
         )
 
-    def _typed(self, text: str, mode: Mode, started: float) -> Outcome:
+    def _typed_through_outcome(self, text: str, mode: Mode, started: float) -> Outcome:
         self.telemetry.count("typed_through")
         ms = round((time.perf_counter() - started) * 1000, 2)
-        return Outcome(text, mode, {"context": 0.0, "engine": 0.0, "total": ms}, None, None,
-                       "typed_through")
+        return Outcome(text=text, mode=mode,
+                       timings_ms={"context": 0.0, "engine": 0.0, "total": ms},
+                       reason=None, context=None, source="typed_through")

@@ -27,8 +27,8 @@ from lsp_copilot.engine.base import (
     EngineUnavailable,
 )
 from lsp_copilot.language.trigger import Mode
-from lsp_copilot.pipeline.cache import CompletionCache
-from lsp_copilot.postprocess.cursor import Cursor
+from lsp_copilot.pipeline.completion_cache import CompletionCache
+from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.postprocess.finalize import finalize
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry

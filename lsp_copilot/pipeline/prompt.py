@@ -19,7 +19,7 @@ from lsp_copilot.engine.base import Engine
 from lsp_copilot.engine.routes import MAIN
 from lsp_copilot.language.folders import language_config
 from lsp_copilot.language.trigger import Mode
-from lsp_copilot.postprocess.cursor import Cursor
+from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.privacy.redact import Redactor
 from lsp_copilot.prompts.templates import Template, template_for
 from lsp_copilot.settings.core import Settings

@@ -7,7 +7,7 @@ import re
 
 from lsp_copilot.language.folders import LanguageConfig
 from lsp_copilot.language.trigger import BLOCK_OPENERS, Mode
-from lsp_copilot.postprocess.cursor import Cursor
+from lsp_copilot.postprocess.cursor_text import Cursor
 
 
 def open_triple_quote(quote: str | None, line: str) -> str | None:

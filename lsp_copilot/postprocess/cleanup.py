@@ -7,7 +7,7 @@ import itertools
 import re
 
 from lsp_copilot.language.trigger import Mode, is_word_char
-from lsp_copilot.postprocess.cursor import Cursor, indent
+from lsp_copilot.postprocess.cursor_text import Cursor, indent
 
 MIN_REPEATED_LINE = 4
 """A line repeating the suffix or the line above counts only with this many characters."""

@@ -18,7 +18,7 @@ from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.language.folders import language_config
 from lsp_copilot.language.trigger import Mode
 from lsp_copilot.postprocess import brackets, cleanup, stop, syntax
-from lsp_copilot.postprocess.cursor import Cursor
+from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.postprocess.whole import WholeChecker
 
 

@@ -10,7 +10,7 @@ from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.language.folders import LanguageConfig, language_config
 from lsp_copilot.language.trigger import Mode
 from lsp_copilot.postprocess.brackets import open_brackets, open_triple_quote
-from lsp_copilot.postprocess.cursor import Cursor, indent
+from lsp_copilot.postprocess.cursor_text import Cursor, indent
 from lsp_copilot.postprocess.whole import opens_block
 
 MAX_LINES = 16

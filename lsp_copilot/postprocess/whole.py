@@ -29,7 +29,7 @@ from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.language.folders import language_config
 from lsp_copilot.language.ids import parser_for
 from lsp_copilot.postprocess.brackets import open_brackets
-from lsp_copilot.postprocess.cursor import indent
+from lsp_copilot.postprocess.cursor_text import indent
 
 BLOCK_HEADERS = (":", "{", " do", " then", "->")
 """Line endings that open a block whose body must follow (``(``/``[`` only continue)."""

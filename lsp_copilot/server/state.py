@@ -29,8 +29,8 @@ from lsp_copilot.engine.factory import EngineFactory
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.routes import Routes
 from lsp_copilot.logs import EditorLog, Logs
-from lsp_copilot.pipeline.cache import CompletionCache, cache_root, workspace_folder
 from lsp_copilot.pipeline.completer import Completer
+from lsp_copilot.pipeline.completion_cache import CompletionCache, cache_root, workspace_folder
 from lsp_copilot.pipeline.scheduling import Scheduler
 from lsp_copilot.pipeline.warmup import Warmer
 from lsp_copilot.privacy import Privacy

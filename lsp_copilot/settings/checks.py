@@ -3,7 +3,7 @@
 
 A check returns None for a good value, else the end of a sentence ("must be ...") that
 parse_settings turns into a message for the user. The schema is what VS Code validates
-with (settings/doc.py writes it into the extension's package.json).
+with (settings/docgen.py writes it into the extension's package.json).
 """
 
 from __future__ import annotations

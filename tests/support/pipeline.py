@@ -7,8 +7,8 @@ from typing import Any
 
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.engine.manager import EngineManager
-from lsp_copilot.pipeline.cache import CompletionCache
 from lsp_copilot.pipeline.completer import Completer
+from lsp_copilot.pipeline.completion_cache import CompletionCache
 from lsp_copilot.server.app import create_server
 from lsp_copilot.server.state import CopilotServer
 from lsp_copilot.settings.core import Settings

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.context_audit import LayerAudit
 from lsp_copilot.context.builder import build_context
-from lsp_copilot.context.index.folder import WorkspaceIndex
 from lsp_copilot.context.index.workspace import Workspace
+from lsp_copilot.context.index.workspace_index import WorkspaceIndex
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.prompts.templates import template_for
 from lsp_copilot.tokens import TiktokenCounter
+from lsp_copilot_bench.context_audit import LayerAudit
 
 
 def test_audit_counts_layers_and_summary_savings(tmp_path: Path, cl100k: TiktokenCounter) -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import languages as bench_languages
 from lsp_copilot.tokens import TiktokenCounter
+from lsp_copilot_bench import languages as bench_languages
 
 
 def _go_corpus(root: Path) -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.pauses import pause_figures, pause_target, render, score_pause
+from lsp_copilot_bench.pauses import pause_figures, pause_target, render, score_pause
 
 BEFORE = "import os\n\n\n"
 BODY = ("def total(values):\n    result = 0\n    for value in values:\n"

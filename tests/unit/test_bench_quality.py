@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.baseline import prefix_only_context
-from benchmarks.quality import cut_holes, summarize
-from lsp_copilot.cli.audit import engine_counter
-from lsp_copilot.context.index.folder import WorkspaceIndex
+from lsp_copilot.context.index.workspace_index import WorkspaceIndex
 from lsp_copilot.documents.store import DocumentStore
+from lsp_copilot.models.engine_tokenizer import engine_counter
 from lsp_copilot.prompts.templates import template_for
+from lsp_copilot_bench.baseline import prefix_only_context
+from lsp_copilot_bench.quality import cut_holes, summarize
 
 GRAMMARS = Path(__file__).parent.parent / "fixtures" / "grammars"
 
@@ -75,9 +75,9 @@ def test_cli_takes_bench_quality_with_an_optional_json_file() -> None:
 async def test_both_variants_take_their_ids_from_one_source(tmp_path: Path) -> None:
     """`ours` and the prefix-only baseline ask one engine, explicit requests with their
     alternatives: no two requests may share an id (an engine refuses the second)."""
-    from benchmarks.quality import run_holes
     from lsp_copilot.engine.manager import EngineManager
     from lsp_copilot.settings.core import Settings
+    from lsp_copilot_bench.quality import run_holes
     from tests.support.fakes import FakeEngine
 
     engine = FakeEngine(" a + b\n", step_s=0.0)

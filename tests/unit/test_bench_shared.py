@@ -7,11 +7,11 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-from benchmarks.corpus import archive_files, folder_files, is_source, python_files
-from benchmarks.holes import LineRule, cut_column, pick_block, pick_line
-from benchmarks.metrics import edit_similarity, median, share
-from benchmarks.robustness.edits import trial_edits
 from lsp_copilot.telemetry import percentile
+from lsp_copilot_bench.corpus import archive_files, folder_files, is_source, python_files
+from lsp_copilot_bench.holes import LineRule, cut_column, pick_block, pick_line
+from lsp_copilot_bench.metrics import edit_similarity, median, share
+from lsp_copilot_bench.robustness.edits import trial_edits
 
 
 def test_percentile_is_the_value_nearest_the_quantile_position() -> None:

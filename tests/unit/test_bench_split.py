@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.corpus import split_corpora
-from benchmarks.typing_replay import split_scripts, workspace_without_answers
+from lsp_copilot_bench.corpus import split_corpora
+from lsp_copilot_bench.typing_replay import split_scripts, workspace_without_answers
 
 BODY = ("def target(values):\n    total = 0\n    for value in values:\n"
         "        total += value * 2 if value > 0 else -value\n"

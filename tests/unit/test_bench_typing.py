@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.pauses import whole as _whole
-from benchmarks.typing_replay import make_scripts, workspace_without_answers
+from lsp_copilot_bench.pauses import whole as _whole
+from lsp_copilot_bench.typing_replay import make_scripts, workspace_without_answers
 
 BODY = ("def target(values):\n    total = 0\n    for value in values:\n"
         "        total += value * 2 if value > 0 else -value\n"

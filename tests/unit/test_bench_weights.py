@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from benchmarks import weights as bench
-from benchmarks.corpus import default_corpus
 from lsp_copilot.settings.core import Settings
+from lsp_copilot_bench import weights as bench
+from lsp_copilot_bench.corpus import default_corpus
 from tests.support.fakes import FakeEngine
 
 

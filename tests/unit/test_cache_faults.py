@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lsp_copilot.pipeline.cache import CompletionCache
+from lsp_copilot.pipeline.completion_cache import CompletionCache
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:

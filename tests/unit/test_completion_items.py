@@ -12,7 +12,7 @@ import asyncio
 
 from lsprotocol import types
 
-from lsp_copilot.pipeline.cache import CompletionCache
+from lsp_copilot.pipeline.completion_cache import CompletionCache
 from lsp_copilot.server.handlers import completion, documents
 from lsp_copilot.server.state import CopilotServer
 from tests.support.fakes import FakeEngine, SeededEngine

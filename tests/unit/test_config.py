@@ -91,7 +91,7 @@ def test_engine_key_changes_only_for_engine_settings() -> None:
 
 def test_cache_clear_command(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from lsp_copilot.cli.main import main
-    from lsp_copilot.pipeline.cache import CompletionCache
+    from lsp_copilot.pipeline.completion_cache import CompletionCache
 
     cache = CompletionCache(tmp_path / "ws1")
     cache.put("k", "v")
@@ -105,7 +105,7 @@ def test_configuration_doc_is_current() -> None:
     from pathlib import Path
 
     from lsp_copilot.settings.core import setting_docs
-    from lsp_copilot.settings.doc import DOC_PATH, configuration_markdown
+    from lsp_copilot.settings.docgen import DOC_PATH, configuration_markdown
 
     doc = (Path(__file__).resolve().parents[2] / DOC_PATH).read_text()
     assert doc == configuration_markdown(), "run: python scripts/gen-docs.py"
@@ -128,7 +128,7 @@ def test_vscode_settings_are_current() -> None:
     from pathlib import Path
 
     from lsp_copilot.settings.core import camel, setting_docs
-    from lsp_copilot.settings.doc import PACKAGE_PATH, package_json, vscode_configuration
+    from lsp_copilot.settings.docgen import PACKAGE_PATH, package_json, vscode_configuration
 
     text = (Path(__file__).resolve().parents[2] / PACKAGE_PATH).read_text()
     assert text == package_json(text), "run: python scripts/gen-docs.py"
@@ -143,7 +143,7 @@ def test_every_setting_declares_a_json_schema_its_default_fits() -> None:
     import dataclasses
 
     from lsp_copilot.settings.checks import json_schema
-    from lsp_copilot.settings.doc import _json_default
+    from lsp_copilot.settings.docgen import _json_default
 
     python_types = {"string": str, "boolean": bool, "integer": int, "number": (int, float),
                     "array": list, "object": dict, "null": type(None)}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_copilot.cli.audit import audit, find_root, render_table
+from lsp_copilot.cli.context_audit import audit, find_root, render_table
 from tests.support.models import smollm2_like_folder
 
 LAYER_KEYS = {"name": str, "source": str, "tokens": int, "truncated": bool, "text": str}

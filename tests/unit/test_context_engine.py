@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lsp_copilot.context.builder import build_context
-from lsp_copilot.context.index.folder import WorkspaceIndex
 from lsp_copilot.context.index.workspace import Workspace
+from lsp_copilot.context.index.workspace_index import WorkspaceIndex
 from lsp_copilot.context.result import Layer
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.language.ids import language_id_for_path

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lsp_copilot.context.index.folder import WorkspaceIndex
+from lsp_copilot.context.index.workspace_index import WorkspaceIndex
 from lsp_copilot.privacy import Privacy, secret_reason
 from lsp_copilot.settings.core import parse_settings
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from lsp_copilot.context.builder import build_context
-from lsp_copilot.context.index.folder import WorkspaceIndex
 from lsp_copilot.context.index.workspace import Workspace
+from lsp_copilot.context.index.workspace_index import WorkspaceIndex
 from lsp_copilot.privacy import Privacy
 from lsp_copilot.privacy.ignore import RepoIgnores
 from lsp_copilot.privacy.redact import Redactor

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import safety as bench_safety
 from lsp_copilot.cli.main import main
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.postprocess.safety import (
@@ -18,6 +17,7 @@ from lsp_copilot.postprocess.safety import (
     scan_text,
 )
 from lsp_copilot.settings.core import Settings, parse_settings
+from lsp_copilot_bench import safety as bench_safety
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "safety"
 RULES = {"eval", "shell_command", "unsafe_deserialization", "yaml_load", "sql_injection",

@@ -15,8 +15,8 @@ import pytest
 
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.manager import EngineManager
-from lsp_copilot.pipeline.cache import CompletionCache
 from lsp_copilot.pipeline.completer import Completer
+from lsp_copilot.pipeline.completion_cache import CompletionCache
 from lsp_copilot.pipeline.scheduling import Debouncer
 from lsp_copilot.privacy import secret_reason
 from lsp_copilot.settings.core import Settings

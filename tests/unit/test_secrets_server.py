@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from lsp_copilot.pipeline.cache import CompletionCache
+from lsp_copilot.pipeline.completion_cache import CompletionCache
 from lsp_copilot.server.handlers import completion, documents, feedback, workspace
 from lsp_copilot.server.state import CopilotServer
 from tests.support.fakes import FakeEngine
@@ -40,7 +40,7 @@ class RecordingEngine(FakeEngine):
     """Answers every request with ``reply`` and keeps the prompts (``prompts``)."""
 
 
-def _typed(name: str) -> tuple[str, str, int, int]:
+def _file_being_written(name: str) -> tuple[str, str, int, int]:
     """(language id, the file's text with the function being written, cursor line, col)."""
     language, insert, where = TYPED[name]
     text = (CORPUS / name).read_text()
@@ -103,14 +103,14 @@ async def test_no_planted_secret_reaches_a_prompt_the_cache_or_the_store(
     ls = await _server(tmp_path, engine, template)
     repo = tmp_path / "repo"
     for name in TYPED:  # every file open: each is context for the others
-        language, text, _, _ = _typed(name)
+        language, text, _, _ = _file_being_written(name)
         _open(ls, (repo / name).as_uri(), language, text)
     _open(ls, (repo / "vendor" / "internal.py").as_uri(), "python",
           (repo / "vendor" / "internal.py").read_text())
     _open(ls, (repo / "deploy_key.py").as_uri(), "python", (repo / "deploy_key.py").read_text())
     answered = []
     for name in TYPED:
-        _, _, line, col = _typed(name)
+        _, _, line, col = _file_being_written(name)
         uri = (repo / name).as_uri()
         result = await _inline(ls, uri, line, col)
         if result.items:

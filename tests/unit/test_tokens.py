@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lsp_copilot.cli.audit import engine_counter
+from lsp_copilot.models.engine_tokenizer import engine_counter
 from lsp_copilot.tokens import (
     HFTokenCounter,
     TiktokenCounter,

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from lsp_copilot.context.cache import ContextCache
-from lsp_copilot.context.index.folder import WorkspaceIndex
+from lsp_copilot.context.context_cache import ContextCache
+from lsp_copilot.context.index.workspace_index import WorkspaceIndex
 
 log = logging.getLogger(__name__)
 

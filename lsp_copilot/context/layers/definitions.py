@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from lsp_copilot.context.index.symbols import Definition
 from lsp_copilot.context.layers.blocks import Block
-from lsp_copilot.context.layers.request import Request
+from lsp_copilot.context.layers.layer_inputs import LayerInputs
 
 
-def candidates(r: Request, first_line: int) -> list[Block]:
+def candidates(r: LayerInputs, first_line: int) -> list[Block]:
     """P2's blocks in priority order (``first_line``: the window's first line)."""
     strong: list[Block] = []
     imported_files = {target for _, target, _ in r.resolved}

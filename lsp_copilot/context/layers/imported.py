@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from lsp_copilot.context.layers.blocks import Block
-from lsp_copilot.context.layers.request import MAX_NAMES, Request
+from lsp_copilot.context.layers.layer_inputs import MAX_NAMES, LayerInputs
 
 
-def candidates(r: Request) -> list[Block]:
+def candidates(r: LayerInputs) -> list[Block]:
     """P3's blocks in priority order: by the rank of the name near the cursor, then by
     the order of the imports."""
     if r.index is None:

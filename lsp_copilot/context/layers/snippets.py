@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lsp_copilot.context.index.workspace import uri_to_path
 from lsp_copilot.context.layers.blocks import Block, line_start
-from lsp_copilot.context.layers.request import Request
+from lsp_copilot.context.layers.layer_inputs import LayerInputs
 from lsp_copilot.context.layers.similarity import QUERY_LINES, Windows, similar_snippets
 
 RECENT_EDITS = 2
@@ -16,7 +16,7 @@ MAX_NEIGHBOUR_WINDOWS = 1500
 (a base build scores each window: about a microsecond each)."""
 
 
-def candidates(r: Request, first_line: int) -> list[Block]:
+def candidates(r: LayerInputs, first_line: int) -> list[Block]:
     """P4's blocks in priority order (``first_line``: the window's first line)."""
     if r.workspace is None:
         return []

@@ -11,7 +11,7 @@ from typing import NamedTuple
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from lsp_copilot import heap
+from lsp_copilot import gc_timing
 from lsp_copilot.acceptance.tracker import keys_for
 from lsp_copilot.documents.buffer import PositionError
 from lsp_copilot.documents.store import DocumentError, Snapshot
@@ -98,7 +98,7 @@ async def inline_completion(
     answer = await _complete(ls, params.text_document.uri, params.position, explicit,
                              track=True)
     ls.telemetry.answered(started)
-    heap.collect_young_soon()  # after the answer is out, not in the next request
+    gc_timing.collect_young_soon()  # after the answer is out, not in the next request
     if answer is None or not answer.outcome.text:
         return types.InlineCompletionList(items=[])
     outcome = answer.outcome

@@ -9,7 +9,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from lsp_copilot import heap
+from lsp_copilot import gc_timing
 from lsp_copilot.engine.device import detect
 from lsp_copilot.engine.manager import LoadResult
 from lsp_copilot.engine.validate import settings_problems
@@ -100,7 +100,7 @@ async def _load_engine(
     if token is not None:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=result.message))
     if result.ok:
-        heap.settle()  # before the first completion: the start-up's objects are long-lived
+        gc_timing.settle()  # before the first completion: the start-up's objects are long-lived
         ls.window_log_message(
             types.LogMessageParams(
                 type=types.MessageType.Info, message=f"lsp-copilot: engine {result.message}"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from lsp_copilot.context.index.folder import WorkspaceIndex, watched_globs
 from lsp_copilot.context.index.workspace import uri_to_path
+from lsp_copilot.context.index.workspace_index import WorkspaceIndex, watched_globs
 from lsp_copilot.server.state import CopilotServer
 
 log = logging.getLogger(__name__)

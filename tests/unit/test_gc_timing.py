@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import gc
 
-from lsp_copilot import heap
+from lsp_copilot import gc_timing
 
 
 def test_settle_freezes_what_survived() -> None:
     kept = [[i] for i in range(1000)]  # long-lived containers, as the index's
     try:
-        heap.settle()
+        gc_timing.settle()
         assert gc.get_freeze_count() >= len(kept)
     finally:
         gc.unfreeze()
@@ -22,7 +22,7 @@ async def test_young_generations_are_collected_after_the_current_callbacks() -> 
     gc.callbacks.append(lambda phase, info: phase == "start" and seen.append(
         info["generation"]))
     try:
-        heap.collect_young_soon()
+        gc_timing.collect_young_soon()
         assert seen == []  # not inside the handler that asked
         await asyncio.sleep(0)
         await asyncio.sleep(0)

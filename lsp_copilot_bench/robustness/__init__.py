@@ -20,13 +20,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.robustness.client import RawClient
-from benchmarks.robustness.edits import trial_edits
-from benchmarks.robustness.fuzz import trial_fuzz
-from benchmarks.robustness.kill import trial_kill
-from benchmarks.robustness.load import trial_burst, trial_soak
-from benchmarks.robustness.secret_files import trial_secrets
-from benchmarks.robustness.trial import Trial
+from lsp_copilot_bench.robustness.client import RawClient
+from lsp_copilot_bench.robustness.edits import trial_edits
+from lsp_copilot_bench.robustness.fuzz import trial_fuzz
+from lsp_copilot_bench.robustness.kill import trial_kill
+from lsp_copilot_bench.robustness.load import trial_burst, trial_soak
+from lsp_copilot_bench.robustness.secret_files import trial_secrets
+from lsp_copilot_bench.robustness.trial import Trial
 
 
 async def _run(messages: int, soak: int, examples: int, only: set[str] | None,

@@ -29,13 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.baseline import prefix_only_context
-from benchmarks.corpus import default_corpus, split_corpora
-from benchmarks.holes import LineRule, indent_width, pick_block, pick_line
-from benchmarks.metrics import edit_similarity
 from lsp_copilot.context.budgets import budgets_for
-from lsp_copilot.context.index.folder import WorkspaceIndex
 from lsp_copilot.context.index.workspace import Workspace
+from lsp_copilot.context.index.workspace_index import WorkspaceIndex
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.language.ids import language_id_for_path, parser_for
@@ -44,6 +40,10 @@ from lsp_copilot.pipeline.completer import Completer
 from lsp_copilot.postprocess.syntax import parse_inserted
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
+from lsp_copilot_bench.baseline import prefix_only_context
+from lsp_copilot_bench.corpus import default_corpus, split_corpora
+from lsp_copilot_bench.holes import LineRule, indent_width, pick_block, pick_line
+from lsp_copilot_bench.metrics import edit_similarity
 
 PROSE = ("#", "//", "/*", "*", '"', "'", "--")
 LINES = LineRule(after_row=10, max_chars=100, prose=PROSE)

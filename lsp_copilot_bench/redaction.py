@@ -19,8 +19,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus import Reader
 from lsp_copilot.privacy.redact import Redactor
+from lsp_copilot_bench.corpus import Reader
 
 SECRETS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "secrets"
 

@@ -4,7 +4,7 @@
   prompts) and its acceptance rate; prefix-cache hits over a typing replay; time to first
   token of a document's first completion, cold and after the warm-up.
 - ``bench engine --weights bf16,int8``: the same preset with other weights, side by side
-  (benchmarks/weights.py).
+  (lsp_copilot_bench/weights.py).
 - ``bench prompt``: which prompt format the model completes best, side by side in one run
   on holes cut from real code (the default corpus is Python's own standard library).
 """
@@ -21,21 +21,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus import default_corpus, python_files
-from benchmarks.holes import LineRule, pick_line
-from benchmarks.metrics import edit_similarity, median, share
 from lsp_copilot.context.builder import build_context
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.engine.base import Engine, EngineRequest
 from lsp_copilot.engine.factory import EngineFactory, Reporter
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.language.ids import language_id_for_path
-from lsp_copilot.postprocess.cursor import Cursor
+from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.postprocess.finalize import finalize
 from lsp_copilot.postprocess.stop import stop_rule
 from lsp_copilot.prompts.templates import Template, template_for
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.telemetry import Telemetry
+from lsp_copilot_bench.corpus import default_corpus, python_files
+from lsp_copilot_bench.holes import LineRule, pick_line
+from lsp_copilot_bench.metrics import edit_similarity, median, share
 
 PROMPT_LINES = LineRule(after_row=20, max_chars=80, prose=("#", '"', "'"))
 
@@ -247,7 +247,7 @@ async def _typing(manager: EngineManager, settings: Settings, corpus: Path,
                   keystrokes: int) -> dict[str, Any]:
     """Type real functions key by key (typos fixed with backspace), one request per key:
     how much of the prompt tokens vLLM's prefix cache serves."""
-    from benchmarks.typing_replay import make_scripts
+    from lsp_copilot_bench.typing_replay import make_scripts
 
     completer = _completer(manager, settings, Telemetry())
     store = DocumentStore()
@@ -277,8 +277,8 @@ async def _first_token(manager: EngineManager, engine: Engine, built: Engine | N
     has typed. The completion runs through the Completer (the server's prompt, as token
     ids), the prefix cache emptied before the cold and before the warm run.
     """
-    from benchmarks.typing_replay import make_scripts
     from lsp_copilot.pipeline.warmup import Warmer
+    from lsp_copilot_bench.typing_replay import make_scripts
 
     llm = getattr(built, "_llm", None)  # vLLM's AsyncLLM, inside the embedded engine
     if llm is None or not hasattr(llm, "reset_prefix_cache"):
@@ -364,7 +364,7 @@ def run(what: str, corpus: Path | None, count: int, model: str | None,
     if what == "prompt":
         return asyncio.run(bench_prompt(corpus, count, settings))
     if weights:  # the same model with other weights, side by side
-        from benchmarks.weights import bench_weights
+        from lsp_copilot_bench.weights import bench_weights
 
         return asyncio.run(bench_weights(corpus, count, settings, weights))
     return asyncio.run(bench_engine(corpus, count, settings, keystrokes))

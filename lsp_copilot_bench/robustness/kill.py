@@ -8,8 +8,8 @@ import os
 import signal
 import time
 
-from benchmarks.robustness.client import RawClient, engine_core_pids, suggestion
-from benchmarks.robustness.trial import Trial
+from lsp_copilot_bench.robustness.client import RawClient, engine_core_pids, suggestion
+from lsp_copilot_bench.robustness.trial import Trial
 
 
 async def _until_suggestion(client: RawClient, uri: str, line: int, char: int,

@@ -7,8 +7,8 @@ import random
 import time
 from typing import Any
 
-from benchmarks.robustness.client import ANSWER_TIMEOUT_S, RawClient, RpcError
-from benchmarks.robustness.trial import SOURCE, Trial, utf16_len
+from lsp_copilot_bench.robustness.client import ANSWER_TIMEOUT_S, RawClient, RpcError
+from lsp_copilot_bench.robustness.trial import SOURCE, Trial, utf16_len
 
 PIECES = ["a", "x", " ", "\n", "    ", "(", ")", ":", "😀", "漢字", "é", "return ", "def ", "'"]
 

@@ -12,12 +12,13 @@ from typing import Any
 
 from lsp_copilot.context.budgets import Budgets, budgets_for
 from lsp_copilot.context.builder import build_context
-from lsp_copilot.context.index.folder import WorkspaceIndex
 from lsp_copilot.context.index.workspace import Workspace
+from lsp_copilot.context.index.workspace_index import WorkspaceIndex
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.device import detect
 from lsp_copilot.language.ids import language_id_for_path
 from lsp_copilot.language.trigger import completion_mode
+from lsp_copilot.models.engine_tokenizer import engine_counter, engine_model
 from lsp_copilot.privacy import Privacy
 from lsp_copilot.privacy.ignore import RepoIgnores
 from lsp_copilot.privacy.redact import Redactor
@@ -25,7 +26,6 @@ from lsp_copilot.prompts.encoder import PromptEncoder
 from lsp_copilot.prompts.family import detect_family
 from lsp_copilot.prompts.templates import template_for
 from lsp_copilot.settings.core import Settings
-from lsp_copilot.tokens import TokenCounter, TokenCounters
 
 
 def find_root(path: Path) -> Path:
@@ -35,28 +35,6 @@ def find_root(path: Path) -> Path:
         if (folder / ".git").exists():
             return folder
     return start
-
-
-def engine_counter(model: str | None, counters: TokenCounters | None = None) -> TokenCounter:
-    """The engine's tokenizer when its folder is prepared; cl100k otherwise. ``counters``
-    are the caller's (a one-shot command that passes none gets its own)."""
-    counters = counters or TokenCounters()
-    folder = engine_model(model)
-    return counters.for_model(folder) if folder else counters.fallback()
-
-
-def engine_model(model: str | None) -> str | None:
-    """The folder (or hub id) the engine would load: ``model`` (a preset's folder for a
-    preset name), else the default preset's folder."""
-    try:
-        from lsp_copilot.models.folders import default_model_dir, model_dir
-        from lsp_copilot.models.presets import is_preset, preset
-
-        if model:
-            return str(model_dir(preset(model))) if is_preset(model) else model
-        return str(default_model_dir())
-    except Exception:
-        return model or None
 
 
 def audit(path: Path, line: int, col: int, root: Path | None, budget: int | None,

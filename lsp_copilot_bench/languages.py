@@ -23,12 +23,12 @@ from typing import Any
 
 import tree_sitter
 
-from benchmarks.corpus import SOURCES, Reader, archive_files, default_corpus, folder_files
 from lsp_copilot.context.builder import build_context
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.language.ids import ts_language
 from lsp_copilot.prompts.templates import template_for
 from lsp_copilot.tokens import TokenCounter
+from lsp_copilot_bench.corpus import SOURCES, Reader, archive_files, default_corpus, folder_files
 
 BUDGET = 1024
 LONG_LINES = 120

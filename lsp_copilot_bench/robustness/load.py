@@ -8,13 +8,13 @@ import time
 
 import psutil
 
-from benchmarks.robustness.client import (
+from lsp_copilot_bench.robustness.client import (
     ANSWER_TIMEOUT_S,
     RawClient,
     engine_core_pids,
     suggestion,
 )
-from benchmarks.robustness.trial import SOURCE, Trial, utf16_len
+from lsp_copilot_bench.robustness.trial import SOURCE, Trial, utf16_len
 
 
 async def trial_burst(client: RawClient, n: int = 200) -> Trial:

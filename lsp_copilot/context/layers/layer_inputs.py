@@ -3,7 +3,7 @@ names referenced near the cursor, the imports resolved in the index, the open bu
 
 from __future__ import annotations
 
-from lsp_copilot.context.cache import ContextCache
+from lsp_copilot.context.context_cache import ContextCache
 from lsp_copilot.context.index.same_file import SameFile
 from lsp_copilot.context.index.symbols import Definition, references_near
 from lsp_copilot.context.index.workspace import Workspace, uri_to_path
@@ -27,7 +27,7 @@ def display_path(snapshot: Snapshot, workspace: Workspace | None) -> str:
     return path.name if path is not None else snapshot.uri
 
 
-class Request:
+class LayerInputs:
     """One context build's cursor and what every layer reads about it."""
 
     def __init__(self, snapshot: Snapshot, offset: int, counter: TokenCounter,

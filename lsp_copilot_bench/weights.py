@@ -18,14 +18,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.main import Hole, _fill, _line_start, _start, cut_holes
-from benchmarks.metrics import median, share
 from lsp_copilot.context.builder import build_context
 from lsp_copilot.engine.base import Engine, EngineRequest
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.models.quantize import WEIGHT_FORMATS
 from lsp_copilot.prompts.templates import template_for
 from lsp_copilot.settings.core import Settings
+from lsp_copilot_bench.main import Hole, _fill, _line_start, _start, cut_holes
+from lsp_copilot_bench.metrics import median, share
 
 SETTLE_S = 1.5
 """Pause before an engine's turn: an idle vLLM EngineCore keeps polling its workers for

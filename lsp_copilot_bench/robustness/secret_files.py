@@ -3,8 +3,8 @@ request at all; ordinary files holding secrets are completed from redacted promp
 
 from __future__ import annotations
 
-from benchmarks.robustness.client import RawClient
-from benchmarks.robustness.trial import Trial, utf16_len
+from lsp_copilot_bench.robustness.client import RawClient
+from lsp_copilot_bench.robustness.trial import Trial, utf16_len
 
 WITHHELD = {
     ".env": "DATABASE_URL=postgres://u:p@db/x\nAPI_KEY=",

@@ -21,10 +21,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks import redaction
-from benchmarks.corpus import SOURCES, Reader, archive_files, default_corpus, folder_files
 from lsp_copilot.language.ids import parser_for
 from lsp_copilot.postprocess.safety import scan
+from lsp_copilot_bench import redaction
+from lsp_copilot_bench.corpus import SOURCES, Reader, archive_files, default_corpus, folder_files
 
 MAX_FILE_BYTES = 1_000_000
 

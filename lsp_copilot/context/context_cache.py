@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from lsp_copilot.context.index.same_file import SameFileSymbols
-from lsp_copilot.context.layers.cache import LayerCache
+from lsp_copilot.context.layers.layer_cache import LayerCache
 from lsp_copilot.context.result import Context
 
 MAX_BASES = 8

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lsp_copilot.context.layers import definitions, imported, snippets
 from lsp_copilot.context.layers.blocks import Block, Filled, fill
-from lsp_copilot.context.layers.request import Request
+from lsp_copilot.context.layers.layer_inputs import LayerInputs
 from lsp_copilot.context.layers.scopes import enclosing_scopes, render_scopes
 
 KEYS = ("P1", "P2", "P3", "P4")
@@ -14,9 +14,9 @@ KEYS = ("P1", "P2", "P3", "P4")
 class Layers:
     """The extra layers of one build and what they already show."""
 
-    def __init__(self, request: Request) -> None:
-        self.request = request
-        self.chain = enclosing_scopes(request.q, request.tree, request.data, request.offset)
+    def __init__(self, inputs: LayerInputs) -> None:
+        self.inputs = inputs
+        self.chain = enclosing_scopes(inputs.q, inputs.tree, inputs.data, inputs.offset)
         self.used: set[tuple[str, int]] = set()
         self._candidates: dict[object, list[Block]] = {}  # per layer: a refill reuses them
 
@@ -28,13 +28,13 @@ class Layers:
         # P2 depends on the window (what it shows is left out); P3 and P4 on the cursor.
         memo = (key, first_line) if key == "P2" else key
         if memo not in self._candidates:
-            r = self.request
+            r = self.inputs
             self._candidates[memo] = (
                 definitions.candidates(r, first_line) if key == "P2"
                 else imported.candidates(r) if key == "P3"
                 else snippets.candidates(r, first_line))
         fresh = [b for b in self._candidates[memo] if (b.path, b.line) not in self.used]
-        filled = fill(self.request.q, self.request.counter, fresh, allowance)
+        filled = fill(self.inputs.q, self.inputs.counter, fresh, allowance)
         self.used.update((b.path, b.line) for b in filled.blocks)
         return filled
 
@@ -45,11 +45,11 @@ class Layers:
 
     def release_own_file(self) -> None:
         """Forget what this file's own lines showed (the window moved)."""
-        self.used = {u for u in self.used if u[0] != self.request.path}
+        self.used = {u for u in self.used if u[0] != self.inputs.path}
 
     def _p1(self, first_line: int, first_byte: int, allowance: int) -> Filled:
         """The chain of enclosing scopes (layers/scopes.py), as one block."""
-        r = self.request
+        r = self.inputs
         header = r.counter.count(f"{r.q.comment} {r.path}\n")
         rendered = render_scopes(r.q, r.counter, r.data, self.chain, r.symbols, r.offset,
                                  first_line, first_byte, allowance - header)

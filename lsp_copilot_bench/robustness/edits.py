@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from benchmarks.robustness.trial import SOURCE, Trial, utf16_len
+from lsp_copilot_bench.robustness.trial import SOURCE, Trial, utf16_len
 
 
 def trial_edits(examples: int) -> Trial:

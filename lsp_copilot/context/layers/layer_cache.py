@@ -6,7 +6,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from functools import lru_cache
 
-from lsp_copilot.context.index.folder import FAMILIES, MAX_FILE_BYTES, FileEntry, WorkspaceIndex
+from lsp_copilot.context.index.workspace_index import (
+    FAMILIES,
+    MAX_FILE_BYTES,
+    FileEntry,
+    WorkspaceIndex,
+)
 from lsp_copilot.context.layers.blocks import Block
 from lsp_copilot.context.layers.similarity import Windows, identifiers, windows
 

@@ -22,21 +22,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import languages as bench_languages
-from benchmarks.baseline import prefix_only
-from benchmarks.context_audit import LayerAudit
-from benchmarks.corpus import default_corpus
-from benchmarks.holes import LineRule, pick_line
-from benchmarks.metrics import median
-from lsp_copilot.cli.audit import engine_counter
 from lsp_copilot.context.builder import build_context
-from lsp_copilot.context.index.folder import WorkspaceIndex
 from lsp_copilot.context.index.workspace import Workspace
+from lsp_copilot.context.index.workspace_index import WorkspaceIndex
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.language.ids import language_id_for_path
+from lsp_copilot.models.engine_tokenizer import engine_counter
 from lsp_copilot.prompts.templates import template_for
 from lsp_copilot.telemetry import percentile
 from lsp_copilot.tokens import TokenCounter
+from lsp_copilot_bench import languages as bench_languages
+from lsp_copilot_bench.baseline import prefix_only
+from lsp_copilot_bench.context_audit import LayerAudit
+from lsp_copilot_bench.corpus import default_corpus
+from lsp_copilot_bench.holes import LineRule, pick_line
+from lsp_copilot_bench.metrics import median
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 BUDGET = 1024

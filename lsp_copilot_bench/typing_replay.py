@@ -6,7 +6,7 @@ punctuation, a few typos fixed with backspace). Like VS Code, it sends an inline
 completion request per keystroke and cancels the previous one. The naive configuration
 (no debounce, merge, reuse, typing-through or cache) and the default one run side by
 side in one run, on the same keystrokes. Each pause is counted whole or not, and right
-or not against the line the user goes on to type (``benchmarks.pauses``).
+or not against the line the user goes on to type (``lsp_copilot_bench.pauses``).
 
 With ``--split tune|report`` the keystrokes are spread over the packages of
 ``scripts/fresh-corpus.sh``'s split (ceil(keystrokes / packages) each), typed into one
@@ -29,11 +29,11 @@ from typing import Any
 
 from lsprotocol import types
 
-from benchmarks.corpus import python_files, split_corpora
-from benchmarks.metrics import median, share
-from benchmarks.pauses import corpus_figures, pause_figures, score_pause, whole
 from lsp_copilot.server.protocol import STATS
 from lsp_copilot.telemetry import percentile
+from lsp_copilot_bench.corpus import python_files, split_corpora
+from lsp_copilot_bench.metrics import median, share
+from lsp_copilot_bench.pauses import corpus_figures, pause_figures, score_pause, whole
 
 NAIVE = {"debounceMode": "off", "merge": False, "typingThrough": False, "cache": False,
          "prefetch": False}

@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from lsp_copilot.context.index.folder import WorkspaceIndex
+from lsp_copilot.context.index.workspace_index import WorkspaceIndex
 from lsp_copilot.context.result import Context
 from lsp_copilot.tokens import TokenCounter
 

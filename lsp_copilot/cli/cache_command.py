@@ -9,7 +9,7 @@ from lsp_copilot.cli.options import Subparsers, group
 
 
 def cmd_cache_clear(args: argparse.Namespace) -> int:
-    from lsp_copilot.pipeline.cache import cache_root, clear_all
+    from lsp_copilot.pipeline.completion_cache import cache_root, clear_all
 
     root = args.dir or cache_root()
     print(f"removed the completion caches of {clear_all(root)} workspace(s) in {root}")

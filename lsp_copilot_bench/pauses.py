@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.metrics import edit_similarity, median
 from lsp_copilot.telemetry import percentile
+from lsp_copilot_bench.metrics import edit_similarity, median
 
 MIN_ALNUM = 3
 """A target (or a suggested start) with fewer letters or digits (a lone ``)``) is too
