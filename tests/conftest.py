@@ -1,28 +1,37 @@
 """Every test run keeps its shared engines in a folder of its own (never the user's), and
-stops them when it ends: nothing of a test run stays loaded."""
+stops them when it ends: nothing of a test run stays loaded.
+
+The folder is chosen before the test modules are imported: some copy the environment at
+import time for the servers they start, and those servers must find it too."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 
 import pytest
 
+RUNTIME_DIR = "LSP_COPILOT_RUNTIME_DIR"
+OWN_FOLDER = pytest.StashKey[str]()
 
-@pytest.fixture(scope="session", autouse=True)
-def private_engines() -> Iterator[None]:
-    if os.environ.get("LSP_COPILOT_RUNTIME_DIR"):  # the caller chose (and stops) them
-        yield
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get(RUNTIME_DIR):  # the caller chose (and stops) them
         return
-    with tempfile.TemporaryDirectory(prefix="lc-rt-") as folder:
-        os.chmod(folder, 0o700)
-        os.environ["LSP_COPILOT_RUNTIME_DIR"] = folder
-        try:
-            yield
-        finally:
-            subprocess.run([sys.executable, "-m", "lsp_copilot", "engine", "stop"],
-                           capture_output=True, timeout=120, check=False)
-            del os.environ["LSP_COPILOT_RUNTIME_DIR"]
+    folder = tempfile.mkdtemp(prefix="lc-rt-")
+    os.chmod(folder, 0o700)
+    os.environ[RUNTIME_DIR] = folder
+    config.stash[OWN_FOLDER] = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(OWN_FOLDER, None)
+    if folder is None:
+        return
+    subprocess.run([sys.executable, "-m", "lsp_copilot", "engine", "stop"],
+                   capture_output=True, timeout=300, check=False)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.environ.pop(RUNTIME_DIR, None)

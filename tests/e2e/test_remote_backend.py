@@ -38,7 +38,8 @@ from tests.support.lsp import (
     stats,
 )
 
-pytestmark = pytest.mark.engine
+# Module-scoped fixtures (the deployment and its client) share the tests' event loop.
+pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="module")]
 
 # LSP_COPILOT_TEST_VLLM_URL / _KEY / _MODEL / _LOG: use a `vllm serve` already running
 # (with --enable-log-requests, its log in _LOG) instead of starting one.
