@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,8 @@ STOP_WAIT_S = 60.0
 """How long a stop waits for the engine's processes to be gone (and their memory free)."""
 
 
-def connect(path: Path, timeout: float | None = 5.0) -> Any:
+def connect(path: Path, timeout: float | None = 5.0) -> socket.socket | None:
     """A connection to a live engine, or None (no socket, or a stale one: nobody listens)."""
-    import socket
-
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
