@@ -71,6 +71,7 @@ def _client(host: EngineHost, place: EnginePlace) -> SharedEngine:
 
 async def test_generation_streams_and_the_servers_cut_aborts_it(served: Any) -> None:
     host, engine, place = served
+    engine.stats = lambda: {"spec_draft_tokens": 7}  # type: ignore[method-assign]
     client = _client(host, place)
 
     def cut_at_blank(text: str) -> int | None:
@@ -81,7 +82,13 @@ async def test_generation_streams_and_the_servers_cut_aborts_it(served: Any) -> 
     assert result.text == "return a + b" and result.stopped_early
     await asyncio.wait_for(engine.aborts.wait(), 5)  # the host's generation ended too
     assert engine.requests[0].request_id.endswith("-r1")  # unique across servers
+    await asyncio.wait_for(_counted(client), 5)  # the engine's counters, with no "done"
     await client.shutdown()
+
+
+async def _counted(client: SharedEngine) -> None:
+    while client.stats() != {"spec_draft_tokens": 7}:
+        await asyncio.sleep(0.01)
 
 
 async def test_cancel_frees_the_engine_and_a_second_server_shares_it(served: Any) -> None:

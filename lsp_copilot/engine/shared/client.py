@@ -226,6 +226,10 @@ class SharedEngine(Engine):
                     message = wire.decode(line)
                 except ValueError:
                     continue
+                stats = message.get("stats")
+                if isinstance(stats, dict):  # with answers, health, and requests it cut
+                    with contextlib.suppress(TypeError, ValueError):
+                        self._stats = {str(k): int(v) for k, v in stats.items()}
                 queue = self._pending.get(str(message.get("id")))
                 if queue is not None:
                     queue.put_nowait(message)
@@ -263,7 +267,6 @@ class SharedEngine(Engine):
                         result.finish_reason = why
                         return result
                 elif op == "done":
-                    self._stats = {str(k): int(v) for k, v in (message.get("stats") or {}).items()}
                     result = wire.result_from(message, choices)
                     cut, why = request.cut(result.text, True)
                     if cut is not None:
@@ -301,7 +304,6 @@ class SharedEngine(Engine):
             self._pending.pop(hid, None)
         if reply["op"] != "health" or not reply.get("ok"):
             raise EngineUnavailable(str(reply.get("message") or "the shared engine is down"))
-        self._stats = {str(k): int(v) for k, v in (reply.get("stats") or {}).items()}
 
     def busy_seconds(self) -> float | None:
         return process_tree_cpu(self.pid) if self.pid else None

@@ -237,6 +237,9 @@ class EngineHost:
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
                 await self.engine.abort(request.request_id)
+                # A server that cut the answer itself has no "done": the counters it
+                # shows (speculative decoding) come with this instead.
+                _send(writer, {"op": "aborted", "id": rid, "stats": self.engine.stats()})
             raise
         except Exception as exc:
             log.exception("generation failed")
