@@ -4,8 +4,9 @@ suggestion, the engine that answers typing loaded first or last, side by side in
 Each variant starts a real server over stdio with no engine running (a fresh runtime
 folder: nothing shared is warm), opens a small file and asks for an automatic (typing)
 suggestion at a pause every half second until one comes back non-empty; it records when,
-which route answered, and when each engine was ready. The engines it started are stopped
-before the next variant, so each load has the machine to itself.
+which route answered, and when each engine was ready. With shared engines a second server
+then starts as a restarted editor would, and finds them warm. The engines a variant started
+are stopped before the next one, so each load has the machine to itself.
 """
 
 from __future__ import annotations
@@ -47,12 +48,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
-async def _variant(name: str, options: dict[str, Any], root: Path) -> dict[str, Any]:
+async def _session(options: dict[str, Any], env: dict[str, str], root: Path
+                   ) -> dict[str, Any]:
+    """One server from its start to its first typing suggestion and every engine ready."""
     from pygls.lsp.client import LanguageClient
 
-    runtime = Path(tempfile.mkdtemp(prefix="lc-cold-"))
-    runtime.chmod(0o700)
-    env = {**os.environ, "LSP_COPILOT_RUNTIME_DIR": str(runtime)}
     client = LanguageClient("bench-coldstart", "1")
     started = time.monotonic()
     await client.start_io(sys.executable, "-m", "lsp_copilot", "serve", env=env)
@@ -96,13 +96,25 @@ async def _variant(name: str, options: dict[str, Any], root: Path) -> dict[str, 
     client.exit(None)
     await client.stop()
     drain.cancel()
+    return {"first_typing_suggestion_s": first, "answered_by": route,
+            "engines_ready_s": ready, "requests": tries}
+
+
+async def _variant(name: str, options: dict[str, Any], root: Path) -> dict[str, Any]:
+    """A cold start; with shared engines also a restart that finds them warm."""
+    runtime = Path(tempfile.mkdtemp(prefix="lc-cold-"))
+    runtime.chmod(0o700)
+    env = {**os.environ, "LSP_COPILOT_RUNTIME_DIR": str(runtime)}
+    row = {"variant": name, **await _session(options, env, root)}
+    if options.get("engineShared", True):
+        warm = await _session(options, env, root)
+        row["warm_restart_first_suggestion_s"] = warm["first_typing_suggestion_s"]
     subprocess.run([sys.executable, "-m", "lsp_copilot", "engine", "stop"], env=env,
                    capture_output=True, timeout=300, check=False)
     for leftover in runtime.iterdir():
         leftover.unlink(missing_ok=True)
     runtime.rmdir()
-    return {"variant": name, "first_typing_suggestion_s": first, "answered_by": route,
-            "engines_ready_s": ready, "requests": tries}
+    return row
 
 
 async def _run(root: Path) -> dict[str, Any]:
