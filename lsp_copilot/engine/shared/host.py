@@ -38,6 +38,7 @@ TICK_S = 2.0
 IDLE_CHECK_S = 5.0
 CLOSE_LIMIT_S = 60.0
 """An engine that exits frees its memory within this long, or is killed."""
+STATS_SETTLE_S = 0.5
 UNUSED_AFTER_S = 2.0
 """No server for this long: another engine's start may stop this one to make room. (A
 server attaches, then reconnects for its requests: a gap of milliseconds.)"""
@@ -238,14 +239,20 @@ class EngineHost:
             with contextlib.suppress(Exception):
                 await self.engine.abort(request.request_id)
                 # A server that cut the answer itself has no "done": the counters it
-                # shows (speculative decoding) come with this instead.
+                # shows (speculative decoding) come with this instead, and once more when
+                # vLLM has recorded the last step (its metrics lag the text by a step).
                 _send(writer, {"op": "aborted", "id": rid, "stats": self.engine.stats()})
+                asyncio.get_running_loop().call_later(STATS_SETTLE_S, self._send_stats, writer)
             raise
         except Exception as exc:
             log.exception("generation failed")
             _send(writer, {"op": "error", "id": rid, "message": f"{type(exc).__name__}: {exc}"})
         finally:
             client.tasks.pop(rid, None)
+
+    def _send_stats(self, writer: asyncio.StreamWriter) -> None:
+        if self.engine is not None:
+            _send(writer, {"op": "stats", "stats": self.engine.stats()})
 
     async def _health(self, client: Client, writer: asyncio.StreamWriter, rid: Any) -> None:
         try:
