@@ -276,3 +276,39 @@ async def test_an_engine_whose_socket_was_taken_exits_once_its_servers_left(
     assert not run.done()  # a server still uses it
     await client.shutdown()
     await asyncio.wait_for(run, 5)
+
+
+async def test_a_start_that_fails_at_once_waits_for_its_server_to_read_why(
+        tmp_path: Path) -> None:
+    from lsp_copilot.engine.shared.client import SharedEngineError, SharedStarter
+
+    folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"lc-unit-fail-{os.getpid()}"
+    place = EnginePlace(private_dir(folder), "broken-0123456789")
+
+    def broken(settings: Settings, report: Callable[[str], None]) -> Any:
+        raise ValueError("no such model")
+
+    host = EngineHost(place, Settings(), "broken", 1.0, broken)
+    server = await asyncio.start_unix_server(host.handle, sock=bind(place))
+    try:
+        load = asyncio.ensure_future(host.load())
+        await asyncio.wait_for(_state(host, "failed"), 5)
+        assert not host._done.is_set()  # nobody has read why yet
+        import socket as socket_mod
+
+        sock = socket_mod.socket(socket_mod.AF_UNIX, socket_mod.SOCK_STREAM)
+        sock.connect(str(place.socket))
+        with pytest.raises(SharedEngineError, match="no such model"):
+            await asyncio.to_thread(SharedStarter()._wait_ready, sock, lambda m: None, place)
+        sock.close()
+        await asyncio.wait_for(load, 5)
+        assert host._done.is_set()
+    finally:
+        server.close()
+        await host.close()
+        place.socket.unlink(missing_ok=True)
+
+
+async def _state(host: EngineHost, state: str) -> None:
+    while host.state != state:
+        await asyncio.sleep(0.01)

@@ -39,6 +39,9 @@ IDLE_CHECK_S = 5.0
 CLOSE_LIMIT_S = 60.0
 """An engine that exits frees its memory within this long, or is killed."""
 STATS_SETTLE_S = 0.5
+FAILED_LINGER_S = 30.0
+"""A start that failed before any server connected waits this long for one to read why
+(else the server that started it would wait for a socket that is gone)."""
 UNUSED_AFTER_S = 2.0
 """No server for this long: another engine's start may stop this one to make room. (A
 server attaches, then reconnects for its requests: a gap of milliseconds.)"""
@@ -102,6 +105,7 @@ class EngineHost:
         self._numbers = itertools.count(1)
         self._idle_since: float | None = time.monotonic()
         self._done = asyncio.Event()
+        self._told = asyncio.Event()  # a server has read why the start failed
         self._log_size = 0
         self.socket_inode: int | None = None  # of the socket bound for it
 
@@ -121,6 +125,9 @@ class EngineHost:
         except Exception as exc:
             log.exception("the shared engine failed to start")
             self._set_state("failed", explain_failure(exc))
+            if not self._clients:  # the server that started it connects a moment later
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._told.wait(), FAILED_LINGER_S)
             self._done.set()
             return
         finally:
@@ -196,6 +203,8 @@ class EngineHost:
             self._clients[client.number] = (client, writer)
             self._idle_since = None
             _send(writer, self._state_message())
+            if self.state == "failed":
+                self._told.set()
         elif op == "generate" and isinstance(rid, str):
             if self.engine is None:
                 _send(writer, {"op": "error", "id": rid, "message": f"engine {self.state}"})
