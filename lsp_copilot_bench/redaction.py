@@ -135,19 +135,26 @@ def cost(files: list[tuple[str, Reader]], seed: int = 0, rounds: int = 12,
             "warm_redacted_ms": median(times[(True, False)])}
 
 
-def render(result: dict[str, Any]) -> str:
-    """The redaction table, for docs/benchmarks.md."""
-    rows = ["| corpus | files | code lines | redacted lines | rate | by kind |",
+def false_positive_rows(per_corpus: dict[str, Any], flagged: str, by: str) -> list[str]:
+    """The false-positive table of a scan (redaction or the safety rules): per corpus,
+    the lines it flagged, broken down by ``by`` (a kind or a rule)."""
+    rows = [f"| corpus | files | code lines | {flagged} lines | rate | by {by} |",
             "|---|---|---|---|---|---|"]
-    for name, r in result["false_positives"].items():
+    for name, r in per_corpus.items():
         if "absent" in r:
             rows.append(f"| {name} | absent ({r['absent']}) | | | | |")
             continue
-        kinds = ", ".join(f"{k} {v}" for k, v in r["by_kind"].items()) or "-"
+        counts = ", ".join(f"{k} {v}" for k, v in r[f"by_{by}"].items()) or "-"
         files = (f"{r['files']}" if r["files"] == r["files_in_corpus"]
                  else f"{r['files']} of {r['files_in_corpus']}")
         rows.append(f"| {name} | {files} | {r['code_lines']} | {r['flagged_lines']} | "
-                    f"{r['rate'] * 100:.4f}% | {kinds} |")
+                    f"{r['rate'] * 100:.4f}% | {counts} |")
+    return rows
+
+
+def render(result: dict[str, Any]) -> str:
+    """The redaction table, for docs/benchmarks.md."""
+    rows = false_positive_rows(result["false_positives"], "redacted", "kind")
     rec = result["recall"]
     rows += ["", f"planted secrets redacted: {rec['found']} of {rec['planted']}"
              + (f" (missed: {', '.join(rec['missed'])})" if rec["missed"] else "")]

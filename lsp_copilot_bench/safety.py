@@ -178,17 +178,7 @@ def parse_folders(values: list[str] | None) -> dict[str, Path]:
 
 def render(result: dict[str, Any]) -> str:
     """A table per measure, for docs/benchmarks.md."""
-    rows = ["| corpus | files | code lines | flagged lines | rate | by rule |",
-            "|---|---|---|---|---|---|"]
-    for name, r in result["false_positives"].items():
-        if "absent" in r:
-            rows.append(f"| {name} | absent ({r['absent']}) | | | | |")
-            continue
-        rules = ", ".join(f"{k} {v}" for k, v in r["by_rule"].items()) or "-"
-        files = (f"{r['files']}" if r["files"] == r["files_in_corpus"]
-                 else f"{r['files']} of {r['files_in_corpus']}")
-        rows.append(f"| {name} | {files} | {r['code_lines']} | {r['flagged_lines']} | "
-                    f"{r['rate'] * 100:.4f}% | {rules} |")
+    rows = redaction.false_positive_rows(result["false_positives"], "flagged", "rule")
     for key, title in (("recall", "snippets"), ("recall_heldout", "held-out snippets")):
         rows += ["", f"| {title} | dangerous | found | recall | safe variants flagged | missed |",
                  "|---|---|---|---|---|---|"]
