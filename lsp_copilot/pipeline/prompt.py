@@ -26,6 +26,14 @@ from lsp_copilot.settings.core import Settings
 
 SUFFIX_LINES = 4
 """Lines after the cursor line that post-processing compares the answer with."""
+LINE_WIDTH_MIN, LINE_WIDTH_MAX = 79, 100
+
+
+def line_width(data: bytes) -> int:
+    """How wide this file lets a line be: its longest line, from 79 (a file of short lines
+    still takes a statement of ordinary length) to 100 (a long URL sets no style)."""
+    longest = max((len(line) for line in data.split(b"\n")), default=0)
+    return max(LINE_WIDTH_MIN, min(LINE_WIDTH_MAX, longest))
 
 
 def cursor_at(snapshot: Snapshot, offset: int) -> Cursor:
@@ -54,6 +62,7 @@ def cursor_at(snapshot: Snapshot, offset: int) -> Cursor:
         suffix_lines=data[end + 1:following].decode("utf-8", "replace"),
         prompt_dropped_indent=before[-1:] if before[-1:] in (" ", "\t") else "",
         rules=language_config(snapshot.grammar),
+        line_width=line_width(data),
     )
 
 

@@ -22,6 +22,9 @@ class Cursor:
     # The language's brackets, quotes and comment marker: where a statement that spans
     # lines (``raise E(`` then its arguments) ends.
     rules: LanguageConfig = field(default_factory=LanguageConfig)
+    # The widest a line of this file may be (its longest line, 79 to 100): a statement
+    # the model spread over lines is put on one line when it fits (``one_line``).
+    line_width: int = 88
 
 
 def indent(line: str) -> int:

@@ -3,10 +3,11 @@
 The rules run twice: while streaming (``stop.stop_rule``, so that generation stops as soon
 as the answer is complete, freeing the engine; only cheap text rules) and once on the final
 text (``finalize``): the stop rules again, text cleanup (``cleanup``), brackets and quotes
-(``brackets``), then the rules that re-parse the document with the completion inserted
-(``syntax``) to cut a multi-line answer where the block it fills ends, and to keep only
-what is whole: an answer that would leave the file worse than before the line was typed
-is cut to its longest whole run of lines, or not shown.
+(``brackets``), a statement spread over lines put on one where it fits (``one_line``),
+then the rules that re-parse the document with the completion inserted (``syntax``) to cut
+a multi-line answer where the block it fills ends, and to keep only what is whole: an
+answer that would leave the file worse than before the line was typed is cut to its
+longest whole run of lines, or not shown.
 
 Language knowledge (which tree-sitter nodes are blocks, the bracket pairs, the quote
 characters) comes from ``grammars/<language>/language.json``.
@@ -17,7 +18,7 @@ from __future__ import annotations
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.language.folders import language_config
 from lsp_copilot.language.trigger import Mode
-from lsp_copilot.postprocess import brackets, cleanup, stop, syntax
+from lsp_copilot.postprocess import brackets, cleanup, one_line, stop, syntax
 from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.postprocess.whole import WholeChecker
 
@@ -42,6 +43,8 @@ def finalize(text: str, mode: Mode, cursor: Cursor, snapshot: Snapshot | None = 
     text = cleanup.drop_repetition(text)
     text = cleanup.drop_repeats_of_neighbours(text, mode, cursor)
     text = brackets.balance(text, mode, cursor, rules)
+    if mode == "single-line":
+        text = one_line.join_spread_statement(text, cursor)
     if mode == "multi-line":
         text = brackets.drop_unfinished_tail(text, rules)
         text = brackets.drop_unfinished_answer(text, rules, truncated)

@@ -217,6 +217,10 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
 
     def single_line(text: str) -> int | None:
         start = next_line_start(text, cursor)
+        if start is not None and spans and open_brackets(cursor.line_before, cursor.rules):
+            # The typed line ends inside brackets (``f(``): the lines that follow are its
+            # statement's, up to the line that closes them.
+            return statement_end(text, start - 1, cursor.line_before, cursor.rules)
         if start is not None:  # the line is finished: suggest the next one
             return next_line(text, start)
         body = skip_leading_blank_lines(text, cursor)

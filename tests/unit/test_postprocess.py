@@ -46,17 +46,20 @@ def test_a_statement_over_several_lines_goes_on_to_the_line_that_closes_it() -> 
     assert rule(raised) == raised.index("\n    x")
     snap, off = _at("def f(t):\n    |\n")
     cursor = cursor_at(snap, off)
+    # (It fits on one line, so it is offered on one: see the one_line tests.)
     assert finalize(" " + raised, "single-line", cursor, snap, off) == (
-        'raise ValueError(\n        "no target",\n    )')
-    # The same as the next line after a finished one, and after a typed opener when the
-    # model goes on along the line. A newline first there still means one next line: a
-    # list typed on one line (`["a", `) is not carried on from column 0 below it.
+        'raise ValueError("no target")')
+    # The same as the next line after a finished one, and after a typed opener, whether
+    # the model goes on along the line or on the next one.
     after = stop_rule("single-line", Cursor("    x = 1", ""))
     assert after("\n    " + raised) == len("\n    " + raised) - len("\n    x = 1\n")
     opener = stop_rule("single-line", Cursor("    raise ValueError(", ""))
     tail = '"no target",\n        "more",\n    )\n    x = 1\n'
     assert opener(tail) == tail.index("\n    x")
-    assert opener('\n"b",\n"c"]\n') == len('\n"b",')
+    below = '\n        "no target",\n    )\n    x = 1\n'
+    assert opener(below) == below.index("\n    x")
+    listed = stop_rule("single-line", Cursor('    x = ["a", ', ""))
+    assert listed('\n"b",\n"c"]\n') == len('\n"b",\n"c"]')
     # Not when the file already goes on under the line (the rest of an import list).
     filled = stop_rule("single-line", Cursor("from a import", "", suffix_lines="    B,\n)\n"))
     assert filled(" (\n    A,\n)\n") == len(" (")

@@ -1,0 +1,77 @@
+"""A statement the model spread over lines for its brackets is offered on one line where it
+fits the file's width; elsewhere the model's layout stays."""
+
+from __future__ import annotations
+
+import pytest
+
+from lsp_copilot.documents.store import DocumentStore
+from lsp_copilot.language.trigger import completion_mode
+from lsp_copilot.pipeline.prompt import cursor_at, line_width
+from lsp_copilot.postprocess.finalize import finalize
+from lsp_copilot.postprocess.whole import first_line_is_whole
+
+METHOD = "class P:\n    def lrem(self, name, value):\n        {}|\n\n    def x(self):\n        pass\n"
+
+
+def _shown(document: str, raw: str, language: str = "python") -> tuple[str, bool]:
+    """What a typing pause at ``|`` shows for ``raw``, and whether the measure of a pause
+    counts it whole."""
+    cut = document.index("|")
+    text = document.replace("|", "")
+    store = DocumentStore()
+    store.open("file:///w", language, 1, text)
+    snapshot = store.snapshot("file:///w")
+    offset = len(text[:cut].encode())
+    mode = completion_mode(snapshot, offset)
+    assert mode == "single-line"
+    shown = finalize(raw, mode, cursor_at(snapshot, offset), snapshot, offset)
+    return shown, bool(shown) and first_line_is_whole(snapshot, offset, shown)
+
+
+@pytest.mark.parametrize(("typed", "raw", "expected"), [
+    # The model's layout of the call above it, for a call that fits on one line.
+    ("self.", '_items.append(\n            ("lrem", (name, value), {})\n        )\n'
+     "        return self\n", '_items.append(("lrem", (name, value), {}))'),
+    # The typed line ends in an opener and the model goes on on the next line.
+    ("self._items.append((", '\n            "lrem", (name, value),\n            {},\n'
+     "        ))\n", '"lrem", (name, value), {}))'),
+    # The next line after a finished one.
+    ("x = 1", '\n        self._items.append(\n            (name, value)\n        )\n',
+     "\n        self._items.append((name, value))"),
+    # A trailing comma is layout in a call or a list, but makes a tuple of one.
+    ("t = foo(", "\n            a,\n        )\n", "a)"),
+    ("t = (", "\n            a,\n        )\n", "a,)"),
+    ("t = [", "\n            a,\n        ]\n", "a]"),
+    ('return {', '\n            "a": 1,\n            "b": 2,\n        }\n', '"a": 1, "b": 2}'),
+])
+def test_a_spread_statement_that_fits_comes_on_one_line(typed: str, raw: str,
+                                                        expected: str) -> None:
+    shown, whole = _shown(METHOD.format(typed), raw)
+    assert shown == expected
+    assert whole  # the typed line and the first line shown are a whole statement
+
+
+@pytest.mark.parametrize(("typed", "raw"), [
+    # Too wide for the file (its longest line sets the width, 79 at least).
+    ("self.", "_items.append(\n            " + '"' + "x" * 70 + '",\n        )\n'),
+    # A comment, or a string over lines, inside: joining would change what it means.
+    ("t = foo(", "\n            a,  # the first\n            b,\n        )\n"),
+    ("t = foo(", '\n            """a\n            b""",\n        )\n'),
+])
+def test_a_statement_that_cannot_be_one_line_keeps_its_lines(typed: str, raw: str) -> None:
+    shown, _ = _shown(METHOD.format(typed), raw)
+    assert "\n" in shown.strip("\n")
+
+
+def test_braces_that_open_a_block_are_not_joined() -> None:
+    doc = "func f(xs []int) int {\n\tt := 0\n\tfor |\n\treturn t\n}\n"
+    raw = " _, x := range xs {\n\t\tt += x\n\t}\n\treturn t\n"
+    shown, _ = _shown(doc, raw, "go")
+    assert shown == "_, x := range xs {\n\t\tt += x\n\t}"
+
+
+def test_the_width_is_the_files_longest_line_within_bounds() -> None:
+    assert line_width(b"x = 1\n") == 79
+    assert line_width(b"x = 1\n" + b"y" * 95 + b"\n") == 95
+    assert line_width(b"u = '" + b"h" * 300 + b"'\n") == 100
