@@ -86,12 +86,14 @@ def continuation(snapshot: Snapshot) -> Callable[[str, int], int | None]:
     return lambda text, start: continuation_end(text, start, rules)
 
 
-def statement_end(text: str, newline: int, first: str, rules: LanguageConfig) -> int | None:
+def statement_end(text: str, newline: int, first: str, rules: LanguageConfig, *,
+                  header: bool = False) -> int | None:
     """Where the statement whose first line is ``first`` (ending at ``text[newline]``)
     ends: that newline, or, when the line leaves a bracket open (``raise E(``), the end
     of the line that closes it (None while it is being written). A statement still open
     after ``MAX_LINES``, or one that turns out to be a block header, ends at ``newline``:
-    a fragment, which the whole check drops."""
+    a fragment, which the whole check drops; with ``header`` a header ends where its
+    brackets close (the user is typing it: its body comes after Enter)."""
     if not open_brackets(first, rules):
         return newline
     pos = newline + 1
@@ -101,7 +103,7 @@ def statement_end(text: str, newline: int, first: str, rules: LanguageConfig) ->
             return None
         logical = first + text[newline:end]
         if not open_brackets(logical, rules):
-            return newline if opens_block(logical) else end
+            return newline if opens_block(logical) and not header else end
         pos = end + 1
     return newline
 
@@ -220,7 +222,8 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
         if start is not None and spans and open_brackets(cursor.line_before, cursor.rules):
             # The typed line ends inside brackets (``f(``): the lines that follow are its
             # statement's, up to the line that closes them.
-            return statement_end(text, start - 1, cursor.line_before, cursor.rules)
+            return statement_end(text, start - 1, cursor.line_before, cursor.rules,
+                                 header=True)
         if start is not None:  # the line is finished: suggest the next one
             return next_line(text, start)
         body = skip_leading_blank_lines(text, cursor)

@@ -7,7 +7,7 @@ import tree_sitter
 
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.language.folders import LanguageConfig
-from lsp_copilot.postprocess.whole import WholeChecker, edited_tree
+from lsp_copilot.postprocess.whole import WholeChecker, edited_tree, header_alone
 
 
 def parse_inserted(snapshot: Snapshot, offset: int, text: str) -> tree_sitter.Tree | None:
@@ -44,7 +44,8 @@ def cut_at_block_end(text: str, snapshot: Snapshot, offset: int, rules: Language
 def keep_whole(text: str, checker: WholeChecker) -> str:
     """Nothing that leaves the file worse than before the line was typed: an answer keeps
     its longest run of whole lines that is whole (not an unclosed string, a header with
-    no body, C comments in Python), or is not shown."""
+    no body, C comments in Python), or the block header it completes on the typed line
+    (whose body comes next), or is not shown."""
     if checker.is_whole(text):
         return text
     lines = text.split("\n")
@@ -52,4 +53,4 @@ def keep_whole(text: str, checker: WholeChecker) -> str:
         head = "\n".join(lines[:end]).rstrip()
         if head.strip() and checker.is_whole(head):
             return head
-    return ""
+    return header_alone(checker, text)

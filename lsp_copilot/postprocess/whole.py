@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import tree_sitter
 
 from lsp_copilot.documents.store import Snapshot
-from lsp_copilot.language.folders import language_config
+from lsp_copilot.language.folders import LanguageConfig, language_config
 from lsp_copilot.language.ids import parser_for
 from lsp_copilot.postprocess.brackets import open_brackets
 from lsp_copilot.postprocess.cursor_text import indent
@@ -146,11 +146,11 @@ class WholeChecker:
         self._rules = language_config(snapshot.grammar)
         self._blocks = self._rules.blocks
         data = snapshot.data
-        self._line_start = data.rfind(b"\n", 0, offset) + 1
+        self.line_start = data.rfind(b"\n", 0, offset) + 1
         line_end = data.find(b"\n", offset)
         self._line_end = len(data) if line_end < 0 else line_end
         self._following, self._following_end = _following_line(data, self._line_end)
-        self._in_brackets = _inside_brackets(snapshot, self._line_start, self._blocks)
+        self._in_brackets = _inside_brackets(snapshot, self.line_start, self._blocks)
 
     def baseline_errors(self) -> int:
         if self._baseline is None:
@@ -180,7 +180,7 @@ class WholeChecker:
         if not self.header_fits(text):
             return Verdict(False, 0, 0, "a deeper line follows: only a block header fits")
         errors = _errors(tree)
-        after = len(errors) + _empty_blocks(tree, self._line_start, end, self._blocks)
+        after = len(errors) + _empty_blocks(tree, self.line_start, end, self._blocks)
         if not after:
             return Verdict(True, 0, 0)
         before = self.baseline_errors()
@@ -190,7 +190,7 @@ class WholeChecker:
         # region (same start, before this line) was broken without it.
         new_region = any(
             e.is_error and e.start_byte <= end and e.end_byte >= self.offset
-            and (e.start_byte >= self._line_start
+            and (e.start_byte >= self.line_start
                  or e.start_byte not in self._baseline_error_starts)
             for e in errors)
         return Verdict(after <= before and not new_region, before, after)
@@ -204,7 +204,7 @@ class WholeChecker:
         if not self._blocks or self._in_brackets or self._following is None:
             return True
         data = self.snapshot.data
-        before = data[self._line_start:self.offset].decode("utf-8", "replace")
+        before = data[self.line_start:self.offset].decode("utf-8", "replace")
         after = data[self.offset:self._line_end].decode("utf-8", "replace")
         if open_brackets(before, self._rules) or before.rstrip().endswith("\\"):
             return True  # the deeper lines are the rest of this line's statement
@@ -229,9 +229,9 @@ class WholeChecker:
         self.baseline_errors()
         line_end = self._line_end + inserted
         for e in errors:
-            if e.end_byte < self._line_start or e.start_byte > self._following_end + inserted:
+            if e.end_byte < self.line_start or e.start_byte > self._following_end + inserted:
                 continue
-            if e.start_byte < self._line_start and e.start_byte in self._baseline_error_starts:
+            if e.start_byte < self.line_start and e.start_byte in self._baseline_error_starts:
                 continue
             if e.start_byte > line_end and e.start_byte - inserted in self._baseline_below:
                 continue
@@ -251,6 +251,38 @@ def is_whole(snapshot: Snapshot, offset: int, text: str) -> bool:
 def opens_block(line: str) -> bool:
     """The line ends with a block opener (``:`` in Python, ``{`` in braces languages)."""
     return line.rstrip().endswith(BLOCK_HEADERS)
+
+
+def header_alone(checker: WholeChecker, text: str) -> str:
+    """The block header that ``text`` completes on the line being typed (its lines up to
+    the one that opens the block), when that header is whole with a body under it; else
+    "". The user is writing the header (``def f(a,`` typed), and its body comes after
+    Enter: offered where the model's body is not whole (comments only, cut by the token
+    limit)."""
+    data = checker.snapshot.data
+    typed = data[checker.line_start:checker.offset].decode("utf-8", "replace")
+    if not typed.strip() or text[:1] == "\n":
+        return ""
+    rules = language_config(checker.snapshot.grammar)
+    lines = text.split("\n")
+    logical = typed
+    for n, line in enumerate(lines):
+        logical += ("\n" if n else "") + line
+        if open_brackets(logical, rules):
+            continue
+        if not opens_block(logical):
+            return ""
+        head = "\n".join(lines[: n + 1]).rstrip()
+        return head if checker.is_whole(head + _placeholder_body(typed, rules)) else ""
+    return ""
+
+
+def _placeholder_body(header: str, rules: LanguageConfig) -> str:
+    """A body for a header with none yet: a placeholder statement one level in (and the
+    block's closer, in a language that has one)."""
+    lead = header[: len(header) - len(header.lstrip(" \t"))]
+    body = f"\n{lead}    {rules.placeholder or 'pass'}"
+    return body + f"\n{lead}{rules.close}" if rules.close else body
 
 
 def first_line_is_whole(snapshot: Snapshot, offset: int, text: str) -> bool:
@@ -278,9 +310,4 @@ def first_line_is_whole(snapshot: Snapshot, offset: int, text: str) -> bool:
         return True  # a statement, or a header whose body the file already has
     if not opens_block(typed + head):
         return False
-    line = typed or head
-    indent = line[: len(line) - len(line.lstrip(" \t"))]
-    body = f"\n{indent}    {rules.placeholder or 'pass'}"
-    if rules.close:
-        body += f"\n{indent}{rules.close}"
-    return checker.is_whole(lead + head + body)
+    return checker.is_whole(lead + head + _placeholder_body(typed or head, rules))

@@ -11,7 +11,8 @@ from lsp_copilot.pipeline.prompt import cursor_at, line_width
 from lsp_copilot.postprocess.finalize import finalize
 from lsp_copilot.postprocess.whole import first_line_is_whole
 
-METHOD = "class P:\n    def lrem(self, name, value):\n        {}|\n\n    def x(self):\n        pass\n"
+METHOD = ("class P:\n    def lrem(self, name, value):\n        {}|\n\n"
+          "    def x(self):\n        pass\n")
 
 
 def _shown(document: str, raw: str, language: str = "python") -> tuple[str, bool]:
@@ -75,3 +76,11 @@ def test_the_width_is_the_files_longest_line_within_bounds() -> None:
     assert line_width(b"x = 1\n") == 79
     assert line_width(b"x = 1\n" + b"y" * 95 + b"\n") == 95
     assert line_width(b"u = '" + b"h" * 300 + b"'\n") == 100
+
+
+def test_a_signature_the_model_spreads_over_lines_comes_as_one_header() -> None:
+    """``def f(`` typed, the model writes one parameter per line: the header that fits on
+    one line is offered alone (its body comes after Enter), and counts whole."""
+    doc = "import os\n\n\ndef init(|\n\n\ndef other():\n    pass\n"
+    raw = "\n    target: str,\n    force: bool = False,\n) -> None:\n    pass\n"
+    assert _shown(doc, raw) == ("target: str, force: bool = False) -> None:", True)

@@ -1,4 +1,5 @@
-"""Whole suggestions: a fragment or a header with no body is never shown (tree-sitter)."""
+"""Whole suggestions: a fragment is never shown, a header alone only on the line the user
+is typing (tree-sitter)."""
 
 from __future__ import annotations
 
@@ -38,9 +39,14 @@ def test_a_whole_statement_is_shown() -> None:
     assert _final("def f(self):\n    x = 1\n    |\n", " y = x + 1\n") == "y = x + 1"
 
 
-def test_a_header_without_body_is_not_offered_alone() -> None:
-    # The next line is not indented under it: `if x:` alone would break the file.
-    assert _final("def f(x):\n    if |\n    return x\n", " x > 1:") == ""
+def test_a_header_the_user_is_typing_is_offered_alone_when_no_body_is_whole() -> None:
+    """The header completes the line being typed; its body comes after Enter (the pause
+    measure counts a header whole). A header the model starts on a blank line is not the
+    user's: alone it is not offered."""
+    assert _final("def f(x):\n    if |\n    return x\n", " x > 1:") == "x > 1:"
+    method = "class P:\n    def lrem(self, name,|\n\n    def x(self):\n        pass\n"
+    assert _final(method, " value):\n        # a comment\n        # and one more") == " value):"
+    assert _final("def f(x):\n    |\n    return x\n", " if x > 1:") == ""
 
 
 def test_a_header_is_completed_as_a_block() -> None:
