@@ -2,8 +2,10 @@
 
 A suggestion is worth showing only when the file reads as code once it is inserted: the
 line the user is typing, completed by the suggestion, is a whole statement or a block
-header with its body. A fragment cut mid-expression (``self.``, ``for (i, row)``) or a
-block opener with nothing under it makes the file worse than no suggestion at all.
+header with its body. A fragment cut mid-expression (``self.``, ``for (i, row)``) makes
+the file worse than no suggestion at all. A header alone is whole only on the line the
+user is typing (``header_alone``: its body comes after Enter), never as a line the model
+adds.
 
 The suffix decides what fits. Around the answer (from the cursor line to the first line
 of the suffix) the file must parse with it inserted: an error there is the answer's, unless
