@@ -120,7 +120,7 @@ async def test_invoked_completion_is_an_explicit_request_as_inline_is() -> None:
     assert [item.sort_text for item in items] == sorted(item.sort_text or "" for item in items)
     assert [item.preselect for item in items] == [True, False, False]
     assert ls.telemetry.counters["explicit_requests"] == 2
-    assert len(engine.requests) == 6  # the first and two alternatives, twice
+    assert len(engine.requests) == 8  # the first and three branches, twice
     for kind in (CHARACTER, AGAIN, None):
         assert len(await _items(ls, 1, COL, kind)) == 1
     assert ls.telemetry.counters["explicit_requests"] == 2
