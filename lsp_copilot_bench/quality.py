@@ -10,7 +10,9 @@ prompt of the same token budget. The removed text is hidden from the index as we
 
 Reported per variant: exact match, edit similarity, the share of holes whose file still
 parses after the completion is inserted (tree-sitter, among files that parsed before),
-and the share of empty answers. With ``--split tune|report`` the corpus is the output of
+the share of empty answers, and, since the holes are explicit requests with alternatives
+(``maxSuggestions``), the share of holes offered two or more distinct items and the share
+where any item offered is the removed text. With ``--split tune|report`` the corpus is the output of
 ``scripts/fresh-corpus.sh DIR``: the holes are spread over the split's packages (each its
 own workspace), and the figures are given per package and pooled.
 """
@@ -182,6 +184,8 @@ async def run_holes(holes: list[Hole], index: WorkspaceIndex, settings: Settings
                 text = outcome.text
                 record[name] = {
                     "completion": text, "raw": outcome.raw,
+                    "suggestions": 1 + len(outcome.alternatives) if text else 0,
+                    "alternatives": list(outcome.alternatives),
                     "prompt_tokens": outcome.context.prompt_tokens if outcome.context else 0,
                     "exact": _normal(text) == _normal(hole.expected),
                     "similarity": round(edit_similarity(_normal(text),
@@ -205,6 +209,12 @@ async def run_holes(holes: list[Hole], index: WorkspaceIndex, settings: Settings
     return records
 
 
+def _exact_in_any(record: dict[str, Any], name: str) -> bool:
+    side = record[name]
+    return bool(side["exact"]) or any(_normal(t) == _normal(record["expected"])
+                                      for t in side.get("alternatives", ()))
+
+
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kind in ("all", "single-line", "multi-line"):
@@ -223,6 +233,11 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
                                / len(rows), 3),
                 "mean_prompt_tokens": round(statistics.mean(r[name]["prompt_tokens"]
                                                             for r in rows), 1),
+                # Explicit requests offer alternatives: how often there is a choice at all,
+                # and how often one of the items offered is the removed text.
+                "two_or_more_suggestions": round(
+                    sum(r[name].get("suggestions", 0) >= 2 for r in rows) / len(rows), 3),
+                "exact_in_any": round(sum(_exact_in_any(r, name) for r in rows) / len(rows), 3),
             }
         base_em = entry["prefix_only"]["exact_match"]
         entry["exact_match_ratio"] = (round(entry["ours"]["exact_match"] / base_em, 2)
@@ -285,13 +300,16 @@ def render(result: dict[str, Any]) -> str:
     lines = [f"corpus {result['corpus']}{split} (seed {result['seed']}), model "
              f"{(result['engine'] or {}).get('model')}, budget {result['budget_tokens']} "
              f"tokens, {result['seconds']} s",
-             "holes        | variant     | exact match | edit sim | parses | empty | tokens"]
+             "holes        | variant     | exact match | edit sim | parses | empty | tokens "
+             "| 2+ items | exact in any"]
     for kind, entry in result["summary"].items():
         for name in ("ours", "prefix_only"):
             m = entry[name]
             lines.append(f"{kind:<12} | {name:<11} | {m['exact_match']:>11.3f} | "
                          f"{m['edit_similarity']:>8.3f} | {m['parses'] or 0:>6.3f} | "
-                         f"{m['empty']:>5.3f} | {m['mean_prompt_tokens']:>6.0f}")
+                         f"{m['empty']:>5.3f} | {m['mean_prompt_tokens']:>6.0f} | "
+                         f"{m.get('two_or_more_suggestions', 0):>8.3f} | "
+                         f"{m.get('exact_in_any', 0):>12.3f}")
         lines.append(f"{kind:<12} | {entry['holes']} holes, exact match ours / prefix-only: "
                      f"{entry['exact_match_ratio']} (target >= 1.3)")
     for name, corpus in result.get("corpora", {}).items():
@@ -303,7 +321,9 @@ def render(result: dict[str, Any]) -> str:
         lines.append(f"{name}: {entry['holes']} holes, exact match ours {ours['exact_match']:.3f}"
                      f" / prefix-only {base['exact_match']:.3f}, edit sim "
                      f"{ours['edit_similarity']:.3f} / {base['edit_similarity']:.3f}, empty "
-                     f"{ours['empty']:.3f} / {base['empty']:.3f}")
+                     f"{ours['empty']:.3f} / {base['empty']:.3f}, 2+ items "
+                     f"{ours['two_or_more_suggestions']:.3f} / "
+                     f"{base['two_or_more_suggestions']:.3f}")
     return "\n".join(lines)
 
 

@@ -119,6 +119,20 @@ def compare(label: str, arms: dict[str, list[Record]]) -> dict[str, Any]:
     return entry
 
 
+def picked(records: Iterable[Record]) -> list[dict[str, Any]]:
+    """Which item users take from answers that offered several (an explicit request's
+    first answer and alternatives): per rank (0: the first), items shown and taken
+    (accepted or partly), and that rank's share of all taken."""
+    rows = [r for r in records if r.items > 1]
+    taken = sum(r.outcome in TAKEN for r in rows)
+    out = []
+    for rank, rs in sorted(groups(rows, "rank").items()):
+        k = sum(r.outcome in TAKEN for r in rs)
+        out.append({"rank": rank, "shown": len(rs), "picked": k,
+                    "share": round(k / taken, 4) if taken else None})
+    return out
+
+
 def build(records: list[Record], since: float | None = None,
           by: str | None = None) -> dict[str, Any]:
     """The whole report: totals, a table per key (``by``: that one only), experiments."""
@@ -131,7 +145,8 @@ def build(records: list[Record], since: float | None = None,
     tried = groups((r for r in records if r.experiment), "experiment")
     experiments = [compare(label, groups(tried[label], "arm")) for label in sorted(tried)]
     return {"since": datetime.fromtimestamp(since).isoformat(timespec="seconds")
-            if since else None, **summarize(records), "by": table, "experiments": experiments}
+            if since else None, **summarize(records), "by": table, "experiments": experiments,
+            "picked": picked(records)}
 
 
 def parse_since(text: str, now: float | None = None) -> float:
@@ -195,6 +210,12 @@ def render(report: dict[str, Any], where: str) -> str:
         if (key in ("experiment", "arm") and len(report["by"]) > 1) or not rows:
             continue
         out += ["", f"by {key}"] + [_row(r["value"] or "(none)", r) for r in rows]
+    if report.get("picked"):
+        out += ["", "picked: which item of answers offering several (explicit requests)"]
+        out += [f"  {'first' if p['rank'] == 0 else 'alternative ' + str(p['rank']):<14}"
+                f" (rank {p['rank']}): {p['picked']} taken of {p['shown']} shown"
+                + ("" if p["share"] is None else f", {_pct(p['share']).strip()} of those taken")
+                for p in report["picked"]]
     for e in report["experiments"]:
         out += ["", f"experiment {e['experiment']}"]
         out += [_row(a["arm"], a) for a in e["arms"]]

@@ -81,6 +81,8 @@ class Record:
     accepted_chars: int = 0
     latency_ms: float = 0.0  # request to answer (0: not known, rows of older versions)
     cluster: str = ""  # an experiment's unit of assignment (a hash of the line), else ""
+    rank: int = 0  # its place among the items of its answer (0: the first)
+    items: int = 1  # the items its answer offered (an explicit request's alternatives)
 
 
 COLUMNS = tuple(f.name for f in fields(Record))
@@ -93,7 +95,8 @@ CREATE TABLE IF NOT EXISTS outcomes (
 );
 CREATE INDEX IF NOT EXISTS outcomes_ts ON outcomes(ts);
 """
-_ADDED = {"latency_ms": "REAL NOT NULL DEFAULT 0", "cluster": "TEXT NOT NULL DEFAULT ''"}
+_ADDED = {"latency_ms": "REAL NOT NULL DEFAULT 0", "cluster": "TEXT NOT NULL DEFAULT ''",
+          "rank": "INTEGER NOT NULL DEFAULT 0", "items": "INTEGER NOT NULL DEFAULT 1"}
 """Columns newer than the first schema: added to an older file when it is opened."""
 
 

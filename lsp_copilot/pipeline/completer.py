@@ -22,7 +22,7 @@ from lsp_copilot.context.builder import build_context
 from lsp_copilot.context.index.workspace import Workspace
 from lsp_copilot.context.result import Context
 from lsp_copilot.documents.store import Snapshot
-from lsp_copilot.engine.base import Engine, EngineRequest, EngineUnavailable
+from lsp_copilot.engine.base import Engine, EngineRequest, EngineResult, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.routes import Routes, route_kind
 from lsp_copilot.language.trigger import Mode, completion_mode, room_for_block
@@ -362,24 +362,24 @@ class Completer:
         text = finalize(raw, mode, cursor, snapshot, offset, truncated)
         if not text and raw.strip() and finalize(raw, mode, cursor, truncated=truncated):
             self.telemetry.count("not_whole")  # the text rules kept it; the syntax did not
-        candidates = [text]
-        if alts is not None:
-            # They start when the first has ended and run side by side (see
-            # ALTERNATIVES_MIN_WAIT_S for how long they get).
-            t_alt = time.perf_counter()
-            results = await alts.results(t_alt - started, trace)
-            waited += (time.perf_counter() - t_alt) * 1000
-            candidates += [finalize(r.text, mode, cursor, snapshot, offset,
-                                    r.finish_reason == "length") for r in results]
         text, warned, unsafe = self._apply_safety(snapshot, offset, text, settings.safety,
                                                   prefetch)
         alternatives: list[str] = []
         if alts is not None:
-            # An alternative is offered only when the safety check has nothing to say.
-            texts = distinct([text, *(t for t in candidates[1:] if t and
-                                      self._passes_safety_as_is(snapshot, offset, t,
-                                                                settings.safety))],
-                             settings.max_suggestions)
+            def usable(result: EngineResult) -> str:
+                """Post-processed as the first; offered only when the safety check has
+                nothing to say."""
+                got = finalize(result.text, mode, cursor, snapshot, offset,
+                               result.finish_reason == "length")
+                return got if got and self._passes_safety_as_is(
+                    snapshot, offset, got, settings.safety) else ""
+
+            # They start when the first has ended and run side by side (see
+            # ALTERNATIVES_MIN_WAIT_S for how long they get).
+            t_alt = time.perf_counter()
+            offered = await alts.texts(t_alt - started, trace, text, usable)
+            waited += (time.perf_counter() - t_alt) * 1000
+            texts = distinct([text, *offered], settings.max_suggestions)
             if texts and texts[0] != text:  # the first was dropped: an alternative leads
                 warned = ()
             text, alternatives = (texts[0], texts[1:]) if texts else ("", [])

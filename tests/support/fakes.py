@@ -84,8 +84,8 @@ class FakeEngine(Engine):
 
 
 class SeededEngine(FakeEngine):
-    """Replies by seed (None: the first, greedy request); records whether the greedy one
-    had streamed text when each request came."""
+    """Replies by seed (None: the first, greedy request; a seed not given repeats it);
+    records whether the greedy one had streamed text when each request came."""
 
     def __init__(self, replies: dict[int | None, str], step_s: float = 0.01) -> None:
         super().__init__(step_s=step_s)
@@ -99,7 +99,7 @@ class SeededEngine(FakeEngine):
         self.greedy_text_when.append(self._greedy)
         if len(self.requests) == 3:
             self.three_started.set()
-        reply = self.replies[request.seed]
+        reply = self.replies.get(request.seed, self.replies[None])
         text = ""
         try:
             for i in range(0, len(reply), 2):

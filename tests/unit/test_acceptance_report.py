@@ -114,3 +114,21 @@ def test_a_file_of_an_older_version_is_read_and_then_extended(tmp_path: Path) ->
     assert [(r.outcome, r.latency_ms, r.cluster) for r in read(path)] == [
         ("accepted", 0.0, ""), ("rejected", 42.0, "c")]
     assert report.summarize(read(path))["latency_ms"]["p50"] == 42.0
+
+
+def test_picked_counts_which_item_of_answers_of_several_was_taken(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = ([_rec("accepted", rank=0, items=3)] * 3 + [_rec("rejected", rank=0, items=3)] * 2
+            + [_rec("partly_accepted", rank=1, items=3)] + [_rec("rejected", rank=2, items=3)]
+            + [_rec("accepted")] * 5)  # answers of one item: no choice, left out
+    path = tmp_path / "a.sqlite3"
+    _store(path, rows)
+    assert main(["stats", "--json", "--file", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out)["picked"] == [
+        {"rank": 0, "shown": 5, "picked": 3, "share": 0.75},
+        {"rank": 1, "shown": 1, "picked": 1, "share": 0.25},
+        {"rank": 2, "shown": 1, "picked": 0, "share": 0.0}]
+    assert main(["stats", "--file", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "alternative 1  (rank 1): 1 taken of 1 shown, 25.0% of those taken" in text
+    assert report.build([_rec("accepted")])["picked"] == []

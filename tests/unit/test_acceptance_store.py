@@ -47,7 +47,7 @@ def test_store_has_no_column_that_could_hold_code(tmp_path: Path) -> None:
     columns = {row[1] for row in db.execute("PRAGMA table_info(outcomes)")}
     assert columns == {"id", "ts", "outcome", "model", "template", "route", "mode",
                        "language", "latency", "experiment", "arm", "shown_chars",
-                       "accepted_chars", "latency_ms", "cluster"}
+                       "accepted_chars", "latency_ms", "cluster", "rank", "items"}
 
 
 def test_store_that_cannot_open_drops_rows_without_raising(tmp_path: Path) -> None:

@@ -202,9 +202,10 @@ def _answer(t: Tracker, texts: tuple[str, ...]) -> list[str]:
     """An explicit answer with alternatives, registered as the server does: the
     alternatives first, the first item last; ids in the items' order."""
     data = BEFORE + AFTER
-    alts = [t.suggested(URI, 1, 11, text, data, len(BEFORE), KEYS, False, rank)
+    keys = {**KEYS, "items": len(texts)}
+    alts = [t.suggested(URI, 1, 11, text, data, len(BEFORE), keys, False, rank)
             for rank, text in enumerate(texts[1:], 1)]
-    return [t.suggested(URI, 1, 11, texts[0], data, len(BEFORE), KEYS, False), *alts]
+    return [t.suggested(URI, 1, 11, texts[0], data, len(BEFORE), keys, False), *alts]
 
 
 def _open(t: Tracker, sid: str):  # type: ignore[no-untyped-def]
@@ -284,3 +285,18 @@ def test_a_whole_accept_of_a_cycled_item_is_that_items_accept(tracker: Tracker) 
     tracker.accepted(_open(tracker, second), None, 5)  # found: it was revealed on screen
     assert tracker.summary()["recent"][-1] == {
         "id": second, "outcome": "accepted", "accepted_chars": 5}
+
+
+def test_the_record_of_an_item_says_its_rank_and_how_many_its_answer_offered(
+        tracker: Tracker) -> None:
+    first, second, _ = _answer(tracker, ("a + b", "b - a", "b * a"))
+    tracker.shown(_open(tracker, first))
+    tracker.shown(_open(tracker, second))  # cycled to: the first is replaced on screen
+    tracker.accepted(_open(tracker, second), None, 5)
+    rows = read(tracker.store.path)
+    assert [(r.outcome, r.rank, r.items) for r in rows] == [("rejected", 0, 3),
+                                                            ("accepted", 1, 3)]
+    tracker.shown(_open(tracker, _suggest(tracker)))  # an answer of one item
+    tracker.flush()
+    last = read(tracker.store.path)[-1]
+    assert (last.outcome, last.rank, last.items) == ("rejected", 0, 1)

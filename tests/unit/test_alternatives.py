@@ -18,6 +18,7 @@ from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.base import EngineRequest, TokenChoice
 from lsp_copilot.pipeline.alternatives import (
     BRANCH_DEPTH,
+    SPARE_BRANCHES,
     Branch,
     alternative_requests,
     branch_request,
@@ -96,15 +97,18 @@ def test_a_branch_request_continues_from_the_branch_greedily() -> None:
 
 
 async def test_explicit_request_alternatives_branch_greedily_from_listed_tokens() -> None:
-    engine = BranchingEngine({"": " a + b\n", " b": " + a\n", " max": "(a, b)\n"}, (
+    engine = BranchingEngine({"": " a + b\n", " b": " + a\n", " max": "(a, b)\n",
+                              " a -": " b\n"}, (
         (_choice(1, " a", -0.1), _choice(2, " b", -1.0), _choice(3, " max", -2.0)),
         (_choice(4, " +", -0.1), _choice(5, " -", -3.0))))
     completer = await completer_for(engine)
     outcome = await completer.complete(snap(SOURCE), len(SOURCE), explicit=True)
     assert outcome.text == "a + b" and outcome.alternatives == ["b + a", "max(a, b)"]
     first, listing, *rest = engine.requests
-    assert listing.token_choices == 3 and listing.max_tokens == BRANCH_DEPTH
-    assert sorted(r.prompt[len(first.prompt):] for r in rest) == [" b", " max"]
+    # Two alternatives wanted, SPARE_BRANCHES more continued: the likeliest usable win.
+    assert listing.token_choices == 2 + SPARE_BRANCHES + 1
+    assert listing.max_tokens == BRANCH_DEPTH
+    assert sorted(r.prompt[len(first.prompt):] for r in rest) == [" a -", " b", " max"]
     assert all(r.temperature == 0.0 and r.seed is None for r in engine.requests)
 
 
@@ -113,12 +117,12 @@ async def test_explicit_request_answers_distinct_alternatives() -> None:
     completer = await completer_for(engine)
     outcome = await completer.complete(snap(SOURCE), len(SOURCE), explicit=True)
     assert outcome.text == "a + b" and outcome.alternatives == ["b + a"]  # seed 2 repeats
-    assert [r.seed for r in engine.requests] == [None, 1, 2]
+    assert [r.seed for r in engine.requests] == [None, 1, 2, 3]  # (3 repeats too)
     assert engine.requests[0].temperature == 0.0
     # The alternatives came once the first generation had text (its prompt prefilled).
     assert engine.greedy_text_when[0] == "" and all(engine.greedy_text_when[1:])
     assert completer.telemetry.counters["alternatives"] == 1
-    assert completer.telemetry.counters["engine_requests"] == 3
+    assert completer.telemetry.counters["engine_requests"] == 4
 
 
 async def test_alternatives_are_post_processed_like_the_first() -> None:
@@ -223,3 +227,31 @@ async def test_an_alternative_the_safety_check_would_cut_is_not_offered() -> Non
     store.open(URI, "python", 1, source)
     outcome = await completer.complete(store.snapshot(URI), len(source), explicit=True)
     assert outcome.text == "cmd.strip()" and outcome.alternatives == ["len(cmd)"]
+
+
+async def test_a_spare_branch_stands_in_for_one_that_gives_nothing_new() -> None:
+    """SPARE_BRANCHES: one more than the alternatives wanted is continued; the first
+    usable ones by rank are offered."""
+    assert SPARE_BRANCHES >= 1
+    engine = SeededEngine({None: " a + b\n", 1: " a + b\n", 2: " b + a\n", 3: " a - b\n"})
+    completer = await completer_for(engine)
+    outcome = await completer.complete(snap(SOURCE), len(SOURCE), explicit=True)
+    assert outcome.text == "a + b" and outcome.alternatives == ["b + a", "a - b"]
+
+
+async def test_items_keep_rank_order_when_a_likelier_one_finishes_last() -> None:
+    """The same prompt gives the same items, whichever the engine finishes first."""
+    engine = SeededEngine({None: " a + b\n", 1: " sum([a, b], start=0) + 0 * a\n",
+                           2: " a - b\n", 3: " a * b\n"})
+    completer = await completer_for(engine)
+    outcome = await completer.complete(snap(SOURCE), len(SOURCE), explicit=True)
+    assert outcome.alternatives == ["sum([a, b], start=0) + 0 * a", "a - b"]
+
+
+async def test_the_answer_does_not_wait_for_a_spare_once_the_likeliest_are_there() -> None:
+    engine = SeededEngine({None: " a + b\n", 1: " b + a\n", 2: " a - b\n",
+                           3: " a" + " * b" * 100 + "\n"})
+    completer = await completer_for(engine)
+    outcome = await completer.complete(snap(SOURCE), len(SOURCE), explicit=True)
+    assert outcome.alternatives == ["b + a", "a - b"]
+    assert engine.aborted == 1  # the spare (2 s to its end): cut, not waited for

@@ -62,6 +62,23 @@ def test_summary_ratio_and_parse_share() -> None:
     assert summary["all"]["prefix_only"]["parses"] == 0.5  # the unparsed file is left out
 
 
+def test_summary_counts_holes_offered_two_or_more_suggestions() -> None:
+    def rec(kind: str, suggestions: int, alternatives: list[str]) -> dict[str, object]:
+        side = {"completion": "x" if suggestions else "", "prompt_tokens": 10,
+                "similarity": 1.0, "parses": True, "exact": False,
+                "suggestions": suggestions, "alternatives": alternatives}
+        return {"kind": kind, "parsed_before": True, "expected": "b", "ours": side,
+                "prefix_only": {**side, "suggestions": 1, "alternatives": []}}
+
+    summary = summarize([rec("single-line", 3, ["a", "b"]), rec("single-line", 1, []),
+                         rec("single-line", 0, []), rec("multi-line", 2, ["a"])])
+    assert summary["all"]["ours"]["two_or_more_suggestions"] == 0.5
+    assert summary["single-line"]["ours"]["two_or_more_suggestions"] == round(1 / 3, 3)
+    assert summary["multi-line"]["ours"]["two_or_more_suggestions"] == 1.0
+    assert summary["all"]["prefix_only"]["two_or_more_suggestions"] == 0.0
+    assert summary["all"]["ours"]["exact_in_any"] == 0.25  # "b", the second item of one
+
+
 def test_cli_takes_bench_quality_with_an_optional_json_file() -> None:
     from lsp_copilot.cli.main import build_parser
 
@@ -88,4 +105,7 @@ async def test_both_variants_take_their_ids_from_one_source(tmp_path: Path) -> N
     records = await run_holes(cut_holes(index, 4, seed=3), index, settings, manager)
     ids = [r.request_id for r in engine.requests]
     assert len(records) == 4 and len(ids) > 8 and len(set(ids)) == len(ids)
+    for record in records:  # one answer everywhere: no alternative differs from it
+        assert record["ours"]["suggestions"] == (1 if record["ours"]["completion"] else 0)
+        assert record["ours"]["alternatives"] == []
     await manager.shutdown()

@@ -110,12 +110,17 @@ async def test_invoked_completion_is_an_explicit_request_as_inline_is() -> None:
     items = await _items(ls, 1, COL, INVOKED)
     texts = [item.insert_text for item in inline.items]
     assert texts == ["a + b", "b + a", "a - b"]
+    # Each item's acceptance record will say its rank and that its answer had three.
+    ids = [(item.command.arguments[0] or {})["id"] for item in inline.items
+           if item.command and item.command.arguments]
+    tracked = [ls.acceptance.find(sid, None, None, None, None) for sid in ids]
+    assert [(s.rank, s.keys["items"]) for s in tracked if s] == [(0, 3), (1, 3), (2, 3)]
     assert [item.text_edit.new_text for item in items if item.text_edit] == texts
     assert _lines(SOURCE, items) == [f"    return {t}" for t in texts]
     assert [item.sort_text for item in items] == sorted(item.sort_text or "" for item in items)
     assert [item.preselect for item in items] == [True, False, False]
     assert ls.telemetry.counters["explicit_requests"] == 2
-    assert len(engine.requests) == 6  # the first and two alternatives, twice
+    assert len(engine.requests) == 8  # the first and three branches, twice
     for kind in (CHARACTER, AGAIN, None):
         assert len(await _items(ls, 1, COL, kind)) == 1
     assert ls.telemetry.counters["explicit_requests"] == 2

@@ -82,7 +82,8 @@ def _track(ls: CopilotServer, snapshot: Snapshot, offset: int, position: types.P
     keys = keys_for(model, outcome.template, route, "explicit" if explicit else outcome.mode,
                     snapshot.language_id, (time.perf_counter() - started) * 1000,
                     arm.label if arm else "", outcome.arm,
-                    arm.cluster(snapshot.uri, position.line) if arm else "")
+                    arm.cluster(snapshot.uri, position.line) if arm else "",
+                    items=1 + len(outcome.alternatives))
     return ls.acceptance.suggested(uri=snapshot.uri, line=position.line,
                                    character=position.character, text=outcome.text,
                                    data=snapshot.data, offset=offset, keys=keys,
