@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsp_copilot.settings.completion import CompletionSettings
 from lsp_copilot.settings.context import ContextSettings
@@ -27,7 +27,11 @@ from lsp_copilot.settings.privacy import PrivacySettings
 from lsp_copilot.settings.remote import RemoteSettings
 from lsp_copilot.settings.supervision import SupervisionSettings
 
-G = TypeVar("G")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+G = TypeVar("G", bound="DataclassInstance")
+"""A group of settings (one of GROUPS)."""
 
 SECTION = "lspCopilot"
 """The object editors put the settings in (VS Code's configuration section)."""

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-from lsp_copilot.settings.core import GROUPS, Settings
-
-G = TypeVar("G")
+from lsp_copilot.settings.core import GROUPS, G, Settings
 
 
 class SettingsHub:
@@ -46,7 +44,7 @@ class SettingsHub:
         changed = [g for g in GROUPS if any(
             getattr(before, f.name) != getattr(settings, f.name) for f in dataclasses.fields(g))]
         for group in changed:
-            value = settings.group(group)
+            value: Any = settings.group(group)
             for callback in list(self._callbacks[group]):
                 callback(value)
         return changed

@@ -61,7 +61,7 @@ def test_every_wire_key_round_trips_through_its_group() -> None:
     assert errors == []
     names = {camel(f.name): f.name for f in dataclasses.fields(Settings)}
     for key, value in samples.items():
-        group = settings.group(owners[key])
+        group: object = settings.group(owners[key])
         expected = tuple(value) if isinstance(value, list) else value
         assert getattr(group, names[key]) == getattr(settings, names[key]) == expected, key
     assert settings.completion.max_tokens_single_line == 12
