@@ -41,6 +41,7 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
     from lsp_copilot.pipeline.completer import Completer
     from lsp_copilot.privacy import Privacy
     from lsp_copilot.privacy.ignore import RepoIgnores
+    from lsp_copilot.settings.hub import SettingsHub
     from lsp_copilot.telemetry import Telemetry
 
     path, line, col = _parse_location(args.location)
@@ -75,7 +76,7 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
     if not result.ok:
         raise SystemExit(f"error: the engine could not start: {result.message}")
     try:
-        completer = Completer(engines, telemetry, lambda: settings)
+        completer = Completer(engines, telemetry, SettingsHub(settings))
         completer.set_privacy(privacy)
         completer.workspace = workspace
         outcome = await completer.complete(store.snapshot(uri), offset, explicit=True)
@@ -92,7 +93,7 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
         "load_seconds": round(result.seconds, 2),
         "reason": outcome.reason,
         "route": outcome.route,
-        "budgets": budgets_for(settings, info.device if info else "cpu").as_dict()
+        "budgets": budgets_for(settings.request, info.device if info else "cpu").as_dict()
         | {"used": outcome.context.budget_tokens if outcome.context else None},
     }
 
@@ -139,7 +140,7 @@ def cmd_context(args: argparse.Namespace) -> int:
     try:
         settings = _settings(args)
         # --device previews the other machine's budgets (as doctor's --device does).
-        budgets = budgets_for(settings, args.device or detect(settings.device).device)
+        budgets = budgets_for(settings.request, args.device or detect(settings.device).device)
         report, timings = audit(path, line, col, args.root, args.budget, args.model,
                                 settings.template, budgets, args.explicit)
     except ValueError as exc:  # PositionError: a position past the end

@@ -49,7 +49,7 @@ def audit(path: Path, line: int, col: int, root: Path | None, budget: int | None
     default settings' on this machine) gives a request of this mode (``explicit``: asked
     for by the user).
     """
-    budgets = budgets or budgets_for(Settings(), detect("auto").device)
+    budgets = budgets or budgets_for(Settings().request, detect("auto").device)
     text = path.read_bytes().decode("utf-8", "surrogateescape")
     store = DocumentStore()
     uri = path.resolve().as_uri()

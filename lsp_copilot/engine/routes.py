@@ -23,7 +23,7 @@ from lsp_copilot.engine.base import Engine, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager, Reporter
 from lsp_copilot.models.presets import default_preset, typing_preset
 from lsp_copilot.settings.core import Settings
-from lsp_copilot.settings.engine import ROUTE_KINDS
+from lsp_copilot.settings.engine import ROUTE_KINDS, EngineSettings
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +39,11 @@ def route_kind(mode: str, explicit: bool, prefetch: bool) -> str:
     return "multiLine" if mode == "multi-line" else "singleLine"
 
 
-def chains(settings: Settings, device: str) -> dict[str, tuple[str, ...]]:
+def chains(settings: EngineSettings, device: str, remote: bool = False
+           ) -> dict[str, tuple[str, ...]]:
     """Each kind's engines in the order they are tried: ``main`` or the model (preset name
-    or folder) of another one; ``main`` is in every chain (last, unless named earlier)."""
+    or folder) of another one; ``main`` is in every chain (last, unless named earlier).
+    ``remote``: the main engine is the remote backend (no default typing model then)."""
     if settings.routes is not None:
         chosen = dict(settings.routes)
         given = {kind: chosen.get(kind, MAIN) for kind in ROUTE_KINDS}
@@ -50,7 +52,7 @@ def chains(settings: Settings, device: str) -> dict[str, tuple[str, ...]]:
     else:
         out = {kind: (MAIN,) for kind in ROUTE_KINDS}
         typing = typing_preset(device)
-        if typing is not None and not settings.model and settings.engine_backend == "embedded":
+        if typing is not None and not settings.model and not remote:
             out.update(singleLine=(typing.name,), multiLine=(typing.name,),
                        prefetch=(typing.name,))
     main = settings.model or default_preset(device).name  # named again: not a second engine
@@ -59,13 +61,14 @@ def chains(settings: Settings, device: str) -> dict[str, tuple[str, ...]]:
     return {kind: names if MAIN in names else (*names, MAIN) for kind, names in named.items()}
 
 
-def arm_chains(base: Settings, arm: Settings, device: str) -> dict[str, tuple[str, ...]]:
+def arm_chains(base: EngineSettings, arm: EngineSettings, device: str, remote: bool = False
+               ) -> dict[str, tuple[str, ...]]:
     """An `experiment` arm's chains: its ``routes``, its ``model`` in place of the main
     one; the main engine stays the last fallback of every chain."""
     main = base.model or default_preset(device).name
     own = arm.model or main
     out: dict[str, tuple[str, ...]] = {}
-    for kind, names in chains(arm, device).items():  # (MAIN there: the arm's model)
+    for kind, names in chains(arm, device, remote).items():  # (MAIN there: the arm's model)
         named = tuple(dict.fromkeys(
             MAIN if m == main else m for m in (own if n == MAIN else n for n in names)))
         out[kind] = named if MAIN in named else (*named, MAIN)
@@ -74,7 +77,8 @@ def arm_chains(base: Settings, arm: Settings, device: str) -> dict[str, tuple[st
 
 def plan(settings: Settings, device: str) -> dict[str, str]:
     """Each kind's first engine: ``main`` or the model of another one."""
-    return {kind: names[0] for kind, names in chains(settings, device).items()}
+    remote = settings.engine_backend == "remote"
+    return {kind: names[0] for kind, names in chains(settings, device, remote).items()}
 
 
 def _for_model(settings: Settings, model: str) -> Settings:
@@ -104,7 +108,7 @@ class Routes:
         self._chains: dict[str, tuple[str, ...]] = {kind: (MAIN,) for kind in ROUTE_KINDS}
         # `experiment` arms that name their own engine (the server sets them), and their
         # chains: their engines load with the others.
-        self.arms: dict[str, Settings] = {}
+        self.arms: dict[str, EngineSettings] = {}
         self._arm_chains: dict[str, dict[str, tuple[str, ...]]] = {}
         self._extras: dict[str, _Extra] = {}
         self._answered: dict[tuple[str, str], int] = {}  # (kind, route) -> requests
@@ -116,8 +120,9 @@ class Routes:
 
     def expect(self, settings: Settings, device: str) -> None:
         """Take the plan now, before its engines load: stats then say they are loading."""
-        self._chains = chains(settings, device)
-        self._arm_chains = {name: arm_chains(settings, arm, device)
+        remote = settings.engine_backend == "remote"
+        self._chains = chains(settings, device, remote)
+        self._arm_chains = {name: arm_chains(settings, arm, device, remote)
                             for name, arm in self.arms.items()}
 
     async def start(self, settings: Settings, device: str, report: Reporter) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -91,12 +91,29 @@ class Settings(
     def records(self) -> RecordsSettings:
         return self.group(RecordsSettings)
 
+    @cached_property
+    def request(self) -> RequestSettings:
+        return RequestSettings(self.general, self.engine, self.context, self.completion,
+                               self.privacy)
+
     def engine_key(self, device: str | None = None) -> tuple[Any, ...]:
         """What decides whether a running engine must be restarted after a change
         (maxQueue too on CUDA while maxNumSeqs is null: there it sizes the batch; on the
         CPU it does not, and a reload costs the user half a minute)."""
         queue = self.max_queue if self.max_num_seqs is None and device != "cpu" else None
         return (*(getattr(self, name) for name in sorted(ENGINE_FIELDS)), queue)
+
+
+@dataclass(frozen=True)
+class RequestSettings:
+    """The groups one completion request reads (what the pipeline takes): an `experiment`
+    arm has its own; the engine group only for its model, routes and maxModelLen."""
+
+    general: GeneralSettings = field(default_factory=GeneralSettings)
+    engine: EngineSettings = field(default_factory=EngineSettings)
+    context: ContextSettings = field(default_factory=ContextSettings)
+    completion: CompletionSettings = field(default_factory=CompletionSettings)
+    privacy: PrivacySettings = field(default_factory=PrivacySettings)
 
 
 GROUPS: tuple[type, ...] = tuple(

@@ -40,7 +40,7 @@ async def _load_order(**settings: object) -> list[str]:
     ls = create_server(EngineManager(factory=factory))
     ls.routes._make_manager = lambda: EngineManager(factory=factory)
     ls.protocol.client_capabilities = types.ClientCapabilities()
-    ls.settings, _ = parse_settings({"routes": {"singleLine": "smollm2-135m"}, **settings})
+    ls.hub.update(parse_settings({"routes": {"singleLine": "smollm2-135m"}, **settings})[0])
     lifecycle._spawn(ls)
     assert ls.engine_load is not None
     await ls.engine_load

@@ -13,6 +13,7 @@ from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.routes import MAIN, Routes, chains, plan, route_kind
 from lsp_copilot.pipeline.completer import Completer
 from lsp_copilot.settings.core import Settings, parse_settings
+from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot.telemetry import Telemetry
 from tests.support.fakes import FakeEngine
 
@@ -107,7 +108,7 @@ async def test_the_completer_asks_the_routed_engine_and_says_which_answered() ->
     settings = Settings(debounce_mode="off", deadline_ms=0)
     await routes.start(settings, "cpu", lambda _: None)
     await routes.manager_for("singleLine").wait_ready()
-    completer = Completer(routes.main, Telemetry(), lambda: settings, routes=routes)
+    completer = Completer(routes.main, Telemetry(), SettingsHub(settings), routes=routes)
     store = DocumentStore()
     text = "def f(x):\n    return"
     store.open("file:///w/f.py", "python", 1, text)

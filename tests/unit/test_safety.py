@@ -17,6 +17,7 @@ from lsp_copilot.postprocess.safety import (
     scan_text,
 )
 from lsp_copilot.settings.core import Settings, parse_settings
+from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot_bench import safety as bench_safety
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "safety"
@@ -207,7 +208,7 @@ async def _complete(reply: str, source: str, **settings: object):  # type: ignor
     assert (await manager.start(Settings())).ok
     s = Settings(**{"debounce_mode": "off", "deadline_ms": 0, "cache": False,
                     **settings})  # type: ignore[arg-type]
-    completer = Completer(manager, Telemetry(), lambda: s)
+    completer = Completer(manager, Telemetry(), SettingsHub(s))
     snap, off = _at(source)
     return completer, await completer.complete(snap, off)
 

@@ -15,6 +15,7 @@ from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.pipeline.completer import Completer
 from lsp_copilot.pipeline.warmup import PRIORITY, Warmer, chunks
 from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot.telemetry import Telemetry
 from tests.support.fakes import FakeEngine
 from tests.support.models import smollm2_like_folder
@@ -40,8 +41,8 @@ async def _setup(engine: FakeEngine, **settings: object) -> tuple[Completer, War
     assert (await manager.start(Settings())).ok
     s = Settings(debounce_mode="off", cache=False, **settings)  # type: ignore[arg-type]
     telemetry = Telemetry()
-    completer = Completer(manager, telemetry, lambda: s)
-    return completer, Warmer(completer, telemetry, lambda: s), telemetry
+    completer = Completer(manager, telemetry, SettingsHub(s))
+    return completer, Warmer(completer, telemetry, SettingsHub(s)), telemetry
 
 
 def _store(text: str, uri: str = URI) -> DocumentStore:
@@ -186,8 +187,8 @@ async def test_fake_engine_warm_up_on_a_routed_engine_renders_the_completers_pro
     await routes.start(s, "cpu", lambda _: None)
     await routes.manager_for("singleLine").wait_ready()
     telemetry = Telemetry()
-    completer = Completer(manager, telemetry, lambda: s, routes=routes)
-    warmer = Warmer(completer, telemetry, lambda: s)
+    completer = Completer(manager, telemetry, SettingsHub(s), routes=routes)
+    warmer = Warmer(completer, telemetry, SettingsHub(s))
     uri = "file:///w/shapes_routed.py"
     store = _store(_source(), uri)
     warmer.opened(_snap(store, uri))
