@@ -33,6 +33,7 @@ from lsp_copilot.postprocess.stop import stop_rule
 from lsp_copilot.prompts.templates import Template, template_for
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.settings.hub import SettingsHub
+from lsp_copilot.settings.layers import EngineSetup
 from lsp_copilot.telemetry import Telemetry
 from lsp_copilot_bench.corpus import default_corpus, python_files
 from lsp_copilot_bench.holes import LineRule, pick_line
@@ -98,7 +99,7 @@ class _Built:
     def __init__(self) -> None:
         self.engine: Engine | None = None
 
-    def __call__(self, settings: Settings, report: Reporter) -> Engine:
+    def __call__(self, settings: EngineSetup, report: Reporter) -> Engine:
         self.engine = EngineFactory()(settings, report)
         return self.engine
 
@@ -116,7 +117,7 @@ class _Recorder(Telemetry):
 async def _start(settings: Settings) -> tuple[EngineManager, Engine, float, _Built]:
     built = _Built()
     manager = EngineManager(built)
-    result = await manager.start(settings)
+    result = await manager.start(settings.engine_setup)
     if not result.ok:
         raise SystemExit(f"error: the engine could not start: {result.message}")
     return manager, manager.engine(), result.seconds, built

@@ -240,7 +240,7 @@ async def bench_quality(corpus: Path, count: int, settings: Settings, seed: int 
     folders = split_corpora(corpus, split) if split else [(corpus.name, corpus)]
     per_corpus = math.ceil(count / len(folders))
     manager = EngineManager()
-    load = manager.start(settings)
+    load = manager.start(settings.engine_setup)
     indexes = [WorkspaceIndex(path) for _, path in folders]
     for index in indexes:
         await asyncio.to_thread(index.build)

@@ -23,7 +23,7 @@ async def _one(settings: Settings, runtime: Path) -> dict[str, Any]:
     notices: list[str] = []
     manager.notify = lambda level, message: notices.append(f"{level}: {message}")
     started = time.monotonic()
-    result = await manager.start(settings)
+    result = await manager.start(settings.engine_setup)
     seconds = round(time.monotonic() - started, 1)
     await manager.shutdown()
     subprocess.run([sys.executable, "-m", "lsp_copilot", "engine", "stop"], capture_output=True,

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsp_copilot.settings.arms import ENGINE_CHOICE, PER_REQUEST
-from lsp_copilot.settings.core import RequestSettings
 from lsp_copilot.settings.engine import EngineSettings
+from lsp_copilot.settings.layers import RequestSettings
 
 __all__ = ["ENGINE_CHOICE", "PER_REQUEST", "Experiment", "build"]
 

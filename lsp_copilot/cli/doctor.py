@@ -70,7 +70,7 @@ def engine_report(
     shape = fit.model_shape(model, settings)
     cuda_gpus = found if choice.device == "cuda" else None
     chosen = defaults.resolve(settings, choice.device, shape if choice.device == "cuda" else None,
-                              cuda_gpus)
+                              cuda_gpus, max_queue=settings.max_queue)
     from lsp_copilot.engine.vllm import engine_args
 
     report: dict[str, Any] = {
@@ -78,10 +78,11 @@ def engine_report(
         "device_reason": choice.reason,
         "device_problem": choice.problem,
         "gpus": [g.as_dict() for g in found] if found is not None else None,
-        "engine_args": engine_args(settings, model, choice.device, cuda_gpus),
+        "engine_args": engine_args(settings, model, choice.device, cuda_gpus,
+                                   max_queue=settings.max_queue),
         "engine_defaults": {k: {"value": c.value, "why": c.why} for k, c in chosen.items()},
         "engine_env": defaults.environment(settings, choice.device),
-        "routes": routes.plan(settings, choice.device),
+        "routes": routes.plan(settings.engine_setup, choice.device),
     }
     if choice.device == "cuda":
         utilization = float(chosen["gpu_memory_utilization"].value)

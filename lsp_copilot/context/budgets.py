@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsp_copilot.settings.context import BUDGET_KEYS
-from lsp_copilot.settings.core import RequestSettings
+from lsp_copilot.settings.layers import RequestSettings
 
 GPU_DEFAULTS = {"singleLine": 2048, "multiLine": 6144, "explicit": 8192}
 """Seed 004's sizes: about 2K tokens for a line, more for a block, most when asked."""

@@ -22,8 +22,8 @@ from typing import Any
 from lsp_copilot.engine.base import Engine, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager, Reporter
 from lsp_copilot.models.presets import default_preset, typing_preset
-from lsp_copilot.settings.core import Settings
 from lsp_copilot.settings.engine import ROUTE_KINDS, EngineSettings
+from lsp_copilot.settings.layers import EngineSetup
 
 log = logging.getLogger(__name__)
 
@@ -75,20 +75,21 @@ def arm_chains(base: EngineSettings, arm: EngineSettings, device: str, remote: b
     return out
 
 
-def plan(settings: Settings, device: str) -> dict[str, str]:
+def plan(settings: EngineSetup, device: str) -> dict[str, str]:
     """Each kind's first engine: ``main`` or the model of another one."""
-    remote = settings.engine_backend == "remote"
-    return {kind: names[0] for kind, names in chains(settings, device, remote).items()}
+    remote = settings.remote.engine_backend == "remote"
+    return {kind: names[0] for kind, names in chains(settings.engine, device, remote).items()}
 
 
-def _for_model(settings: Settings, model: str) -> Settings:
+def _for_model(settings: EngineSetup, model: str) -> EngineSetup:
     """The settings of another route's engine: the main engine's, with its model, embedded
     (a remote main engine's fallback runs here); a draft model (or EAGLE head) belongs to
     the main model, so this one speculates by n-grams."""
-    routed = dataclasses.replace(settings, model=model, engine_backend="embedded")
-    if settings.speculative_method in ("draft_model", "eagle", "eagle3", "mtp"):
-        routed = dataclasses.replace(routed, speculative_method="ngram")
-    return routed
+    engine = dataclasses.replace(settings.engine, model=model)
+    if engine.speculative_method in ("draft_model", "eagle", "eagle3", "mtp"):
+        engine = dataclasses.replace(engine, speculative_method="ngram")
+    return dataclasses.replace(settings, engine=engine, remote=dataclasses.replace(
+        settings.remote, engine_backend="embedded"))
 
 
 @dataclass
@@ -118,14 +119,14 @@ class Routes:
     def _plan(self) -> dict[str, str]:
         return {kind: names[0] for kind, names in self._chains.items()}
 
-    def expect(self, settings: Settings, device: str) -> None:
+    def expect(self, settings: EngineSetup, device: str) -> None:
         """Take the plan now, before its engines load: stats then say they are loading."""
-        remote = settings.engine_backend == "remote"
-        self._chains = chains(settings, device, remote)
-        self._arm_chains = {name: arm_chains(settings, arm, device, remote)
+        remote = settings.remote.engine_backend == "remote"
+        self._chains = chains(settings.engine, device, remote)
+        self._arm_chains = {name: arm_chains(settings.engine, arm, device, remote)
                             for name, arm in self.arms.items()}
 
-    async def start(self, settings: Settings, device: str, report: Reporter) -> None:
+    async def start(self, settings: EngineSetup, device: str, report: Reporter) -> None:
         """Load the engines the plan names that are not running; stop those it no longer
         names. The main engine is the caller's (it loads first and is never stopped here)."""
         self.expect(settings, device)
@@ -146,7 +147,7 @@ class Routes:
 
             extra.task = manager.start(routed, progress)
         for extra in self._extras.values():
-            extra.manager.settings = _for_model(settings, extra.model)
+            extra.manager.use_supervision(settings.supervision)
 
     def typing_first(self) -> bool:
         """Whether typing (singleLine) goes first to another engine than the main one:
@@ -204,9 +205,10 @@ class Routes:
         if info is not None:
             kind = "remote backend" if info.backend == "remote" else "embedded engine"
             return f"the {kind} ({info.model})"
-        if route == MAIN and self.main.settings.engine_backend == "remote":
-            return f"the remote backend ({self.main.settings.remote_url})"
-        return f"the embedded engine ({self.main.settings.model or 'default model'})" if (
+        main = self.main.settings
+        if route == MAIN and main.remote.engine_backend == "remote":
+            return f"the remote backend ({main.remote.remote_url})"
+        return f"the embedded engine ({main.engine.model or 'default model'})" if (
             route == MAIN) else f"the embedded engine ({route})"
 
     def _why_none(self, names: tuple[str, ...]) -> str:

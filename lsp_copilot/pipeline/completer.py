@@ -41,10 +41,10 @@ from lsp_copilot.privacy.redact import Redactor
 from lsp_copilot.prompts.templates import Template
 from lsp_copilot.settings.completion import CompletionSettings
 from lsp_copilot.settings.context import ContextSettings
-from lsp_copilot.settings.core import RequestSettings
 from lsp_copilot.settings.engine import EngineSettings
 from lsp_copilot.settings.general import GeneralSettings
 from lsp_copilot.settings.hub import SettingsHub
+from lsp_copilot.settings.layers import RequestSettings
 from lsp_copilot.settings.privacy import PrivacySettings
 from lsp_copilot.telemetry import Telemetry
 

@@ -22,7 +22,7 @@ from lsp_copilot.language.trigger import Mode
 from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.privacy.redact import Redactor
 from lsp_copilot.prompts.templates import Template, template_for
-from lsp_copilot.settings.core import RequestSettings
+from lsp_copilot.settings.layers import RequestSettings
 
 SUFFIX_LINES = 4
 """Lines after the cursor line that post-processing compares the answer with."""

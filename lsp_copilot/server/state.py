@@ -42,6 +42,7 @@ from lsp_copilot.settings.general import GeneralSettings
 from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot.settings.logs_and_records import RecordsSettings
 from lsp_copilot.settings.privacy import PrivacySettings
+from lsp_copilot.settings.supervision import SupervisionSettings
 from lsp_copilot.telemetry import Telemetry
 from lsp_copilot.tokens import TokenCounters
 
@@ -72,6 +73,7 @@ class CopilotServer(LanguageServer):
         self.main_engine.telemetry = self.telemetry
         self.main_engine.notify = self._engine_notice
         self.main_engine.retry_hint = f"Run the command `{RESTART_COMMAND}` (or restart the server)"
+        self.hub.on_change(SupervisionSettings, self.main_engine.use_supervision)
         self.cache: CompletionCache | None = None
         self.routes = Routes(self.main_engine, self._engine_manager)
         self.engine_load: asyncio.Task[None] | None = None  # the engines' load under way

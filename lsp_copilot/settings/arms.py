@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lsp_copilot.settings.core import RequestSettings, Settings, camel, parse_settings, setting_docs
+from lsp_copilot.settings.core import Settings, camel, parse_settings, setting_docs
+from lsp_copilot.settings.layers import RequestSettings
 
 PER_REQUEST = frozenset({
     "enable", "disabledLanguages", "template", "maxPromptTokens", "contextBudgets",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,6 +22,7 @@ from lsp_copilot.settings.completion import CompletionSettings
 from lsp_copilot.settings.context import ContextSettings
 from lsp_copilot.settings.engine import EngineSettings
 from lsp_copilot.settings.general import GeneralSettings
+from lsp_copilot.settings.layers import EngineSetup, RequestSettings
 from lsp_copilot.settings.logs_and_records import RecordsSettings
 from lsp_copilot.settings.privacy import PrivacySettings
 from lsp_copilot.settings.remote import RemoteSettings
@@ -92,6 +93,10 @@ class Settings(
         return self.group(RecordsSettings)
 
     @cached_property
+    def engine_setup(self) -> EngineSetup:
+        return EngineSetup(self.engine, self.remote, self.supervision, self.max_queue)
+
+    @cached_property
     def request(self) -> RequestSettings:
         return RequestSettings(self.general, self.engine, self.context, self.completion,
                                self.privacy)
@@ -102,18 +107,6 @@ class Settings(
         CPU it does not, and a reload costs the user half a minute)."""
         queue = self.max_queue if self.max_num_seqs is None and device != "cpu" else None
         return (*(getattr(self, name) for name in sorted(ENGINE_FIELDS)), queue)
-
-
-@dataclass(frozen=True)
-class RequestSettings:
-    """The groups one completion request reads (what the pipeline takes): an `experiment`
-    arm has its own; the engine group only for its model, routes and maxModelLen."""
-
-    general: GeneralSettings = field(default_factory=GeneralSettings)
-    engine: EngineSettings = field(default_factory=EngineSettings)
-    context: ContextSettings = field(default_factory=ContextSettings)
-    completion: CompletionSettings = field(default_factory=CompletionSettings)
-    privacy: PrivacySettings = field(default_factory=PrivacySettings)
 
 
 GROUPS: tuple[type, ...] = tuple(

@@ -24,7 +24,7 @@ async def completer_for(engine: Any, cache: CompletionCache | None = None, /,
     ``cache`` (positional: ``cache=False`` is the setting); no debounce, and no deadline
     unless a test sets one: a loaded machine must not cut these answers."""
     manager = EngineManager(factory=lambda s, report: engine)
-    assert (await manager.start(Settings())).ok
+    assert (await manager.start(Settings().engine_setup)).ok
     s = Settings(**{"debounce_mode": "off", "deadline_ms": 0, **settings})
     return Completer(manager, Telemetry(), SettingsHub(s), lambda: cache)
 
@@ -44,6 +44,6 @@ async def server_for(engine: Any, cache: CompletionCache | None = None, /,
     ls = create_server(EngineManager(factory=lambda s, report: engine))
     ls.hub.update(Settings(**{"debounce_mode": "off", "deadline_ms": 0, "warm_up": False,
                               **settings}))
-    assert (await ls.main_engine.start(ls.hub.settings)).ok
+    assert (await ls.main_engine.start(ls.hub.settings.engine_setup)).ok
     ls.cache = cache
     return ls

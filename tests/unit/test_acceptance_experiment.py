@@ -9,6 +9,7 @@ from lsp_copilot.pipeline.completer import Completer
 from lsp_copilot.settings.arms import experiment_arms
 from lsp_copilot.settings.core import Settings, camel, parse_settings, setting_docs
 from lsp_copilot.settings.hub import SettingsHub
+from lsp_copilot.settings.layers import EngineSetup
 from lsp_copilot.telemetry import Telemetry
 from tests.support.fakes import FakeEngine
 from tests.support.pipeline import snap
@@ -72,12 +73,12 @@ def test_an_arms_model_replaces_the_main_one_and_main_stays_the_fallback() -> No
 
 async def test_an_arm_with_another_model_loads_its_engine_and_answers_from_it() -> None:
     main = EngineManager(factory=lambda s, r: FakeEngine(" main\n", 0.001, "main-model"))
-    assert (await main.start(Settings())).ok
+    assert (await main.start(Settings().engine_setup)).ok
     loaded: list[str] = []
 
-    def factory(settings: Settings, report: object) -> FakeEngine:
-        loaded.append(settings.model)
-        return FakeEngine(" small\n", 0.001, settings.model)
+    def factory(settings: EngineSetup, report: object) -> FakeEngine:
+        loaded.append(settings.engine.model)
+        return FakeEngine(" small\n", 0.001, settings.engine.model)
 
     routes = Routes(main, lambda: EngineManager(factory=factory))
     base, _ = parse_settings({"experiment": {"big": {}, "small": {"model": "smollm2-135m"}},
@@ -85,7 +86,7 @@ async def test_an_arm_with_another_model_loads_its_engine_and_answers_from_it() 
     exp = experiment.build(experiment_arms(base)[0], base.engine)
     assert exp is not None
     routes.arms = exp.engines()
-    await routes.start(base, "cpu", lambda _: None)
+    await routes.start(base.engine_setup, "cpu", lambda _: None)
     manager = routes.manager_named("smollm2-135m")
     assert manager is not None
     await manager.wait_ready()
@@ -100,6 +101,6 @@ async def test_an_arm_with_another_model_loads_its_engine_and_answers_from_it() 
         assert out.text == (" small" if out.arm == "small" else " main"), out
     assert seen == {"big": {MAIN}, "small": {"smollm2-135m"}}
     routes.arms = {}  # the experiment is gone: its engine stops
-    await routes.start(base, "cpu", lambda _: None)
+    await routes.start(base.engine_setup, "cpu", lambda _: None)
     assert routes.manager_named("smollm2-135m") is None
     await routes.shutdown()

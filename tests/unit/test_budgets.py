@@ -62,7 +62,7 @@ def test_an_explicit_request_gets_the_explicit_budget() -> None:
     async def run() -> list[int]:
         engine = FakeEngine(" a + b\n", step_s=0)
         manager = EngineManager(factory=lambda s, report: engine)
-        assert (await manager.start(Settings())).ok
+        assert (await manager.start(Settings().engine_setup)).ok
         settings = Settings(debounce_mode="off", deadline_ms=0, cache=False,
                             context_budgets=(("explicit", 1900), ("singleLine", 900)))
         seen: list[int] = []

@@ -365,7 +365,7 @@ async def _complete_fake(engine: EncodingEngine, **settings: Any) -> Any:
     from lsp_copilot.telemetry import Telemetry
 
     manager = EngineManager(factory=lambda s, report: engine)  # type: ignore[arg-type,return-value]
-    assert (await manager.start(Settings())).ok
+    assert (await manager.start(Settings().engine_setup)).ok
     s = Settings(debounce_mode="off", cache=False, **settings)
     completer = Completer(manager, Telemetry(), SettingsHub(s))
     store = DocumentStore()

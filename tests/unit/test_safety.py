@@ -205,7 +205,7 @@ async def _complete(reply: str, source: str, **settings: object):  # type: ignor
 
     engine = FakeEngine(reply, step_s=0)
     manager = EngineManager(factory=lambda s, report: engine)
-    assert (await manager.start(Settings())).ok
+    assert (await manager.start(Settings().engine_setup)).ok
     s = Settings(**{"debounce_mode": "off", "deadline_ms": 0, "cache": False,
                     **settings})  # type: ignore[arg-type]
     completer = Completer(manager, Telemetry(), SettingsHub(s))

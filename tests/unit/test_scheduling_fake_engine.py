@@ -299,7 +299,7 @@ async def test_fake_engine_typed_through_keystrokes_still_teach_the_debounce() -
     now = [0.0]
     engine = FakeEngine()
     manager = EngineManager(factory=lambda s, report: engine)
-    assert (await manager.start(Settings())).ok
+    assert (await manager.start(Settings().engine_setup)).ok
     s = Settings(debounce_mode="adaptive")
     completer = Completer(manager, Telemetry(), SettingsHub(s), lambda: None, clock=lambda: now[0])
     await completer.complete(snap(SOURCE), len(SOURCE))  # first request: no wait
@@ -321,7 +321,7 @@ async def test_fake_engine_trace_has_timings_and_no_text(
     monkeypatch.setenv("LSP_COPILOT_TRACE", str(trace))
     engine = FakeEngine()
     manager = EngineManager(factory=lambda s, report: engine)
-    assert (await manager.start(Settings())).ok
+    assert (await manager.start(Settings().engine_setup)).ok
     s = Settings(debounce_mode="off", cache=False)
     completer = Completer(manager, Telemetry(), SettingsHub(s))
     assert (await completer.complete(snap(SOURCE), len(SOURCE))).text == "a + b"
@@ -418,7 +418,7 @@ async def test_fake_engine_request_timeout_answers_the_whole_lines_it_has() -> N
     engine = FakeEngine(reply, step_s=0.02)
     settings = Settings(debounce_mode="off", request_timeout_ms=300)
     manager = EngineManager(factory=lambda s, report: engine)
-    assert (await manager.start(settings)).ok
+    assert (await manager.start(settings.engine_setup)).ok
     completer = Completer(manager, Telemetry(), SettingsHub(settings))
     outcome = await completer.complete(snap(source), len(source), explicit=True)
     assert outcome.text == "a = 1", outcome.raw

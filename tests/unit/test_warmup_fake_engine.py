@@ -38,7 +38,7 @@ def _source() -> str:
 async def _setup(engine: FakeEngine, **settings: object) -> tuple[Completer, Warmer,
                                                                        Telemetry]:
     manager = EngineManager(factory=lambda s, report: engine)
-    assert (await manager.start(Settings())).ok
+    assert (await manager.start(Settings().engine_setup)).ok
     s = Settings(debounce_mode="off", cache=False, **settings)  # type: ignore[arg-type]
     telemetry = Telemetry()
     completer = Completer(manager, telemetry, SettingsHub(s))
@@ -181,10 +181,10 @@ async def test_fake_engine_warm_up_on_a_routed_engine_renders_the_completers_pro
     small = _recording()
     small.info = EngineInfo("fake", "smollm2-135m", "cpu", True, None, "prefix-only")
     manager = EngineManager(factory=lambda s, report: main)
-    assert (await manager.start(Settings())).ok
+    assert (await manager.start(Settings().engine_setup)).ok
     routes = Routes(manager, lambda: EngineManager(factory=lambda s, report: small))
     s = Settings(debounce_mode="off", cache=False, template="qwen2.5-coder")
-    await routes.start(s, "cpu", lambda _: None)
+    await routes.start(s.engine_setup, "cpu", lambda _: None)
     await routes.manager_for("singleLine").wait_ready()
     telemetry = Telemetry()
     completer = Completer(manager, telemetry, SettingsHub(s), routes=routes)

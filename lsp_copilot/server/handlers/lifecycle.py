@@ -31,7 +31,6 @@ def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
         problems += settings_problems(settings)  # combinations the engine load refuses
     ls.hub.update(settings)  # each group's subscribers hear of its change
     problems += ls.apply_experiment()
-    ls.main_engine.settings = settings
     for problem in problems:
         ls.show(types.MessageType.Warning, f"lsp-copilot: {problem}")
     return settings.engine_key(device) != before
@@ -76,20 +75,21 @@ async def _load_engine(
 
     if pending is None:
         device = detect(ls.hub.settings.device).device
-        ls.routes.expect(ls.hub.settings, device)
+        setup = ls.hub.settings.engine_setup
+        ls.routes.expect(setup, device)
         typing_first = (ls.hub.settings.engine_load_order == "typing-first"
                         and ls.routes.typing_first() and ls.hub.settings.engine_backend != "remote")
         if typing_first:
             # The engine that answers typing loads first (one load at a time: two would
             # share the cores), so a cold start suggests as soon as the small one is up.
-            await ls.routes.start(ls.hub.settings, device, report)
+            await ls.routes.start(setup, device, report)
             await ls.routes.loaded()
-        result = await ls.main_engine.start(ls.hub.settings, report)
+        result = await ls.main_engine.start(setup, report)
         if not typing_first and (result.ok or ls.hub.settings.engine_backend == "remote"):
             # Other routes' engines load after the main one; until one is ready its
             # requests go to the main one. (A remote main engine's fallbacks are
             # embedded engines: they load here too.) The progress shown has ended: the log.
-            await ls.routes.start(ls.hub.settings, device,
+            await ls.routes.start(setup, device,
                                   lambda message: log.info("engine: %s", message))
     else:  # a load already under way (the retry command): report its progress
         ls.main_engine.report = report
@@ -140,7 +140,8 @@ async def did_change_configuration(
             ls.hub.settings.engine_backend == "remote" and ls.main_engine.state != "loading"):
         # routes may have changed: load or stop theirs (a load under way starts them itself;
         # a remote main engine's fallbacks load even while it is out of reach)
-        await ls.routes.start(ls.hub.settings, detect(ls.hub.settings.device).device, log.info)
+        settings = ls.hub.settings
+        await ls.routes.start(settings.engine_setup, detect(settings.device).device, log.info)
 
 
 def restart_engine(ls: CopilotServer, *args: Any) -> dict[str, Any]:
