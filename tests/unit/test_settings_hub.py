@@ -69,3 +69,22 @@ def test_every_wire_key_round_trips_through_its_group() -> None:
     assert settings.general.disabled_languages == ("markdown",)
     assert settings.remote.remote_url == "https://x" and settings.records.log_level == "debug"
     assert settings.supervision.breaker_failures == 7 and settings.privacy.safety == "warn"
+
+
+def test_the_servers_parts_follow_their_groups_through_the_hub() -> None:
+    """No getter, no assignment: a settings change reaches the pipeline, the main engine's
+    supervision and the document store through their subscriptions."""
+    from lsp_copilot.server.app import create_server
+
+    server = create_server()
+    engine_before = server.main_engine.settings.engine
+    settings, errors = parse_settings({"lspCopilot": {
+        "deadlineMs": 900, "requestTimeoutMs": 1234, "maxDocumentBytes": 5000,
+        "template": "codellama"}})
+    assert errors == []
+    server.hub.update(settings)
+    assert server.completer.settings.completion.deadline_ms == 900
+    assert server.completer.settings.context.template == "codellama"
+    assert server.main_engine.deadline_s() == 1.234
+    assert server.main_engine.settings.engine is engine_before  # supervision only
+    assert server.store.max_parse_bytes == 5000
