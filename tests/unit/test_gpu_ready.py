@@ -21,6 +21,7 @@ from lsp_copilot.engine.validate import (
 )
 from lsp_copilot.engine.vllm import engine_args, prepare_environment
 from lsp_copilot.settings.core import Settings, parse_settings
+from lsp_copilot.settings.hub import SettingsHub
 
 GIB = 2**30
 
@@ -61,7 +62,7 @@ def _gpu(total_gib: float = 24, free_gib: float = 23.5) -> GpuInfo:
 def test_auto_finds_the_gpu_without_torch_cuda_is_available(cuda_machine: None) -> None:
     assert vllm.detect_device("auto") == "cuda"
     assert device.gpu_count() == 2
-    report = doctor.engine_report(Settings(), gpus=lambda: None)
+    report = doctor.engine_report(Settings().engine_setup, gpus=lambda: None)
     assert report["device"] == "cuda"
 
 
@@ -253,13 +254,13 @@ def test_doctor_previews_a_cuda_machine_without_loading_anything(
 
     monkeypatch.setattr(torch.cuda, "is_available", _never)
     monkeypatch.setattr(device, "nvml_gpus", lambda: None)
-    report = doctor.run("cuda", Settings())
+    report = doctor.run("cuda", SettingsHub())
     args = report["engine_args"]
     assert report["device"] == "cuda" and args["enforce_eager"] is False
     assert args["gpu_memory_utilization"] >= 0.8 and args["max_num_seqs"] == 10
     assert report["engine_env"]["VLLM_WORKER_MULTIPROC_METHOD"] == "spawn"
     assert report["engine_defaults"]["enforce_eager"]["why"]
-    cpu = doctor.run("cpu", Settings())["engine_args"]
+    cpu = doctor.run("cpu", SettingsHub())["engine_args"]
     assert cpu["enforce_eager"] is True and cpu["block_size"] == 32
 
 
