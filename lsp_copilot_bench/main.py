@@ -32,6 +32,8 @@ from lsp_copilot.postprocess.finalize import finalize
 from lsp_copilot.postprocess.stop import stop_rule
 from lsp_copilot.prompts.templates import Template, template_for
 from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.hub import SettingsHub
+from lsp_copilot.settings.layers import EngineSetup
 from lsp_copilot.telemetry import Telemetry
 from lsp_copilot_bench.corpus import default_corpus, python_files
 from lsp_copilot_bench.holes import LineRule, pick_line
@@ -97,7 +99,7 @@ class _Built:
     def __init__(self) -> None:
         self.engine: Engine | None = None
 
-    def __call__(self, settings: Settings, report: Reporter) -> Engine:
+    def __call__(self, settings: EngineSetup, report: Reporter) -> Engine:
         self.engine = EngineFactory()(settings, report)
         return self.engine
 
@@ -115,7 +117,7 @@ class _Recorder(Telemetry):
 async def _start(settings: Settings) -> tuple[EngineManager, Engine, float, _Built]:
     built = _Built()
     manager = EngineManager(built)
-    result = await manager.start(settings)
+    result = await manager.start(settings.engine_setup)
     if not result.ok:
         raise SystemExit(f"error: the engine could not start: {result.message}")
     return manager, manager.engine(), result.seconds, built
@@ -240,7 +242,7 @@ def _completer(manager: EngineManager, settings: Settings, telemetry: Telemetry)
     s = dataclasses.replace(settings, debounce_mode="off", merge=False, typing_through=False,
                             cache=False, prefetch=False, max_tokens_single_line=4,
                             max_tokens_multi_line=4, warm_up=False)
-    return Completer(manager, telemetry, lambda: s)
+    return Completer(manager, telemetry, SettingsHub(s))
 
 
 async def _typing(manager: EngineManager, settings: Settings, corpus: Path,
@@ -286,7 +288,7 @@ async def _first_token(manager: EngineManager, engine: Engine, built: Engine | N
     telemetry = _Recorder()
     records = telemetry.records
     completer = _completer(manager, settings, telemetry)
-    warmer = Warmer(completer, completer.telemetry, lambda: settings)
+    warmer = Warmer(completer, completer.telemetry, SettingsHub(settings))
     store = DocumentStore()
     runs: dict[str, list[dict[str, Any]]] = {"cold": [], "warm": []}
     warm_ms: list[float] = []

@@ -41,6 +41,7 @@ from lsp_copilot.language.trigger import BLOCK_OPENERS, completion_mode
 from lsp_copilot.pipeline.completer import Completer
 from lsp_copilot.postprocess.syntax import parse_inserted
 from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot.telemetry import Telemetry
 from lsp_copilot_bench.baseline import prefix_only_context
 from lsp_copilot_bench.corpus import default_corpus, split_corpora
@@ -155,8 +156,8 @@ async def run_holes(holes: list[Hole], index: WorkspaceIndex, settings: Settings
     done (a long run on a busy machine can be read, or stopped, half way). ``corpus``:
     the package the holes were cut in, recorded in each hole (a split's runs)."""
     telemetry = Telemetry()
-    ours = Completer(manager, telemetry, lambda: settings)
-    base = Completer(manager, telemetry, lambda: settings, context_builder=prefix_only_context,
+    ours = Completer(manager, telemetry, SettingsHub(settings))
+    base = Completer(manager, telemetry, SettingsHub(settings), context_builder=prefix_only_context,
                      request_ids=ours.request_ids)  # one engine: one source of ids
     store = DocumentStore(settings.max_document_bytes)
     records = []
@@ -254,7 +255,7 @@ async def bench_quality(corpus: Path, count: int, settings: Settings, seed: int 
     folders = split_corpora(corpus, split) if split else [(corpus.name, corpus)]
     per_corpus = math.ceil(count / len(folders))
     manager = EngineManager()
-    load = manager.start(settings)
+    load = manager.start(settings.engine_setup)
     indexes = [WorkspaceIndex(path) for _, path in folders]
     for index in indexes:
         await asyncio.to_thread(index.build)
@@ -283,7 +284,7 @@ async def bench_quality(corpus: Path, count: int, settings: Settings, seed: int 
         "count": count,
         "engine": info.as_dict() if info else None,
         # The holes are explicit requests: their budget is contextBudgets' explicit one.
-        "budget_tokens": budgets_for(settings, info.device if info else "cpu").explicit,
+        "budget_tokens": budgets_for(settings.request, info.device if info else "cpu").explicit,
         "seconds": round(time.perf_counter() - started, 1),
     }
     if split:

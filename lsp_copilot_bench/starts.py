@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from lsp_copilot.engine.manager import EngineManager
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.engine import EngineSettings
+from lsp_copilot.settings.layers import EngineSetup
+from lsp_copilot.settings.supervision import SupervisionSettings
 
 
-async def _one(settings: Settings, runtime: Path) -> dict[str, Any]:
+async def _one(settings: EngineSetup, runtime: Path) -> dict[str, Any]:
     manager = EngineManager()
     notices: list[str] = []
     manager.notify = lambda level, message: notices.append(f"{level}: {message}")
@@ -40,7 +42,8 @@ async def _run(count: int, model: str | None) -> dict[str, Any]:
         runtime = Path(folder)
         runtime.chmod(0o700)
         os.environ["LSP_COPILOT_RUNTIME_DIR"] = folder
-        settings = Settings(model=model or "", engine_shared=True)
+        settings = EngineSetup(EngineSettings(model=model or ""),
+                               supervision=SupervisionSettings(engine_shared=True))
         for _ in range(count):
             rows.append(await _one(settings, runtime))
             print(f"start {len(rows)}: {rows[-1]['seconds']} s, "

@@ -15,28 +15,20 @@ arm it would change nothing, so it is refused with a warning naming it.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lsp_copilot.settings.core import Settings, camel, parse_settings, setting_docs
+from lsp_copilot.settings.arms import ENGINE_CHOICE, PER_REQUEST
+from lsp_copilot.settings.engine import EngineSettings
+from lsp_copilot.settings.layers import RequestSettings
 
-PER_REQUEST = frozenset({
-    "enable", "disabledLanguages", "template", "maxPromptTokens", "contextBudgets",
-    "contextShares", "maxTokensSingleLine", "maxTokensMultiLine", "deadlineMs", "temperature",
-    "maxSuggestions", "alternativeTemperature", "debounceMode", "debounceMs", "debounceMaxMs",
-    "merge", "mergeWindowMs", "typingThrough", "cache", "safety",
-})
-"""Settings the completion pipeline reads from the arm's settings for each request."""
-
-ENGINE_CHOICE = frozenset({"model", "routes"})
-"""Settings that make an arm's requests go to another engine (loaded for the arm)."""
+__all__ = ["ENGINE_CHOICE", "PER_REQUEST", "Experiment", "build"]
 
 
 @dataclass(frozen=True)
 class Experiment:
     names: tuple[str, str]
-    settings: tuple[Settings, Settings]
+    settings: tuple[RequestSettings, RequestSettings]
     base_model: str = ""  # the main engine's, which an arm's ``model`` replaces
     base_routes: tuple[tuple[str, Any], ...] | None = None
 
@@ -52,7 +44,7 @@ class Experiment:
     def arm_index(self, uri: str, line: int) -> int:
         return self._digest(uri, line)[0] & 1
 
-    def choose(self, uri: str, line: int) -> tuple[str, Settings]:
+    def choose(self, uri: str, line: int) -> tuple[str, RequestSettings]:
         i = self.arm_index(uri, line)
         return self.names[i], self.settings[i]
 
@@ -61,40 +53,16 @@ class Experiment:
         the path), the same for every suggestion of that line."""
         return self._digest(uri, line)[1:7].hex()
 
-    def engines(self) -> dict[str, Settings]:
+    def engines(self) -> dict[str, EngineSettings]:
         """The arms that name their own engine (``model`` or ``routes``), by name."""
-        return {name: s for name, s in zip(self.names, self.settings, strict=True)
-                if s.model != self.base_model or s.routes != self.base_routes}
+        return {name: s.engine for name, s in zip(self.names, self.settings, strict=True)
+                if s.engine.model != self.base_model or s.engine.routes != self.base_routes}
 
 
-def _refusal(name: str, key: str) -> str:
-    if key == "experiment":
-        return f"experiment arm {name!r}: an arm cannot hold an experiment; 'experiment' ignored"
-    return (f"experiment arm {name!r}: {key!r} refused: it is read once for the whole "
-            "server, so it cannot differ between arms (an arm may set model, routes and "
-            "the per-request settings docs/acceptance.md lists)")
-
-
-def build(base: Settings) -> tuple[Experiment | None, list[str]]:
-    """The arms' settings over ``base``, with one message per override refused."""
-    value = base.experiment
-    if value is None:
-        return None, []
-    known = {camel(name) for name, _, _ in setting_docs()}
-    problems: list[str] = []
-    names: list[str] = []
-    arms: list[Settings] = []
-    for name, overrides in (value.items() if isinstance(value, Mapping) else value):
-        kept: dict[str, Any] = {}
-        for key, v in dict(overrides).items():
-            if str(key) in PER_REQUEST or str(key) in ENGINE_CHOICE or str(key) not in known:
-                # (a name that is no setting at all: parse_settings says which it meant)
-                kept[key] = v
-            else:
-                problems.append(_refusal(name, str(key)))
-        settings, errors = parse_settings(kept, base)
-        problems += [f"experiment arm {name!r}: {e}" for e in errors]
-        names.append(name)
-        arms.append(settings)
-    return Experiment((names[0], names[1]), (arms[0], arms[1]), base.model,
-                      base.routes), problems
+def build(arms: list[tuple[str, RequestSettings]], base: EngineSettings) -> Experiment | None:
+    """The experiment of two ``arms`` (settings/arms.py reads them from the `experiment`
+    setting), over the main engine's ``base`` settings; None without arms."""
+    if len(arms) != 2:
+        return None
+    (a, first), (b, second) = arms
+    return Experiment((a, b), (first, second), base.model, base.routes)

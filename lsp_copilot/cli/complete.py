@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import json
 import logging
 import sys
@@ -16,7 +15,7 @@ from lsp_copilot.cli.options import MODEL_HELP, VERBOSE_HELP, Subparsers
 from lsp_copilot.settings.engine import WEIGHTS
 
 if TYPE_CHECKING:
-    from lsp_copilot.settings.core import Settings
+    from lsp_copilot.settings.hub import SettingsHub
 
 log = logging.getLogger("lsp_copilot")
 
@@ -49,7 +48,8 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
     except OSError as exc:
         raise SystemExit(f"error: cannot read {path}: {exc.strerror}") from None
     # An explicit request: the user asked for one completion and waits for the whole of it.
-    settings = dataclasses.replace(_settings(args), max_suggestions=1)  # one is printed
+    hub = _settings(args, maxSuggestions=1)  # one is printed
+    settings = hub.settings
     store = DocumentStore(settings.max_document_bytes)
     uri = path.resolve().as_uri()
     store.open(uri, language_id_for_path(str(path)), 0, text)
@@ -70,12 +70,12 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
     workspace = Workspace(index, lambda: [(uri, text)])
     engines = EngineManager()
     telemetry = Telemetry()
-    result = await engines.start(settings, lambda m: log.info("engine: %s", m))
+    result = await engines.start(settings.engine_setup, lambda m: log.info("engine: %s", m))
     await index_task
     if not result.ok:
         raise SystemExit(f"error: the engine could not start: {result.message}")
     try:
-        completer = Completer(engines, telemetry, lambda: settings)
+        completer = Completer(engines, telemetry, hub)
         completer.set_privacy(privacy)
         completer.workspace = workspace
         outcome = await completer.complete(store.snapshot(uri), offset, explicit=True)
@@ -92,23 +92,24 @@ async def _complete(args: argparse.Namespace) -> dict[str, Any]:
         "load_seconds": round(result.seconds, 2),
         "reason": outcome.reason,
         "route": outcome.route,
-        "budgets": budgets_for(settings, info.device if info else "cpu").as_dict()
+        "budgets": budgets_for(settings.request, info.device if info else "cpu").as_dict()
         | {"used": outcome.context.budget_tokens if outcome.context else None},
     }
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    """Settings from the command line's --model, --weights and --template, checked like
-    the editor's."""
+def _settings(args: argparse.Namespace, **more: Any) -> SettingsHub:
+    """Settings from the command line's --model, --weights and --template (and ``more``,
+    by wire name), checked like the editor's."""
     from lsp_copilot.settings.core import parse_settings
+    from lsp_copilot.settings.hub import SettingsHub
 
     # A one-shot command loads its own engine: nothing stays in memory after it.
     settings, problems = parse_settings({"model": args.model or "", "engineShared": False,
                                          "weights": getattr(args, "weights", "bf16"),
-                                         "template": args.template or "auto"})
+                                         "template": args.template or "auto", **more})
     if problems:
         raise SystemExit(f"error: {problems[0]}")
-    return settings
+    return SettingsHub(settings)
 
 
 def cmd_complete(args: argparse.Namespace) -> int:
@@ -137,9 +138,9 @@ def cmd_context(args: argparse.Namespace) -> int:
     from lsp_copilot.engine.device import detect
 
     try:
-        settings = _settings(args)
+        settings = _settings(args).settings
         # --device previews the other machine's budgets (as doctor's --device does).
-        budgets = budgets_for(settings, args.device or detect(settings.device).device)
+        budgets = budgets_for(settings.request, args.device or detect(settings.device).device)
         report, timings = audit(path, line, col, args.root, args.budget, args.model,
                                 settings.template, budgets, args.explicit)
     except ValueError as exc:  # PositionError: a position past the end

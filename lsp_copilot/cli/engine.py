@@ -72,7 +72,7 @@ def cmd_host(args: argparse.Namespace) -> int:
     place = EnginePlace(private_dir(), args.name)
     detach()
     counters = TokenCounters()
-    code = asyncio.run(serve(place, settings, args.label, args.idle_minutes,
+    code = asyncio.run(serve(place, settings.engine_setup, args.label, args.idle_minutes,
                              lambda s, report: embedded_engine(s, report, counters)))
     exit_now(code)  # with the EngineCore: nothing of this engine outlives it
     return code

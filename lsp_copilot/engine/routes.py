@@ -22,8 +22,8 @@ from typing import Any
 from lsp_copilot.engine.base import Engine, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager, Reporter
 from lsp_copilot.models.presets import default_preset, typing_preset
-from lsp_copilot.settings.core import Settings
-from lsp_copilot.settings.engine import ROUTE_KINDS
+from lsp_copilot.settings.engine import ROUTE_KINDS, EngineSettings
+from lsp_copilot.settings.layers import EngineSetup
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +39,11 @@ def route_kind(mode: str, explicit: bool, prefetch: bool) -> str:
     return "multiLine" if mode == "multi-line" else "singleLine"
 
 
-def chains(settings: Settings, device: str) -> dict[str, tuple[str, ...]]:
+def chains(settings: EngineSettings, device: str, remote: bool = False
+           ) -> dict[str, tuple[str, ...]]:
     """Each kind's engines in the order they are tried: ``main`` or the model (preset name
-    or folder) of another one; ``main`` is in every chain (last, unless named earlier)."""
+    or folder) of another one; ``main`` is in every chain (last, unless named earlier).
+    ``remote``: the main engine is the remote backend (no default typing model then)."""
     if settings.routes is not None:
         chosen = dict(settings.routes)
         given = {kind: chosen.get(kind, MAIN) for kind in ROUTE_KINDS}
@@ -50,7 +52,7 @@ def chains(settings: Settings, device: str) -> dict[str, tuple[str, ...]]:
     else:
         out = {kind: (MAIN,) for kind in ROUTE_KINDS}
         typing = typing_preset(device)
-        if typing is not None and not settings.model and settings.engine_backend == "embedded":
+        if typing is not None and not settings.model and not remote:
             out.update(singleLine=(typing.name,), multiLine=(typing.name,),
                        prefetch=(typing.name,))
     main = settings.model or default_preset(device).name  # named again: not a second engine
@@ -59,32 +61,35 @@ def chains(settings: Settings, device: str) -> dict[str, tuple[str, ...]]:
     return {kind: names if MAIN in names else (*names, MAIN) for kind, names in named.items()}
 
 
-def arm_chains(base: Settings, arm: Settings, device: str) -> dict[str, tuple[str, ...]]:
+def arm_chains(base: EngineSettings, arm: EngineSettings, device: str, remote: bool = False
+               ) -> dict[str, tuple[str, ...]]:
     """An `experiment` arm's chains: its ``routes``, its ``model`` in place of the main
     one; the main engine stays the last fallback of every chain."""
     main = base.model or default_preset(device).name
     own = arm.model or main
     out: dict[str, tuple[str, ...]] = {}
-    for kind, names in chains(arm, device).items():  # (MAIN there: the arm's model)
+    for kind, names in chains(arm, device, remote).items():  # (MAIN there: the arm's model)
         named = tuple(dict.fromkeys(
             MAIN if m == main else m for m in (own if n == MAIN else n for n in names)))
         out[kind] = named if MAIN in named else (*named, MAIN)
     return out
 
 
-def plan(settings: Settings, device: str) -> dict[str, str]:
+def plan(settings: EngineSetup, device: str) -> dict[str, str]:
     """Each kind's first engine: ``main`` or the model of another one."""
-    return {kind: names[0] for kind, names in chains(settings, device).items()}
+    remote = settings.remote.engine_backend == "remote"
+    return {kind: names[0] for kind, names in chains(settings.engine, device, remote).items()}
 
 
-def _for_model(settings: Settings, model: str) -> Settings:
+def _for_model(settings: EngineSetup, model: str) -> EngineSetup:
     """The settings of another route's engine: the main engine's, with its model, embedded
     (a remote main engine's fallback runs here); a draft model (or EAGLE head) belongs to
     the main model, so this one speculates by n-grams."""
-    routed = dataclasses.replace(settings, model=model, engine_backend="embedded")
-    if settings.speculative_method in ("draft_model", "eagle", "eagle3", "mtp"):
-        routed = dataclasses.replace(routed, speculative_method="ngram")
-    return routed
+    engine = dataclasses.replace(settings.engine, model=model)
+    if engine.speculative_method in ("draft_model", "eagle", "eagle3", "mtp"):
+        engine = dataclasses.replace(engine, speculative_method="ngram")
+    return dataclasses.replace(settings, engine=engine, remote=dataclasses.replace(
+        settings.remote, engine_backend="embedded"))
 
 
 @dataclass
@@ -104,7 +109,7 @@ class Routes:
         self._chains: dict[str, tuple[str, ...]] = {kind: (MAIN,) for kind in ROUTE_KINDS}
         # `experiment` arms that name their own engine (the server sets them), and their
         # chains: their engines load with the others.
-        self.arms: dict[str, Settings] = {}
+        self.arms: dict[str, EngineSettings] = {}
         self._arm_chains: dict[str, dict[str, tuple[str, ...]]] = {}
         self._extras: dict[str, _Extra] = {}
         self._answered: dict[tuple[str, str], int] = {}  # (kind, route) -> requests
@@ -114,13 +119,14 @@ class Routes:
     def _plan(self) -> dict[str, str]:
         return {kind: names[0] for kind, names in self._chains.items()}
 
-    def expect(self, settings: Settings, device: str) -> None:
+    def expect(self, settings: EngineSetup, device: str) -> None:
         """Take the plan now, before its engines load: stats then say they are loading."""
-        self._chains = chains(settings, device)
-        self._arm_chains = {name: arm_chains(settings, arm, device)
+        remote = settings.remote.engine_backend == "remote"
+        self._chains = chains(settings.engine, device, remote)
+        self._arm_chains = {name: arm_chains(settings.engine, arm, device, remote)
                             for name, arm in self.arms.items()}
 
-    async def start(self, settings: Settings, device: str, report: Reporter) -> None:
+    async def start(self, settings: EngineSetup, device: str, report: Reporter) -> None:
         """Load the engines the plan names that are not running; stop those it no longer
         names. The main engine is the caller's (it loads first and is never stopped here)."""
         self.expect(settings, device)
@@ -141,7 +147,7 @@ class Routes:
 
             extra.task = manager.start(routed, progress)
         for extra in self._extras.values():
-            extra.manager.settings = _for_model(settings, extra.model)
+            extra.manager.use_supervision(settings.supervision)
 
     def typing_first(self) -> bool:
         """Whether typing (singleLine) goes first to another engine than the main one:
@@ -199,9 +205,10 @@ class Routes:
         if info is not None:
             kind = "remote backend" if info.backend == "remote" else "embedded engine"
             return f"the {kind} ({info.model})"
-        if route == MAIN and self.main.settings.engine_backend == "remote":
-            return f"the remote backend ({self.main.settings.remote_url})"
-        return f"the embedded engine ({self.main.settings.model or 'default model'})" if (
+        main = self.main.settings
+        if route == MAIN and main.remote.engine_backend == "remote":
+            return f"the remote backend ({main.remote.remote_url})"
+        return f"the embedded engine ({main.engine.model or 'default model'})" if (
             route == MAIN) else f"the embedded engine ({route})"
 
     def _why_none(self, names: tuple[str, ...]) -> str:

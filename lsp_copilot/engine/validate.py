@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from lsp_copilot.engine.device import DeviceChoice, gpu_count, installed_vllm
-from lsp_copilot.settings.core import Settings, camel
+from lsp_copilot.settings.core import camel
+from lsp_copilot.settings.engine import EngineSettings
 
 NEEDS_MODEL = ("draft_model", "eagle", "eagle3")
 """Methods whose proposer is a separate set of weights named by `speculativeModel`."""
@@ -47,7 +48,7 @@ def _name(field: str) -> str:
     return f"`{camel(field)}`"
 
 
-def settings_problems(settings: Settings) -> list[str]:
+def settings_problems(settings: EngineSettings) -> list[str]:
     """Combinations that are wrong whatever the machine and model (one sentence each)."""
     out: list[str] = []
     method = settings.speculative_method
@@ -93,7 +94,7 @@ def _release(version: str) -> tuple[int, int, int]:
     return int(major), int(minor), int(patch or 0)
 
 
-def version_problems(settings: Settings, installed: tuple[str, str] | None) -> list[str]:
+def version_problems(settings: EngineSettings, installed: tuple[str, str] | None) -> list[str]:
     """Settings the installed vLLM does not know yet, each naming the version it needs."""
     if installed is None:
         return []
@@ -156,7 +157,7 @@ def cuda_devices() -> int:
 
 
 def engine_problems(
-    settings: Settings,
+    settings: EngineSettings,
     model: str,
     device: str,
     *,
@@ -227,7 +228,7 @@ def engine_problems(
     return out
 
 
-def check_engine(settings: Settings, model: str, device: str,
+def check_engine(settings: EngineSettings, model: str, device: str,
                  choice: DeviceChoice | None = None) -> None:
     """Raise ``EngineConfigError`` naming every problem, before vLLM is even imported."""
     problems = engine_problems(settings, model, device, choice=choice)

@@ -32,7 +32,7 @@ from lsp_copilot.models.quantize import folder_quantization
 from lsp_copilot.process import install_orphan_guard, reap
 from lsp_copilot.prompts.encoder import PromptEncoder
 from lsp_copilot.prompts.family import detect_family
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.engine import EngineSettings
 from lsp_copilot.tokens import TokenCounter, TokenCounters
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ def detect_device(setting: str) -> str:
     return device_mod.detect(setting).device
 
 
-def prepare_environment(settings: Settings, device: str) -> None:
+def prepare_environment(settings: EngineSettings, device: str) -> None:
     """Set vLLM's environment before it is imported; it reads most of it at import time."""
     for name, value in defaults.environment(settings, device).items():
         if name in defaults.FORCED_ENV:
@@ -53,7 +53,7 @@ def prepare_environment(settings: Settings, device: str) -> None:
             os.environ.setdefault(name, value)
 
 
-def speculative_config(settings: Settings) -> dict[str, Any] | None:
+def speculative_config(settings: EngineSettings) -> dict[str, Any] | None:
     """vLLM's ``speculative_config`` for the chosen method, with only its own parameters."""
     method = settings.speculative_method
     if method == "none":
@@ -73,8 +73,8 @@ def speculative_config(settings: Settings) -> dict[str, Any] | None:
     return config
 
 
-def engine_args(settings: Settings, model: str, device: str,
-                gpus: list[GpuInfo] | None = None) -> dict[str, Any]:
+def engine_args(settings: EngineSettings, model: str, device: str,
+                gpus: list[GpuInfo] | None = None, *, max_queue: int) -> dict[str, Any]:
     """Keyword arguments of ``AsyncEngineArgs``: the one place engine settings map to vLLM.
 
     Settings left null take the value for ``device`` (engine/defaults.py); where that is
@@ -82,7 +82,8 @@ def engine_args(settings: Settings, model: str, device: str,
     (NVML's view) lets the GPU memory share be computed from the model's fit.
     """
     shape = model_shape(model, settings) if device == "cuda" else None
-    chosen = {k: c.value for k, c in defaults.resolve(settings, device, shape, gpus).items()}
+    chosen = {k: c.value for k, c in defaults.resolve(
+        settings, device, shape, gpus, max_queue=max_queue).items()}
     args: dict[str, Any] = {
         "model": model,
         "dtype": chosen["dtype"],
@@ -158,8 +159,8 @@ class VllmEngine(Engine):
             log.warning("could not lower the engine's CPU priority: %s", exc)
 
     @classmethod
-    def create(cls, settings: Settings, model: str, display_name: str,
-               counters: TokenCounters) -> VllmEngine:
+    def create(cls, settings: EngineSettings, model: str, display_name: str,
+               counters: TokenCounters, *, max_queue: int) -> VllmEngine:
         """Blocking: starts the EngineCore process and loads weights (run it in a thread)."""
         choice = device_mod.detect(settings.device)
         device = choice.device
@@ -170,7 +171,7 @@ class VllmEngine(Engine):
         from vllm.v1.engine.async_llm import AsyncLLM
 
         gpus = device_mod.nvml_gpus() if device == "cuda" else None
-        args = engine_args(settings, model, device, gpus)
+        args = engine_args(settings, model, device, gpus, max_queue=max_queue)
         log.info("engine on %s (%s): %s", device, choice.reason, args)
         llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**args))
         info = EngineInfo(

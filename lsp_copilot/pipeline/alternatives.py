@@ -27,7 +27,7 @@ from typing import Any
 
 from lsp_copilot.engine.base import Engine, EngineRequest, EngineResult, TokenChoice
 from lsp_copilot.pipeline.flights import Flights
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.completion import CompletionSettings
 
 BRANCH_DEPTH = 4
 """How far into the first answer alternatives may leave it: answers differ where the model
@@ -164,7 +164,7 @@ class Alternatives:
     when it is done."""
 
     def __init__(self, flights: Flights, engine: Engine, request: EngineRequest,
-                 settings: Settings, uri: str | None) -> None:
+                 settings: CompletionSettings, uri: str | None) -> None:
         self.wanted = settings.max_suggestions - 1
         count = self.wanted + SPARE_BRANCHES
         self._flights = flights

@@ -39,7 +39,13 @@ from lsp_copilot.postprocess.stop import continuation, stop_rule
 from lsp_copilot.privacy import Privacy
 from lsp_copilot.privacy.redact import Redactor
 from lsp_copilot.prompts.templates import Template
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.completion import CompletionSettings
+from lsp_copilot.settings.context import ContextSettings
+from lsp_copilot.settings.engine import EngineSettings
+from lsp_copilot.settings.general import GeneralSettings
+from lsp_copilot.settings.hub import SettingsHub
+from lsp_copilot.settings.layers import RequestSettings
+from lsp_copilot.settings.privacy import PrivacySettings
 from lsp_copilot.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -106,7 +112,7 @@ def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
     return low
 
 
-def _max_tokens(settings: Settings, mode: Mode, cursor: Cursor) -> int:
+def _max_tokens(settings: CompletionSettings, mode: Mode, cursor: Cursor) -> int:
     """A single line stops at its end; the larger limit lets a block header that would
     stand alone get its body (see postprocess.stop_rule)."""
     if mode != "single-line":
@@ -123,7 +129,7 @@ class Completer:
         self,
         engines: EngineManager,
         telemetry: Telemetry,
-        settings: Callable[[], Settings],
+        settings: SettingsHub,
         cache: Callable[[], CompletionCache | None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
         routes: Routes | None = None,
@@ -132,7 +138,7 @@ class Completer:
     ) -> None:
         self.routes = routes or Routes(engines)
         self.telemetry = telemetry
-        self._settings = settings
+        self.settings = self._follow(settings)  # the groups a request reads, kept current
         self._cache = cache
         self.debouncer = Debouncer(clock)
         self.flights = Flights(telemetry)
@@ -150,6 +156,18 @@ class Completer:
         # How a prompt's context is built: the layered context, or another recipe to
         # compare it with on the same path (a prefix-only baseline).
         self.context_builder = context_builder
+
+    def _follow(self, hub: SettingsHub) -> RequestSettings:
+        """Subscribe to the groups a request reads; their values now."""
+        return RequestSettings(
+            hub.on_change(GeneralSettings, lambda g: self._use(general=g)),
+            hub.on_change(EngineSettings, lambda g: self._use(engine=g)),
+            hub.on_change(ContextSettings, lambda g: self._use(context=g)),
+            hub.on_change(CompletionSettings, lambda g: self._use(completion=g)),
+            hub.on_change(PrivacySettings, lambda g: self._use(privacy=g)))
+
+    def _use(self, **groups: Any) -> None:
+        self.settings = dataclasses.replace(self.settings, **groups)
 
     @property
     def queue_depth(self) -> int:
@@ -182,11 +200,11 @@ class Completer:
     def is_private(self, uri: str, version: int, data: bytes) -> bool:
         return self.secret_reason(uri, version, data) is not None
 
-    def settings_for(self, snapshot: Snapshot, offset: int) -> tuple[str, Settings]:
+    def settings_for(self, snapshot: Snapshot, offset: int) -> tuple[str, RequestSettings]:
         """The `experiment` arm ("" without one) that answers at ``offset``, and its
         settings: each line of a document keeps its arm."""
         if self.experiment is None:
-            return "", self._settings()
+            return "", self.settings
         return self.experiment.choose(snapshot.uri, snapshot.data.count(b"\n", 0, offset))
 
     def prefer(self, uri: str, text: str) -> None:
@@ -219,7 +237,7 @@ class Completer:
             trace["elapsed_ms"] = round((time.perf_counter() - began) * 1000, 1)
             self.telemetry.trace(trace)
 
-    def _refusal(self, snapshot: Snapshot, settings: Settings) -> Outcome | None:
+    def _refusal(self, snapshot: Snapshot, settings: GeneralSettings) -> Outcome | None:
         """Why no completion is asked for in this document at all, if so."""
         if not settings.enable:
             return _no_suggestion("none", "disabled by the `enable` setting")
@@ -244,14 +262,15 @@ class Completer:
         self, snapshot: Snapshot, offset: int, prefetch: bool, explicit: bool,
         trace: dict[str, Any], pending: list[asyncio.Task[Any]],
     ) -> Outcome:
-        arm, settings = self.settings_for(snapshot, offset)
+        arm, arm_settings = self.settings_for(snapshot, offset)
+        settings = arm_settings.completion
         started = time.perf_counter()
         waited = 0.0  # debounce and engine time, excluded from server time
         if not prefetch and not explicit:
             # Every request is a keystroke for the debounce, also those that typing-through,
             # the cache or a shared generation answer (else the next looks like a pause).
             self.debouncer.note(snapshot.uri)
-        refused = self._refusal(snapshot, settings)
+        refused = self._refusal(snapshot, arm_settings.general)
         if refused is not None:
             return refused
         mode = completion_mode(snapshot, offset)
@@ -283,7 +302,7 @@ class Completer:
             return _no_suggestion(mode, f"engine not ready: {exc}")
 
         template, context = prompt_for(
-            engine, route, settings, snapshot, offset, cursor, mode, explicit=explicit,
+            engine, route, arm_settings, snapshot, offset, cursor, mode, explicit=explicit,
             workspace=self.workspace, build=self.context_builder, redactor=self.redactor)
         if context.redacted:
             self.telemetry.count("secrets_redacted", len(context.redacted))
@@ -362,8 +381,8 @@ class Completer:
         text = finalize(raw, mode, cursor, snapshot, offset, truncated)
         if not text and raw.strip() and finalize(raw, mode, cursor, truncated=truncated):
             self.telemetry.count("not_whole")  # the text rules kept it; the syntax did not
-        text, warned, unsafe = self._apply_safety(snapshot, offset, text, settings.safety,
-                                                  prefetch)
+        safety = arm_settings.privacy.safety
+        text, warned, unsafe = self._apply_safety(snapshot, offset, text, safety, prefetch)
         alternatives: list[str] = []
         if alts is not None:
             def usable(result: EngineResult) -> str:
@@ -372,7 +391,7 @@ class Completer:
                 got = finalize(result.text, mode, cursor, snapshot, offset,
                                result.finish_reason == "length")
                 return got if got and self._passes_safety_as_is(
-                    snapshot, offset, got, settings.safety) else ""
+                    snapshot, offset, got, safety) else ""
 
             # They start when the first has ended and run side by side (see
             # ALTERNATIVES_MIN_WAIT_S for how long they get).
@@ -434,7 +453,7 @@ class Completer:
         return review.text == text and not review.blocked and not review.warned
 
     def _request(self, engine: Engine, template: Template, context: Context, mode: Mode,
-                 cursor: Cursor, max_tokens: int, settings: Settings, prefetch: bool,
+                 cursor: Cursor, max_tokens: int, settings: CompletionSettings, prefetch: bool,
                  trace: dict[str, Any]) -> EngineRequest:
         """The engine request for ``context``: token ids, stop rules, priority."""
         encoded = prompt_ids(engine, template, context)

@@ -30,7 +30,7 @@ from lsp_copilot.language.trigger import Mode
 from lsp_copilot.pipeline.completion_cache import CompletionCache
 from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.postprocess.finalize import finalize
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.completion import CompletionSettings
 from lsp_copilot.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -177,7 +177,7 @@ class Flights:
         if current is not None and current.task is not None and not current.done:
             await asyncio.wait({current.task})
 
-    async def join(self, uri: str, context: Context, settings: Settings,
+    async def join(self, uri: str, context: Context, settings: CompletionSettings,
                    trace: dict[str, Any]) -> str | None:
         """Text for the context's prompt from the document's generation under way, if it
         has it."""
@@ -263,7 +263,7 @@ class Flights:
             flight.abort_timer.cancel()
             flight.abort_timer = None
 
-    def _detach(self, flight: Flight, settings: Settings, now: bool = False) -> None:
+    def _detach(self, flight: Flight, settings: CompletionSettings, now: bool = False) -> None:
         """``now``: the generation went where the user did not: abort it at once."""
         flight.consumers -= 1
         if flight.consumers > 0 or flight.done or flight.task is None:
@@ -280,7 +280,7 @@ class Flights:
 
     async def fly(
         self, engine: Engine, uri: str, key: str, mode: Mode, request: EngineRequest,
-        at_cursor: tuple[str, str], settings: Settings, cache: CompletionCache | None,
+        at_cursor: tuple[str, str], settings: CompletionSettings, cache: CompletionCache | None,
         trace: dict[str, Any], deadline: int, cut_whole: Callable[[str], int | None],
         continues: Continuation | None = None,
     ) -> EngineResult | None:

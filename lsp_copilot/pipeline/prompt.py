@@ -22,7 +22,7 @@ from lsp_copilot.language.trigger import Mode
 from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.privacy.redact import Redactor
 from lsp_copilot.prompts.templates import Template, template_for
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.layers import RequestSettings
 
 SUFFIX_LINES = 4
 """Lines after the cursor line that post-processing compares the answer with."""
@@ -67,7 +67,7 @@ def cursor_at(snapshot: Snapshot, offset: int) -> Cursor:
 
 
 def prompt_for(
-    engine: Engine, route: str, settings: Settings, snapshot: Snapshot, offset: int,
+    engine: Engine, route: str, settings: RequestSettings, snapshot: Snapshot, offset: int,
     cursor: Cursor, mode: Mode, *, explicit: bool = False, workspace: Workspace | None = None,
     build: Callable[..., Context] = build_context, redactor: Redactor | None = None,
 ) -> tuple[Template, Context]:
@@ -75,13 +75,13 @@ def prompt_for(
     on ``route``'s ``engine``: the prompt ends before a dropped indent (``cursor_at``),
     its secrets replaced by ``redactor``'s placeholders."""
     # `template` names the main model's family; another route's model keeps its own.
-    template = template_for(settings.template if settings.template != "auto"
+    template = template_for(settings.context.template if settings.context.template != "auto"
                             and route == MAIN else engine.info.template)
     context = build(
         snapshot, offset - len(cursor.prompt_dropped_indent.encode()), engine.counter,
         template, budgets_for(settings, engine.info.device).for_request(mode, explicit),
         mode, workspace=workspace,
-        shares=settings.context_shares, redactor=redactor,
+        shares=settings.context.context_shares, redactor=redactor,
     )
     return template, context
 

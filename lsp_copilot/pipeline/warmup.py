@@ -27,7 +27,9 @@ from lsp_copilot.engine.base import Engine, EngineRequest, EngineUnavailable
 from lsp_copilot.engine.routes import MAIN
 from lsp_copilot.language.trigger import completion_mode
 from lsp_copilot.pipeline.prompt import cursor_at, prompt_for, prompt_ids
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.completion import CompletionSettings
+from lsp_copilot.settings.general import GeneralSettings
+from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot.telemetry import Telemetry
 
 if TYPE_CHECKING:
@@ -71,11 +73,18 @@ class Warmer:
     """At most one warm-up at a time, for the document opened last."""
 
     def __init__(self, completer: Completer, telemetry: Telemetry,
-                 settings: Callable[[], Settings]) -> None:
+                 settings: SettingsHub) -> None:
         self._completer = completer
         self._telemetry = telemetry
-        self._settings = settings
+        self._general = settings.on_change(GeneralSettings, self._use_general)
+        self._warm_up = settings.on_change(CompletionSettings, self._use_completion).warm_up
         self._task: asyncio.Task[None] | None = None
+
+    def _use_general(self, general: GeneralSettings) -> None:
+        self._general = general
+
+    def _use_completion(self, completion: CompletionSettings) -> None:
+        self._warm_up = completion.warm_up
 
     @property
     def running(self) -> bool:
@@ -83,10 +92,10 @@ class Warmer:
 
     def opened(self, snapshot: Snapshot) -> None:
         """A document opened: warm it up in the background when the engine is idle."""
-        settings = self._settings()
-        if (not (settings.enable and settings.warm_up) or snapshot.binary or snapshot.too_large
+        general = self._general
+        if (not (general.enable and self._warm_up) or snapshot.binary or snapshot.too_large
                 or snapshot.out_of_sync is not None
-                or not settings.language_enabled(snapshot.language_id)):
+                or not general.language_enabled(snapshot.language_id)):
             return  # (a language without completions needs no warm cache either)
         if self._completer.is_private(snapshot.uri, snapshot.version, snapshot.data):
             return  # never sent to the model, not even to warm its cache

@@ -28,7 +28,7 @@ from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.factory import EngineFactory
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.routes import Routes
-from lsp_copilot.logs import EditorLog, Logs
+from lsp_copilot.logs import EditorLog, Logs, source_text_logging
 from lsp_copilot.pipeline.completer import Completer
 from lsp_copilot.pipeline.completion_cache import CompletionCache, cache_root, workspace_folder
 from lsp_copilot.pipeline.scheduling import Scheduler
@@ -36,7 +36,13 @@ from lsp_copilot.pipeline.warmup import Warmer
 from lsp_copilot.privacy import Privacy
 from lsp_copilot.privacy.ignore import RepoIgnores
 from lsp_copilot.server.protocol import RESTART_COMMAND
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.arms import experiment_arms
+from lsp_copilot.settings.completion import CompletionSettings
+from lsp_copilot.settings.general import GeneralSettings
+from lsp_copilot.settings.hub import SettingsHub
+from lsp_copilot.settings.logs_and_records import RecordsSettings
+from lsp_copilot.settings.privacy import PrivacySettings
+from lsp_copilot.settings.supervision import SupervisionSettings
 from lsp_copilot.telemetry import Telemetry
 from lsp_copilot.tokens import TokenCounters
 
@@ -54,10 +60,12 @@ class CopilotServer(LanguageServer):
             protocol_cls=protocol_cls,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
         )
-        self.settings = Settings()
+        # The settings, delivered by group to whoever subscribed to one (settings/hub.py).
+        self.hub = SettingsHub()
         self.encoding: Encoding = "utf-16"
         self.telemetry = Telemetry()
-        self.store = DocumentStore(self.settings.max_document_bytes)
+        self.store = DocumentStore(
+            self.hub.on_change(GeneralSettings, self._use_general).max_document_bytes)
         # The token counters every engine of this server counts with (loaded once each).
         self.token_counters = TokenCounters()
         # The engine of the "main" route; the engines other routes name are in `routes`.
@@ -65,11 +73,12 @@ class CopilotServer(LanguageServer):
         self.main_engine.telemetry = self.telemetry
         self.main_engine.notify = self._engine_notice
         self.main_engine.retry_hint = f"Run the command `{RESTART_COMMAND}` (or restart the server)"
+        self.hub.on_change(SupervisionSettings, self.main_engine.use_supervision)
         self.cache: CompletionCache | None = None
         self.routes = Routes(self.main_engine, self._engine_manager)
         self.engine_load: asyncio.Task[None] | None = None  # the engines' load under way
         self.completer = Completer(
-            self.main_engine, self.telemetry, lambda: self.settings, lambda: self.cache,
+            self.main_engine, self.telemetry, self.hub, lambda: self.cache,
             routes=self.routes,
         )
         self.scheduler = Scheduler(self.telemetry)
@@ -82,17 +91,20 @@ class CopilotServer(LanguageServer):
         # edits. Open buffers that look like secrets never reach another file's prompt.
         self.privacy = Privacy(ignores=RepoIgnores())  # `.lspcopilotignore` of each root
         self.completer.set_privacy(self.privacy)
+        self.hub.on_change(PrivacySettings, self.apply_privacy)
         self.context_workspace = Workspace(documents=lambda: [
             (uri, buf.text) for uri in self.store.uris()
             if not self.completer.is_private(
                 uri, self.store.version(uri), (buf := self.store.buffer(uri)).data)])
         self.completer.workspace = self.context_workspace
         # What became of each suggestion shown, kept across restarts (`lsp-copilot stats`).
-        self.acceptance = Tracker(OutcomeStore(max_rows=self.settings.acceptance_max_rows))
-        self.warmer = Warmer(self.completer, self.telemetry, lambda: self.settings)
+        self.acceptance = Tracker(OutcomeStore(
+            max_rows=self.hub.get(RecordsSettings).acceptance_max_rows))
+        self.warmer = Warmer(self.completer, self.telemetry, self.hub)
         # Where this process logs (None in tests that build a server in-process), and the
         # handler that also sends warnings to the editor once it is connected.
         self.logs = logs
+        self.hub.on_change(RecordsSettings, self.apply_log_settings)
         self.editor_log = EditorLog(self._log_to_editor)
         self._background: set[asyncio.Task[Any]] = set()
 
@@ -112,11 +124,19 @@ class CopilotServer(LanguageServer):
         kind = types.MessageType.Error if level >= logging.ERROR else types.MessageType.Warning
         self.window_log_message(types.LogMessageParams(type=kind, message=message))
 
-    def apply_log_settings(self) -> None:
+    def _use_general(self, general: GeneralSettings) -> None:
+        self.store.max_parse_bytes = general.max_document_bytes
+
+    def apply_settings_now(self) -> None:
+        """Apply the settings that act on the process as they are now (pygls' message
+        logging, the log file), whether or not they changed: the first ones a server gets."""
+        self.apply_privacy(self.hub.get(PrivacySettings))
+        self.apply_log_settings(self.hub.get(RecordsSettings))
+
+    def apply_log_settings(self, s: RecordsSettings) -> None:
         """``logFile`` and ``logLevel``: a file that cannot be opened keeps the old one."""
         if self.logs is None:
             return
-        s = self.settings
         if s.log_level:
             self.logs.set_level(s.log_level)
         path = Path(s.log_file).expanduser() if s.log_file else None
@@ -124,9 +144,10 @@ class CopilotServer(LanguageServer):
             log.warning("logFile %r cannot be written; logging to %s", s.log_file,
                         self.logs.path)
 
-    def apply_privacy(self) -> None:
-        """Compile the secret rules of the current settings for every consumer."""
-        s = self.settings
+    def apply_privacy(self, s: PrivacySettings) -> None:
+        """Compile the secret rules of the current settings for every consumer; let debug
+        logs show source text only if asked."""
+        source_text_logging(s.log_source_text)
         self.privacy = Privacy(s.secret_file_patterns, s.secret_content_patterns,
                                s.excluded_folders, self.privacy.ignores)
         self.completer.set_privacy(self.privacy)
@@ -135,11 +156,12 @@ class CopilotServer(LanguageServer):
 
     def apply_experiment(self) -> list[str]:
         """Build the `experiment` arms from the current settings; one message per problem."""
-        s = self.settings
+        s = self.hub.settings
         self.acceptance.store.use(
             Path(s.acceptance_file).expanduser() if s.acceptance_file else None,
             s.acceptance_max_rows)
-        self.completer.experiment, problems = experiment.build(self.settings)
+        arms, problems = experiment_arms(s)
+        self.completer.experiment = experiment.build(arms, s.engine)
         # Arms that name a model or routes: their engines load beside the main one.
         self.routes.arms = self.completer.experiment.engines() if self.completer.experiment \
             else {}
@@ -177,7 +199,7 @@ class CopilotServer(LanguageServer):
         """One persistent cache per workspace: no entry crosses workspaces."""
         if self.cache is not None:
             self.cache.close()
-        s = self.settings
+        s = self.hub.get(CompletionSettings)
         root = Path(s.cache_dir).expanduser() if s.cache_dir else cache_root()
         self.cache = CompletionCache(
             workspace_folder(root, workspace),

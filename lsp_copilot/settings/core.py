@@ -4,8 +4,10 @@ Settings arrive from the editor (``initializationOptions`` and
 ``workspace/didChangeConfiguration``) as untyped JSON, in one spelling: camelCase names,
 flat or in an ``lspCopilot`` object (as the VS Code, Neovim and Emacs clients send them).
 A bad value must never take the server down: it is reported to the user and replaced by
-its default. The fields are declared by group (settings/general.py, engine.py, ...);
-``Settings`` joins the groups into the one object the rest of the server receives.
+its default. The fields are declared by group (settings/general.py, engine.py, ...).
+``Settings`` joins the groups for the wire format (one flat namespace of names); the rest
+of the server receives one group at a time (``settings.engine``, ``settings.completion``,
+...), through the server's SettingsHub (settings/hub.py).
 """
 
 from __future__ import annotations
@@ -13,16 +15,24 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsp_copilot.settings.completion import CompletionSettings
 from lsp_copilot.settings.context import ContextSettings
 from lsp_copilot.settings.engine import EngineSettings
 from lsp_copilot.settings.general import GeneralSettings
+from lsp_copilot.settings.layers import EngineSetup, RequestSettings
 from lsp_copilot.settings.logs_and_records import RecordsSettings
 from lsp_copilot.settings.privacy import PrivacySettings
 from lsp_copilot.settings.remote import RemoteSettings
 from lsp_copilot.settings.supervision import SupervisionSettings
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+G = TypeVar("G", bound="DataclassInstance")
+"""A group of settings (one of GROUPS)."""
 
 SECTION = "lspCopilot"
 """The object editors put the settings in (VS Code's configuration section)."""
@@ -43,7 +53,53 @@ class Settings(
 
     The groups are listed last to first: a dataclass takes its bases' fields from the end
     of this list, so the fields come in the order general, engine, context, ... records.
+    Each group is also a value of its own (``settings.completion``): what a layer takes.
     """
+
+    def group(self, kind: type[G]) -> G:
+        """The value of the group ``kind`` (one of GROUPS) in these settings."""
+        return kind(**{f.name: getattr(self, f.name) for f in dataclasses.fields(kind)})
+
+    @cached_property
+    def general(self) -> GeneralSettings:
+        return self.group(GeneralSettings)
+
+    @cached_property
+    def engine(self) -> EngineSettings:
+        return self.group(EngineSettings)
+
+    @cached_property
+    def context(self) -> ContextSettings:
+        return self.group(ContextSettings)
+
+    @cached_property
+    def completion(self) -> CompletionSettings:
+        return self.group(CompletionSettings)
+
+    @cached_property
+    def remote(self) -> RemoteSettings:
+        return self.group(RemoteSettings)
+
+    @cached_property
+    def supervision(self) -> SupervisionSettings:
+        return self.group(SupervisionSettings)
+
+    @cached_property
+    def privacy(self) -> PrivacySettings:
+        return self.group(PrivacySettings)
+
+    @cached_property
+    def records(self) -> RecordsSettings:
+        return self.group(RecordsSettings)
+
+    @cached_property
+    def engine_setup(self) -> EngineSetup:
+        return EngineSetup(self.engine, self.remote, self.supervision, self.max_queue)
+
+    @cached_property
+    def request(self) -> RequestSettings:
+        return RequestSettings(self.general, self.engine, self.context, self.completion,
+                               self.privacy)
 
     def engine_key(self, device: str | None = None) -> tuple[Any, ...]:
         """What decides whether a running engine must be restarted after a change

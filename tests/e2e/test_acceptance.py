@@ -16,7 +16,8 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from lsp_copilot.acceptance import experiment
-from lsp_copilot.settings.core import parse_settings
+from lsp_copilot.settings.arms import experiment_arms
+from lsp_copilot.settings.core import Settings, parse_settings
 from tests.support.lsp import edit_doc, fixture_uri, inline, open_doc, plain, stats
 
 pytestmark = pytest.mark.engine
@@ -136,7 +137,8 @@ async def _run_session(client: LanguageClient, path: Path) -> None:
     assert by["model"] == {Path(engine["model"]).name: 4}
     assert by["template"] == {engine["template"]: 4}
     # Each line's arm is the one the setting's stable hash gives it.
-    exp, _ = experiment.build(parse_settings({"experiment": EXPERIMENT})[0])
+    exp = experiment.build(experiment_arms(parse_settings({"experiment": EXPERIMENT})[0])[0],
+                           Settings().engine)
     assert exp is not None
     arms = [exp.choose(fixture_uri(name), line)[0] for name, line in (
         ("acc_scale.py", 1), ("acc_mean.py", 2), ("acc_area.py", 3), ("acc_add.py", 1))]
@@ -156,7 +158,8 @@ async def test_an_arm_with_another_model_runs_both_engines_and_the_report_compar
     arms = {"main": {}, "smol": {"model": "smollm2-135m"}}
     _configure(engine_client, {"acceptanceFile": str(path), "experiment": arms})
     try:
-        exp, _ = experiment.build(parse_settings({"experiment": arms})[0])
+        exp = experiment.build(experiment_arms(parse_settings({"experiment": arms})[0])[0],
+                               Settings().engine)
         assert exp is not None
         for _ in range(1200):  # the arm's engine: loaded already, or loading now
             s = await stats(engine_client)

@@ -242,7 +242,7 @@ async def test_remote_stats_count_cached_prompt_tokens(vllm: Served) -> None:
     os.environ["LSP_COPILOT_TEST_GOOD_KEY"] = GOOD_KEY
     settings, errors = parse_settings(remote_settings(vllm.url))
     assert not errors
-    engine = await asyncio.to_thread(RemoteEngine.create, settings, lambda _: None,
+    engine = await asyncio.to_thread(RemoteEngine.create, settings.engine_setup, lambda _: None,
                                     TokenCounters())
     # The tokenizer is found where the server loaded the model (same machine).
     assert engine.counter.name.startswith("tokenizers:")

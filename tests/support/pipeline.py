@@ -12,6 +12,7 @@ from lsp_copilot.pipeline.completion_cache import CompletionCache
 from lsp_copilot.server.app import create_server
 from lsp_copilot.server.state import CopilotServer
 from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot.telemetry import Telemetry
 
 URI = "file:///w/calc.py"
@@ -23,9 +24,9 @@ async def completer_for(engine: Any, cache: CompletionCache | None = None, /,
     ``cache`` (positional: ``cache=False`` is the setting); no debounce, and no deadline
     unless a test sets one: a loaded machine must not cut these answers."""
     manager = EngineManager(factory=lambda s, report: engine)
-    assert (await manager.start(Settings())).ok
+    assert (await manager.start(Settings().engine_setup)).ok
     s = Settings(**{"debounce_mode": "off", "deadline_ms": 0, **settings})
-    return Completer(manager, Telemetry(), lambda: s, lambda: cache)
+    return Completer(manager, Telemetry(), SettingsHub(s), lambda: cache)
 
 
 def snap(text: str, uri: str = URI) -> Snapshot:
@@ -41,8 +42,8 @@ async def server_for(engine: Any, cache: CompletionCache | None = None, /,
     ``engine``: its handlers are called directly. No debounce, no warm-up (it would
     call the engine when a document opens), and no deadline unless a test sets one."""
     ls = create_server(EngineManager(factory=lambda s, report: engine))
-    ls.settings = Settings(**{"debounce_mode": "off", "deadline_ms": 0, "warm_up": False,
-                              **settings})
-    assert (await ls.main_engine.start(ls.settings)).ok
+    ls.hub.update(Settings(**{"debounce_mode": "off", "deadline_ms": 0, "warm_up": False,
+                              **settings}))
+    assert (await ls.main_engine.start(ls.hub.settings.engine_setup)).ok
     ls.cache = cache
     return ls

@@ -6,7 +6,10 @@ from lsp_copilot.acceptance import experiment
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.routes import MAIN, Routes, arm_chains, chains
 from lsp_copilot.pipeline.completer import Completer
+from lsp_copilot.settings.arms import experiment_arms
 from lsp_copilot.settings.core import Settings, camel, parse_settings, setting_docs
+from lsp_copilot.settings.hub import SettingsHub
+from lsp_copilot.settings.layers import EngineSetup
 from lsp_copilot.telemetry import Telemetry
 from tests.support.fakes import FakeEngine
 from tests.support.pipeline import snap
@@ -16,7 +19,8 @@ def _build(arms: dict[str, dict[str, object]], **base: object) -> tuple[
         experiment.Experiment, list[str]]:
     settings, errors = parse_settings({"experiment": arms, **base})
     assert errors == []
-    exp, problems = experiment.build(settings)
+    arms, problems = experiment_arms(settings)
+    exp = experiment.build(arms, settings.engine)
     assert exp is not None
     return exp, problems
 
@@ -25,7 +29,8 @@ def test_an_arm_may_set_per_request_settings_a_model_or_routes() -> None:
     exp, problems = _build({"qwen": {"model": "qwen2.5-coder-0.5b", "deadlineMs": 900},
                             "smol": {"routes": {"singleLine": "smollm2-135m"}}})
     assert problems == []
-    assert exp.settings[0].model == "qwen2.5-coder-0.5b" and exp.settings[0].deadline_ms == 900
+    assert exp.settings[0].engine.model == "qwen2.5-coder-0.5b"
+    assert exp.settings[0].completion.deadline_ms == 900
     assert set(exp.engines()) == {"qwen", "smol"}
     same, _ = _build({"a": {}, "b": {"temperature": 0.2}})
     assert same.engines() == {}
@@ -39,7 +44,7 @@ def test_every_other_setting_is_refused_by_name() -> None:
     for key in sorted(refused - {"experiment"}):
         default = next(d for n, d, _ in setting_docs() if camel(n) == key)
         settings, _ = parse_settings({"experiment": {"a": {key: default}, "b": {}}})
-        _, problems = experiment.build(settings)
+        _, problems = experiment_arms(settings)
         assert len(problems) == 1 and f"{key!r} refused" in problems[0], (key, problems)
     _, problems = _build({"a": {"nonsense": 1}, "b": {}})
     assert problems == ["experiment arm 'a': unknown setting 'nonsense' ignored"]
@@ -68,24 +73,25 @@ def test_an_arms_model_replaces_the_main_one_and_main_stays_the_fallback() -> No
 
 async def test_an_arm_with_another_model_loads_its_engine_and_answers_from_it() -> None:
     main = EngineManager(factory=lambda s, r: FakeEngine(" main\n", 0.001, "main-model"))
-    assert (await main.start(Settings())).ok
+    assert (await main.start(Settings().engine_setup)).ok
     loaded: list[str] = []
 
-    def factory(settings: Settings, report: object) -> FakeEngine:
-        loaded.append(settings.model)
-        return FakeEngine(" small\n", 0.001, settings.model)
+    def factory(settings: EngineSetup, report: object) -> FakeEngine:
+        loaded.append(settings.engine.model)
+        return FakeEngine(" small\n", 0.001, settings.engine.model)
 
     routes = Routes(main, lambda: EngineManager(factory=factory))
-    exp, _ = _build({"big": {}, "small": {"model": "smollm2-135m"}}, routes={},
-                    debounceMode="off", deadlineMs=0)
+    base, _ = parse_settings({"experiment": {"big": {}, "small": {"model": "smollm2-135m"}},
+                              "routes": {}, "debounceMode": "off", "deadlineMs": 0})
+    exp = experiment.build(experiment_arms(base)[0], base.engine)
+    assert exp is not None
     routes.arms = exp.engines()
-    base = exp.settings[0]
-    await routes.start(base, "cpu", lambda _: None)
+    await routes.start(base.engine_setup, "cpu", lambda _: None)
     manager = routes.manager_named("smollm2-135m")
     assert manager is not None
     await manager.wait_ready()
     assert loaded == ["smollm2-135m"]  # one more engine, the arm's
-    completer = Completer(main, Telemetry(), lambda: base, routes=routes)
+    completer = Completer(main, Telemetry(), SettingsHub(base), routes=routes)
     completer.experiment = exp
     seen: dict[str, set[str | None]] = {}
     for line in range(12):
@@ -95,6 +101,6 @@ async def test_an_arm_with_another_model_loads_its_engine_and_answers_from_it() 
         assert out.text == (" small" if out.arm == "small" else " main"), out
     assert seen == {"big": {MAIN}, "small": {"smollm2-135m"}}
     routes.arms = {}  # the experiment is gone: its engine stops
-    await routes.start(base, "cpu", lambda _: None)
+    await routes.start(base.engine_setup, "cpu", lambda _: None)
     assert routes.manager_named("smollm2-135m") is None
     await routes.shutdown()

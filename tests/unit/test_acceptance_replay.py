@@ -51,7 +51,7 @@ async def _replay(tmp_path: Path, arms: dict[str, Any]) -> dict[str, Any]:
     junk = FakeEngine(" None\n", 0.0005, "junk-model")
     ls.routes._make_manager = lambda: EngineManager(factory=lambda s, report: junk)
     assert ls.apply_experiment() == []
-    await ls.routes.start(ls.settings, "cpu", lambda _: None)
+    await ls.routes.start(ls.hub.settings.engine_setup, "cpu", lambda _: None)
     for name in {a.get("model") for a in arms.values()} - {None}:
         manager = ls.routes.manager_named(name)
         assert manager is not None

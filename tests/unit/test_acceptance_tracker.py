@@ -9,6 +9,7 @@ import pytest
 from lsp_copilot.acceptance import experiment
 from lsp_copilot.acceptance.store import OutcomeStore, read
 from lsp_copilot.acceptance.tracker import MAX_OPEN, SETTLE_S, Tracker, keys_for, latency_bucket
+from lsp_copilot.settings.arms import experiment_arms
 from lsp_copilot.settings.core import Settings, parse_settings
 from tests.support.clock import ManualClock
 from tests.support.fakes import FakeEngine
@@ -138,6 +139,11 @@ def test_latency_buckets() -> None:
         "<100ms", "100-300ms", "300ms-1s", "1-3s", ">=3s"]
 
 
+def _experiment(base: Settings) -> tuple[experiment.Experiment | None, list[str]]:
+    arms, problems = experiment_arms(base)
+    return experiment.build(arms, base.engine), problems
+
+
 def _settings(raw: object) -> Settings:
     settings, problems = parse_settings({"experiment": raw})
     assert problems == []
@@ -145,22 +151,22 @@ def _settings(raw: object) -> Settings:
 
 
 def test_experiment_split_is_stable_and_near_half() -> None:
-    exp, problems = experiment.build(_settings({"a": {}, "b": {"deadlineMs": 600}}))
+    exp, problems = _experiment(_settings({"a": {}, "b": {"deadlineMs": 600}}))
     assert exp is not None and problems == [] and exp.label == "a vs b"
     picks = [exp.choose(f"file:///w/f{i % 7}.py", i)[0] for i in range(2000)]
     assert picks == [exp.choose(f"file:///w/f{i % 7}.py", i)[0] for i in range(2000)]
     assert 900 < picks.count("a") < 1100
     name, settings = exp.choose(URI, 3)
-    assert settings.deadline_ms == (600 if name == "b" else 300)
+    assert settings.completion.deadline_ms == (600 if name == "b" else 300)
 
 
 def test_experiment_refuses_global_settings_and_bad_values() -> None:
-    exp, problems = experiment.build(
+    exp, problems = _experiment(
         _settings({"a": {"prefetch": False, "dtype": "float32"}, "b": {"deadlineMs": "soon"}}))
     assert exp is not None and len(problems) == 3
     assert "'prefetch' refused" in problems[0] and "'dtype' refused" in problems[1]
     assert "deadlineMs" in problems[2]
-    assert exp.settings[0].prefetch and exp.settings[1].deadline_ms == 300
+    assert exp.settings[1].completion.deadline_ms == 300
     _, problems = parse_settings({"experiment": {"only": {}}})
     assert problems and "two named arms" in problems[0]
 
@@ -171,7 +177,7 @@ async def test_completer_answers_each_line_with_its_arms_settings() -> None:
         "debounceMode": "off", "deadlineMs": 0,
         "experiment": {"on": {}, "off": {"disabledLanguages": ["python"]}}})
     assert problems == []
-    completer.experiment, _ = experiment.build(base)
+    completer.experiment, _ = _experiment(base)
     seen = set()
     for line in range(8):
         text = "\n" * line + "def add(a, b):\n    return "

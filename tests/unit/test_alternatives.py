@@ -27,6 +27,7 @@ from lsp_copilot.pipeline.alternatives import (
 )
 from lsp_copilot.server.handlers import feedback
 from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot.telemetry import Telemetry
 from tests.support.fakes import BranchingEngine, SeededEngine
 from tests.support.pipeline import URI, completer_for, snap
@@ -170,7 +171,7 @@ async def test_typing_through_follows_the_suggestion_the_user_took() -> None:
 def _server(encoding: str = "utf-16") -> Any:
     preferred: list[tuple[str, str]] = []
     return SimpleNamespace(
-        encoding=encoding, telemetry=Telemetry(), settings=Settings(prefetch=False),
+        encoding=encoding, telemetry=Telemetry(), hub=SettingsHub(Settings(prefetch=False)),
         acceptance=Tracker(OutcomeStore(max_rows=0)),  # records nothing here
         completer=SimpleNamespace(prefer=lambda uri, text: preferred.append((uri, text))),
         preferred=preferred)

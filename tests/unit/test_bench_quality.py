@@ -100,7 +100,7 @@ async def test_both_variants_take_their_ids_from_one_source(tmp_path: Path) -> N
     engine = FakeEngine(" a + b\n", step_s=0.0)
     manager = EngineManager(factory=lambda s, report: engine)
     settings = Settings(deadline_ms=0)
-    assert (await manager.start(settings)).ok
+    assert (await manager.start(settings.engine_setup)).ok
     index = _corpus(tmp_path)
     records = await run_holes(cut_holes(index, 4, seed=3), index, settings, manager)
     ids = [r.request_id for r in engine.requests]

@@ -36,7 +36,7 @@ def test_old_spellings_are_ignored_with_the_right_one_named() -> None:
 def test_restarting_the_engine_is_a_flag_of_the_field() -> None:
     import dataclasses
 
-    from lsp_copilot.acceptance import experiment
+    from lsp_copilot.settings.arms import experiment_arms
     from lsp_copilot.settings.core import ENGINE_FIELDS, restarts_engine
 
     flagged = {f.name for f in dataclasses.fields(Settings) if f.metadata["restarts_engine"]}
@@ -46,7 +46,7 @@ def test_restarting_the_engine_is_a_flag_of_the_field() -> None:
     assert restarts_engine("engineNiceness") and not restarts_engine("engine_niceness")
     a = Settings()
     assert parse_settings({"engineNiceness": 0}, a)[0].engine_key() != a.engine_key()
-    _, problems = experiment.build(parse_settings(
+    _, problems = experiment_arms(parse_settings(
         {"experiment": {"a": {}, "b": {"engineNiceness": 0, "deadlineMs": 600}}})[0])
     assert problems == ["experiment arm 'b': 'engineNiceness' refused: it is read once for "
                         "the whole server, so it cannot differ between arms (an arm may set "

@@ -40,7 +40,7 @@ def test_editor_settings_reach_engine_args() -> None:
         "enableChunkedPrefill": False, "blockSize": 64, "gpuMemoryUtilization": 0.7,
         "tensorParallelSize": 2, "dataParallelSize": 3, "quantization": "awq"}})
     assert errors == []
-    args = engine_args(s, "/m", "cuda")
+    args = engine_args(s, "/m", "cuda", max_queue=s.max_queue)
     assert (args["kv_cache_dtype"], args["max_num_seqs"], args["max_num_batched_tokens"],
             args["enable_chunked_prefill"], args["block_size"], args["gpu_memory_utilization"],
             args["tensor_parallel_size"], args["data_parallel_size"], args["quantization"]) == (
@@ -48,11 +48,11 @@ def test_editor_settings_reach_engine_args() -> None:
 
 
 def test_null_settings_keep_vllm_defaults() -> None:
-    args = engine_args(Settings(), "/m", "cpu")
+    args = engine_args(Settings(), "/m", "cpu", max_queue=8)
     for name in ("max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill"):
         assert name not in args
     assert args["block_size"] == 32  # CPU: finer prefix-cache hits than vLLM's 128
-    assert "block_size" not in engine_args(Settings(), "/m", "cuda")
+    assert "block_size" not in engine_args(Settings(), "/m", "cuda", max_queue=8)
 
 
 def test_ngram_is_the_default_with_its_lookup_window() -> None:
@@ -67,7 +67,7 @@ def test_ngram_is_the_default_with_its_lookup_window() -> None:
 
 def test_each_method_gets_only_its_own_parameters() -> None:
     assert speculative_config(Settings(speculative_method="none")) is None
-    assert engine_args(Settings(speculative_method="none"), "/m", "cpu")[
+    assert engine_args(Settings(speculative_method="none"), "/m", "cpu", max_queue=8)[
         "speculative_config"] is None
     suffix = speculative_config(Settings(speculative_method="suffix", suffix_max_tree_depth=16,
                                          suffix_max_spec_factor=2.0, suffix_min_token_prob=0.2))

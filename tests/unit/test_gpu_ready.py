@@ -21,6 +21,7 @@ from lsp_copilot.engine.validate import (
 )
 from lsp_copilot.engine.vllm import engine_args, prepare_environment
 from lsp_copilot.settings.core import Settings, parse_settings
+from lsp_copilot.settings.hub import SettingsHub
 
 GIB = 2**30
 
@@ -61,7 +62,7 @@ def _gpu(total_gib: float = 24, free_gib: float = 23.5) -> GpuInfo:
 def test_auto_finds_the_gpu_without_torch_cuda_is_available(cuda_machine: None) -> None:
     assert vllm.detect_device("auto") == "cuda"
     assert device.gpu_count() == 2
-    report = doctor.engine_report(Settings(), gpus=lambda: None)
+    report = doctor.engine_report(Settings().engine_setup, gpus=lambda: None)
     assert report["device"] == "cuda"
 
 
@@ -126,16 +127,16 @@ def test_build_comes_from_package_metadata(monkeypatch: pytest.MonkeyPatch) -> N
 # -- 2, 3, 6. per-device engine arguments --------------------------------------------------
 
 def test_cuda_engine_args_use_cuda_graphs_most_of_the_gpu_and_few_sequences() -> None:
-    args = engine_args(Settings(), "/m", "cuda")
+    args = engine_args(Settings(), "/m", "cuda", max_queue=8)
     assert args["enforce_eager"] is False
     assert args["gpu_memory_utilization"] >= 0.8
     assert args["max_num_seqs"] == Settings().max_queue + 2
     assert args["dtype"] == "auto" and "block_size" not in args
-    assert engine_args(Settings(max_queue=4), "/m", "cuda")["max_num_seqs"] == 6
+    assert engine_args(Settings(), "/m", "cuda", max_queue=4)["max_num_seqs"] == 6
 
 
 def test_cpu_engine_args_are_unchanged() -> None:
-    args = engine_args(Settings(), "/m", "cpu")
+    args = engine_args(Settings(), "/m", "cpu", max_queue=8)
     assert (args["enforce_eager"], args["dtype"], args["block_size"],
             args["gpu_memory_utilization"]) == (True, "bfloat16", 32, 0.5)
     assert "max_num_seqs" not in args
@@ -145,7 +146,7 @@ def test_settings_given_by_the_user_win_on_every_device() -> None:
     s = parse_settings({"enforceEager": True, "gpuMemoryUtilization": 0.6, "maxNumSeqs": 3,
                         "dtype": "float16", "blockSize": 16})[0]
     for where in ("cuda", "cpu"):
-        args = engine_args(s, "/m", where)
+        args = engine_args(s, "/m", where, max_queue=s.max_queue)
         assert (args["enforce_eager"], args["gpu_memory_utilization"], args["max_num_seqs"],
                 args["dtype"], args["block_size"]) == (True, 0.6, 3, "float16", 16)
     assert parse_settings({"enforceEager": None, "gpuMemoryUtilization": None})[1] == []
@@ -153,14 +154,15 @@ def test_settings_given_by_the_user_win_on_every_device() -> None:
 
 def test_a_7b_model_on_a_24_gb_card_gets_at_least_0_8(tmp_path: Path) -> None:
     model = _model(tmp_path / "qwen-7b", weights=int(15.2 * GIB))
-    args = engine_args(Settings(), model, "cuda", [_gpu()])
+    args = engine_args(Settings(), model, "cuda", [_gpu()], max_queue=8)
     assert 0.8 <= args["gpu_memory_utilization"] <= 0.9
 
 
 def test_a_small_model_leaves_the_gpu_to_the_desktop(tmp_path: Path) -> None:
     model = _model(tmp_path / "qwen-0.5b", weights=int(0.99 * GIB), layers=24, hidden=896,
                    heads=14, kv_heads=2)
-    utilization = engine_args(Settings(), model, "cuda", [_gpu()])["gpu_memory_utilization"]
+    utilization = engine_args(Settings(), model, "cuda", [_gpu()],
+                              max_queue=8)["gpu_memory_utilization"]
     assert 0.1 <= utilization <= 0.3  # (KV cache for 10 x 10,240 tokens included)
     shape = model_shape(model, Settings())
     assert shape is not None
@@ -252,13 +254,13 @@ def test_doctor_previews_a_cuda_machine_without_loading_anything(
 
     monkeypatch.setattr(torch.cuda, "is_available", _never)
     monkeypatch.setattr(device, "nvml_gpus", lambda: None)
-    report = doctor.run("cuda", Settings())
+    report = doctor.run("cuda", SettingsHub())
     args = report["engine_args"]
     assert report["device"] == "cuda" and args["enforce_eager"] is False
     assert args["gpu_memory_utilization"] >= 0.8 and args["max_num_seqs"] == 10
     assert report["engine_env"]["VLLM_WORKER_MULTIPROC_METHOD"] == "spawn"
     assert report["engine_defaults"]["enforce_eager"]["why"]
-    cpu = doctor.run("cpu", Settings())["engine_args"]
+    cpu = doctor.run("cpu", SettingsHub())["engine_args"]
     assert cpu["enforce_eager"] is True and cpu["block_size"] == 32
 
 
@@ -282,13 +284,15 @@ def test_doctor_imports_neither_vllm_nor_torch(tmp_path: Path) -> None:
 def test_a_busy_card_gets_what_is_free_when_the_model_still_fits(tmp_path: Path) -> None:
     model = _model(tmp_path / "qwen-7b", weights=int(15.2 * GIB))
     busy = _gpu(free_gib=20.4)  # a desktop holds 3.6 GiB: 0.9 of the card is not free
-    utilization = engine_args(Settings(), model, "cuda", [busy])["gpu_memory_utilization"]
+    utilization = engine_args(Settings(), model, "cuda", [busy],
+                              max_queue=8)["gpu_memory_utilization"]
     assert 0.8 <= utilization < 0.85 and utilization * busy.total_bytes <= busy.free_bytes
     shape = model_shape(model, Settings())
     assert shape is not None
     assert fit_report(shape, Settings(), 10, utilization, [busy])["gpus"][0]["fits"] is True
     too_busy = _gpu(free_gib=12)  # not even the weights: keep asking, doctor says why
-    assert engine_args(Settings(), model, "cuda", [too_busy])["gpu_memory_utilization"] == 0.9
+    assert engine_args(Settings(), model, "cuda", [too_busy],
+                       max_queue=8)["gpu_memory_utilization"] == 0.9
 
 
 def test_only_the_gpus_cuda_will_show_count() -> None:

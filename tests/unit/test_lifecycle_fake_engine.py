@@ -7,7 +7,8 @@ from lsprotocol import types
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.server.app import create_server
 from lsp_copilot.server.handlers import lifecycle
-from lsp_copilot.settings.core import Settings, parse_settings
+from lsp_copilot.settings.core import parse_settings
+from lsp_copilot.settings.layers import EngineSetup
 from tests.support.fakes import FakeEngine
 
 
@@ -15,8 +16,8 @@ async def test_a_settings_change_right_after_initialized_loads_the_engine_once()
     """Neovim sends didChangeConfiguration at once: seen loading two engines side by side."""
     loads: list[str] = []
 
-    def factory(settings: Settings, report: object) -> FakeEngine:
-        loads.append(settings.model)
+    def factory(settings: EngineSetup, report: object) -> FakeEngine:
+        loads.append(settings.engine.model)
         return FakeEngine()
 
     ls = create_server(EngineManager(factory=factory))
@@ -33,14 +34,14 @@ async def test_a_settings_change_right_after_initialized_loads_the_engine_once()
 async def _load_order(**settings: object) -> list[str]:
     loads: list[str] = []
 
-    def factory(s: Settings, report: object) -> FakeEngine:
-        loads.append(s.model or "main")
+    def factory(s: EngineSetup, report: object) -> FakeEngine:
+        loads.append(s.engine.model or "main")
         return FakeEngine()
 
     ls = create_server(EngineManager(factory=factory))
     ls.routes._make_manager = lambda: EngineManager(factory=factory)
     ls.protocol.client_capabilities = types.ClientCapabilities()
-    ls.settings, _ = parse_settings({"routes": {"singleLine": "smollm2-135m"}, **settings})
+    ls.hub.update(parse_settings({"routes": {"singleLine": "smollm2-135m"}, **settings})[0])
     lifecycle._spawn(ls)
     assert ls.engine_load is not None
     await ls.engine_load

@@ -145,9 +145,9 @@ def test_the_servers_log_follows_the_log_settings(tmp_path: Path) -> None:
     logs.use_file(tmp_path / "first.log")
     server = create_server(logs=logs)
     try:
-        server.settings, _ = parse_settings({"logFile": str(tmp_path / "chosen.log"),
-                                             "logLevel": "warning"})
-        server.apply_log_settings()
+        settings, _ = parse_settings({"logFile": str(tmp_path / "chosen.log"),
+                                      "logLevel": "warning"})
+        server.hub.update(settings)  # the server follows its records group
         log = logging.getLogger("lsp_copilot.test.settings")
         log.info("below the level")
         log.warning("written")

@@ -15,6 +15,7 @@ from lsp_copilot.prompts.encoder import PromptEncoder
 from lsp_copilot.prompts.family import detect_family
 from lsp_copilot.prompts.templates import TEMPLATES, Special, template_for
 from lsp_copilot.settings.core import Settings, parse_settings
+from lsp_copilot.settings.hub import SettingsHub
 from tests.support.fakes import EncodingEngine
 from tests.support.models import smollm2_like_folder
 
@@ -364,9 +365,9 @@ async def _complete_fake(engine: EncodingEngine, **settings: Any) -> Any:
     from lsp_copilot.telemetry import Telemetry
 
     manager = EngineManager(factory=lambda s, report: engine)  # type: ignore[arg-type,return-value]
-    assert (await manager.start(Settings())).ok
+    assert (await manager.start(Settings().engine_setup)).ok
     s = Settings(debounce_mode="off", cache=False, **settings)
-    completer = Completer(manager, Telemetry(), lambda: s)
+    completer = Completer(manager, Telemetry(), SettingsHub(s))
     store = DocumentStore()
     text = INJECTION + "def f(a):\n    return a + "
     store.open("file:///w/a.py", "python", 1, text)

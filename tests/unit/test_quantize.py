@@ -189,9 +189,9 @@ def test_int8_is_prepared_beside_the_bf16_folder_and_loaded_with_its_method(
     monkeypatch.setattr(resolve, "ensure_model", prepare.ensure_model)
     assert resolve.resolve_model(tiny.name, weights="int8") == (str(made), tiny.name)
     # ... and vLLM is told the folder's method, unless the user set another one.
-    args = engine_args(Settings(weights="int8"), str(made), "cpu")
+    args = engine_args(Settings(weights="int8"), str(made), "cpu", max_queue=8)
     assert args["quantization"] == "compressed-tensors"
-    assert engine_args(Settings(), str(model_dir(tiny)), "cpu")["quantization"] is None
+    assert engine_args(Settings(), str(model_dir(tiny)), "cpu", max_queue=8)["quantization"] is None
     # A damaged int8 folder names the command that rebuilds that folder, not the bf16 one.
     (made / "tokenizer.json").unlink()
     with pytest.raises(ModelError, match=r"model prepare smollm2-135m --weights int8 --force"):

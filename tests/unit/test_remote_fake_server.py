@@ -288,7 +288,7 @@ async def test_fake_server_manager_reports_failure_and_stays_up(
         token_counters: TokenCounters) -> None:
     monkeypatch.setenv("FAKE_VLLM_KEY", "wrong")
     manager = EngineManager(EngineFactory(token_counters))
-    result = await manager.start(settings(fake.url), lambda _: None)
+    result = await manager.start(settings(fake.url).engine_setup, lambda _: None)
     assert not result.ok and manager.state == "failed"
     assert "refused the API key" in (manager.error or "")
     monkeypatch.setenv("FAKE_VLLM_KEY", KEY)
@@ -313,7 +313,7 @@ async def test_fake_server_going_away_is_noticed_by_the_supervisor(
         fake: FakeVllmServer, key_env: None, token_counters: TokenCounters) -> None:
     manager = EngineManager(EngineFactory(token_counters))
     s = settings(fake.url, healthCheckIntervalMs=50, engineMaxRestarts=0)
-    assert (await manager.start(s, lambda _: None)).ok and manager.state == "ready"
+    assert (await manager.start(s.engine_setup, lambda _: None)).ok and manager.state == "ready"
     await fake.stop()  # the deployment goes away while the editor runs
     deadline = asyncio.get_running_loop().time() + 10
     while manager.state == "ready":

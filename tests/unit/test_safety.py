@@ -17,6 +17,7 @@ from lsp_copilot.postprocess.safety import (
     scan_text,
 )
 from lsp_copilot.settings.core import Settings, parse_settings
+from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot_bench import safety as bench_safety
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "safety"
@@ -204,10 +205,10 @@ async def _complete(reply: str, source: str, **settings: object):  # type: ignor
 
     engine = FakeEngine(reply, step_s=0)
     manager = EngineManager(factory=lambda s, report: engine)
-    assert (await manager.start(Settings())).ok
+    assert (await manager.start(Settings().engine_setup)).ok
     s = Settings(**{"debounce_mode": "off", "deadline_ms": 0, "cache": False,
                     **settings})  # type: ignore[arg-type]
-    completer = Completer(manager, Telemetry(), lambda: s)
+    completer = Completer(manager, Telemetry(), SettingsHub(s))
     snap, off = _at(source)
     return completer, await completer.complete(snap, off)
 

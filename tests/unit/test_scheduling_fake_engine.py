@@ -20,6 +20,7 @@ from lsp_copilot.pipeline.completion_cache import CompletionCache
 from lsp_copilot.pipeline.scheduling import Debouncer
 from lsp_copilot.privacy import secret_reason
 from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot.telemetry import Telemetry
 from tests.support.fakes import FakeEngine
 from tests.support.pipeline import URI, completer_for, snap
@@ -298,9 +299,9 @@ async def test_fake_engine_typed_through_keystrokes_still_teach_the_debounce() -
     now = [0.0]
     engine = FakeEngine()
     manager = EngineManager(factory=lambda s, report: engine)
-    assert (await manager.start(Settings())).ok
+    assert (await manager.start(Settings().engine_setup)).ok
     s = Settings(debounce_mode="adaptive")
-    completer = Completer(manager, Telemetry(), lambda: s, lambda: None, clock=lambda: now[0])
+    completer = Completer(manager, Telemetry(), SettingsHub(s), lambda: None, clock=lambda: now[0])
     await completer.complete(snap(SOURCE), len(SOURCE))  # first request: no wait
     for typed in ("a", "a ", "a +"):  # answered by typing-through, 100 ms apart
         now[0] += 0.1
@@ -320,9 +321,9 @@ async def test_fake_engine_trace_has_timings_and_no_text(
     monkeypatch.setenv("LSP_COPILOT_TRACE", str(trace))
     engine = FakeEngine()
     manager = EngineManager(factory=lambda s, report: engine)
-    assert (await manager.start(Settings())).ok
+    assert (await manager.start(Settings().engine_setup)).ok
     s = Settings(debounce_mode="off", cache=False)
-    completer = Completer(manager, Telemetry(), lambda: s)
+    completer = Completer(manager, Telemetry(), SettingsHub(s))
     assert (await completer.complete(snap(SOURCE), len(SOURCE))).text == "a + b"
     record = json.loads(trace.read_text().splitlines()[0])
     assert record["status"] == "answered" and record["source"] == "engine"
@@ -417,8 +418,8 @@ async def test_fake_engine_request_timeout_answers_the_whole_lines_it_has() -> N
     engine = FakeEngine(reply, step_s=0.02)
     settings = Settings(debounce_mode="off", request_timeout_ms=300)
     manager = EngineManager(factory=lambda s, report: engine)
-    assert (await manager.start(settings)).ok
-    completer = Completer(manager, Telemetry(), lambda: settings)
+    assert (await manager.start(settings.engine_setup)).ok
+    completer = Completer(manager, Telemetry(), SettingsHub(settings))
     outcome = await completer.complete(snap(source), len(source), explicit=True)
     assert outcome.text == "a = 1", outcome.raw
     assert completer.telemetry.counters["deadline_answers"] == 1
@@ -436,7 +437,7 @@ async def test_fake_engine_disabled_language_is_answered_at_once_without_a_call(
     store = DocumentStore()  # another language still gets its completion
     store.open("file:///w/calc.js", "javascript", 1, "function add(a, b) {\n  return ")
     js = store.snapshot("file:///w/calc.js")
-    completer._settings = lambda: Settings(disabled_languages=("python",),  # type: ignore[method-assign]
-                                           debounce_mode="off", deadline_ms=0)
+    completer.settings = Settings(disabled_languages=("python",), debounce_mode="off",
+                                  deadline_ms=0).request
     other = await completer.complete(js, len(js.data))
     assert other.source == "engine" and len(engine.prompts) == 1

@@ -85,7 +85,7 @@ async def _server(tmp_path: Path, engine: FakeEngine, template: str) -> CopilotS
         '-----END RSA PRIVATE KEY-----"""\n\n\ndef load_key():\n    return ')
     ls = await server_for(engine, CompletionCache(tmp_path / "cache"), template=template,
                           acceptance_file=str(tmp_path / "acceptance.sqlite3"))
-    ls.apply_privacy()
+    ls.apply_settings_now()
     ls.apply_experiment()
     workspace.did_change_workspace_folders(ls, types.DidChangeWorkspaceFoldersParams(
         types.WorkspaceFoldersChangeEvent(

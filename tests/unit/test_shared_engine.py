@@ -54,7 +54,7 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[EngineHost, StreamingFak
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"lc-unit-{os.getpid()}-{id(tmp_path)}"
     place = EnginePlace(private_dir(folder), "fake-0123456789")
     engine = StreamingFake(reply="return a + b\n\nmore", step_s=0.02)
-    host = EngineHost(place, Settings(), "fake", 1.0, lambda s, r: engine)
+    host = EngineHost(place, Settings().engine_setup, "fake", 1.0, lambda s, r: engine)
     server = await asyncio.start_unix_server(host.handle, sock=bind(place))
     await host.load()
     assert host.state == "ready"
@@ -160,10 +160,14 @@ def test_socket_is_only_the_users(tmp_path: Path) -> None:
 
 
 def test_engine_name_follows_the_settings_that_shape_the_engine() -> None:
-    base = Settings()
-    assert engine_name(base, "qwen") == engine_name(Settings(engine_idle_minutes=3), "qwen")
-    assert engine_name(base, "qwen") == engine_name(Settings(engine_shared=False), "qwen")
-    assert engine_name(base, "qwen") != engine_name(Settings(speculative_method="none"), "qwen")
+    base = Settings().engine_setup
+
+    def name(**settings: Any) -> str:
+        return engine_name(Settings(**settings).engine_setup, "qwen")
+
+    assert engine_name(base, "qwen") == name(engine_idle_minutes=3)
+    assert engine_name(base, "qwen") == name(engine_shared=False)
+    assert engine_name(base, "qwen") != name(speculative_method="none")
     assert engine_name(base, "qwen") != engine_name(base, "smollm2")
     assert "engineShared" not in engine_fields(base)
 
@@ -202,7 +206,7 @@ async def test_a_start_that_hangs_is_killed_retried_once_then_reported() -> None
     manager.load_poll_s = 0.01
     notices: list[tuple[str, str]] = []
     manager.notify = lambda level, message: notices.append((level, message))
-    result = await manager.start(Settings(engine_load_timeout_s=120))
+    result = await manager.start(Settings(engine_load_timeout_s=120).engine_setup)
     assert not result.ok and manager.state == "failed"
     assert factory.calls == 2 and factory.killed == 2
     assert "no progress for 120 s" in result.message and "twice" in result.message
@@ -220,7 +224,7 @@ async def test_a_cancelled_waiter_leaves_the_load_going() -> None:
         return engine
 
     manager = EngineManager(slow_factory)  # type: ignore[arg-type]
-    load = manager.start(Settings(engine_shared=False))
+    load = manager.start(Settings(engine_shared=False).engine_setup)
     waiter = asyncio.ensure_future(manager.wait_ready())
     await asyncio.sleep(0)
     waiter.cancel()
@@ -288,7 +292,7 @@ async def test_a_start_that_fails_at_once_waits_for_its_server_to_read_why(
     def broken(settings: Settings, report: Callable[[str], None]) -> Any:
         raise ValueError("no such model")
 
-    host = EngineHost(place, Settings(), "broken", 1.0, broken)
+    host = EngineHost(place, Settings().engine_setup, "broken", 1.0, broken)
     server = await asyncio.start_unix_server(host.handle, sock=bind(place))
     try:
         load = asyncio.ensure_future(host.load())

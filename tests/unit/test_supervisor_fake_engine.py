@@ -51,7 +51,7 @@ async def test_fake_engine_death_ends_inflight_call_at_once_and_restarts_with_ba
     first, second = FlakyEngine("first"), FlakyEngine("second")
     clock = ScriptedClock()
     manager, notices = _manager(EngineFactory(first, second), clock)
-    assert (await manager.start(SETTINGS)).ok
+    assert (await manager.start(SETTINGS.engine_setup)).ok
     call = asyncio.ensure_future(manager.engine().generate(REQUEST))
     await first.generating.wait()
     first.dead = True
@@ -76,7 +76,7 @@ async def test_fake_engine_stuck_fails_health_check_and_is_replaced() -> None:
     stuck, fresh = FlakyEngine("stuck"), FlakyEngine("fresh")
     clock = ScriptedClock()
     manager, notices = _manager(EngineFactory(stuck, fresh), clock)
-    assert (await manager.start(SETTINGS)).ok
+    assert (await manager.start(SETTINGS.engine_setup)).ok
     stuck.stuck = True
     await until(lambda: manager.telemetry.counters["engine_incidents"] == 1)
     # The recovery tells the user after the state turns ready: wait for both.
@@ -99,7 +99,7 @@ async def test_fake_engine_call_past_its_deadline_is_answered_and_checks_health(
         await original()
 
     engine.check_health = counting  # type: ignore[method-assign]
-    assert (await manager.start(settings)).ok
+    assert (await manager.start(settings.engine_setup)).ok
     with pytest.raises(EngineDeadline):  # the 30 s stream ends at the 0.1 s deadline
         await manager.engine().generate(REQUEST)
     assert manager.telemetry.counters["engine_deadline_exceeded"] == 1
@@ -114,7 +114,7 @@ async def test_fake_engine_repeated_failures_stay_down_until_retry() -> None:
     factory = EngineFactory(engine, RuntimeError("no memory left"), RuntimeError("no memory left"),
                       RuntimeError("no memory left"), RuntimeError("no memory left"))
     manager, notices = _manager(factory, clock)
-    assert (await manager.start(SETTINGS)).ok
+    assert (await manager.start(SETTINGS.engine_setup)).ok
     engine.dead = True
     await until(lambda: manager.state == "failed")
     assert clock.backoffs() == [1.0, 2.0, 4.0]  # 3 restarts (engineMaxRestarts), doubling
@@ -140,7 +140,7 @@ async def test_fake_engine_max_restarts_zero_gives_up_at_once() -> None:
     clock = ScriptedClock()
     factory = EngineFactory(engine)
     manager, notices = _manager(factory, clock)
-    assert (await manager.start(replace(SETTINGS, engine_max_restarts=0))).ok
+    assert (await manager.start(replace(SETTINGS, engine_max_restarts=0).engine_setup)).ok
     engine.dead = True
     await until(lambda: manager.state == "failed")
     assert factory.calls == 1 and clock.backoffs() == []
@@ -153,7 +153,7 @@ async def test_fake_engine_failures_older_than_the_window_are_forgotten() -> Non
     engines = [FlakyEngine(str(i)) for i in range(4)]
     clock = ScriptedClock()
     manager, _ = _manager(EngineFactory(*engines), clock)
-    assert (await manager.start(replace(SETTINGS, engine_max_restarts=1))).ok
+    assert (await manager.start(replace(SETTINGS, engine_max_restarts=1).engine_setup)).ok
     for i in range(3):  # three deaths, each long after the previous: each one restarts
         engines[i].dead = True
         await until(lambda i=i: manager.state == "ready" and manager.info is not None
@@ -181,7 +181,7 @@ async def test_fake_engine_shutdown_during_backoff_stays_stopped() -> None:
             await asyncio.sleep(0)
 
     manager._sleep = held_sleep
-    assert (await manager.start(SETTINGS)).ok
+    assert (await manager.start(SETTINGS.engine_setup)).ok
     engine.dead = True
     await until(lambda: manager.state == "restarting" and clock.backoffs() == [1.0])
     await manager.shutdown()
@@ -195,7 +195,7 @@ async def test_fake_engine_slow_health_check_while_streaming_is_not_restarted() 
     clock = ScriptedClock()
     factory = EngineFactory(engine, FlakyEngine("replacement"))
     manager, notices = _manager(factory, clock)
-    assert (await manager.start(SETTINGS)).ok
+    assert (await manager.start(SETTINGS.engine_setup)).ok
 
     async def streaming(request: EngineRequest) -> EngineResult:
         for _ in range(60):  # 0.6 s of steady output, three health-check timeouts long
@@ -233,7 +233,7 @@ async def test_fake_engine_slow_health_check_while_computing_is_not_restarted() 
         await asyncio.Event().wait()  # a long engine step: no answer, but CPU in use
 
     engine.check_health = overloaded  # type: ignore[method-assign]
-    assert (await manager.start(SETTINGS)).ok
+    assert (await manager.start(SETTINGS.engine_setup)).ok
     # A probe starts only once the one before timed out and was judged: four judged.
     await until(lambda: probes >= 5)
     assert manager.state == "ready" and factory.calls == 1 and notices == []
@@ -256,7 +256,7 @@ async def test_a_remote_backend_out_of_reach_is_tried_again_until_it_is_back() -
     factory = EngineFactory(*[refused] * 6, good)
     manager, notices = _manager(factory, clock)
     remote = replace(SETTINGS, engine_backend="remote", breaker_cooldown_ms=4_000)
-    result = await manager.start(remote)
+    result = await manager.start(remote.engine_setup)
     assert not result.ok and manager.state == "restarting"
     # The recovery tells the user after the state turns ready: wait for both.
     await until(lambda: manager.state == "ready" and len(notices) >= 2)
@@ -267,7 +267,7 @@ async def test_a_remote_backend_out_of_reach_is_tried_again_until_it_is_back() -
     await manager.shutdown()
 
     manager, _ = _manager(EngineFactory(RemoteError("refused the API key")), ScriptedClock())
-    assert not (await manager.start(remote)).ok
+    assert not (await manager.start(remote.engine_setup)).ok
     assert manager.state == "failed"
     assert manager._recovery is None  # nothing will try it again
 
@@ -275,7 +275,7 @@ async def test_a_remote_backend_out_of_reach_is_tried_again_until_it_is_back() -
 async def test_the_supervised_engine_forwards_what_the_protocol_declares_only() -> None:
     engine = FlakyEngine()
     manager, _ = _manager(EngineFactory(engine), ScriptedClock())
-    assert (await manager.start(SETTINGS)).ok
+    assert (await manager.start(SETTINGS.engine_setup)).ok
     supervised = manager.engine()
     assert supervised.encoder is None and supervised.busy_seconds() is None  # the defaults
     engine.busy_seconds = lambda: 1.5  # type: ignore[method-assign]

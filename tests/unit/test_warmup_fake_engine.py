@@ -15,6 +15,7 @@ from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.pipeline.completer import Completer
 from lsp_copilot.pipeline.warmup import PRIORITY, Warmer, chunks
 from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot.telemetry import Telemetry
 from tests.support.fakes import FakeEngine
 from tests.support.models import smollm2_like_folder
@@ -37,11 +38,11 @@ def _source() -> str:
 async def _setup(engine: FakeEngine, **settings: object) -> tuple[Completer, Warmer,
                                                                        Telemetry]:
     manager = EngineManager(factory=lambda s, report: engine)
-    assert (await manager.start(Settings())).ok
+    assert (await manager.start(Settings().engine_setup)).ok
     s = Settings(debounce_mode="off", cache=False, **settings)  # type: ignore[arg-type]
     telemetry = Telemetry()
-    completer = Completer(manager, telemetry, lambda: s)
-    return completer, Warmer(completer, telemetry, lambda: s), telemetry
+    completer = Completer(manager, telemetry, SettingsHub(s))
+    return completer, Warmer(completer, telemetry, SettingsHub(s)), telemetry
 
 
 def _store(text: str, uri: str = URI) -> DocumentStore:
@@ -180,14 +181,14 @@ async def test_fake_engine_warm_up_on_a_routed_engine_renders_the_completers_pro
     small = _recording()
     small.info = EngineInfo("fake", "smollm2-135m", "cpu", True, None, "prefix-only")
     manager = EngineManager(factory=lambda s, report: main)
-    assert (await manager.start(Settings())).ok
+    assert (await manager.start(Settings().engine_setup)).ok
     routes = Routes(manager, lambda: EngineManager(factory=lambda s, report: small))
     s = Settings(debounce_mode="off", cache=False, template="qwen2.5-coder")
-    await routes.start(s, "cpu", lambda _: None)
+    await routes.start(s.engine_setup, "cpu", lambda _: None)
     await routes.manager_for("singleLine").wait_ready()
     telemetry = Telemetry()
-    completer = Completer(manager, telemetry, lambda: s, routes=routes)
-    warmer = Warmer(completer, telemetry, lambda: s)
+    completer = Completer(manager, telemetry, SettingsHub(s), routes=routes)
+    warmer = Warmer(completer, telemetry, SettingsHub(s))
     uri = "file:///w/shapes_routed.py"
     store = _store(_source(), uri)
     warmer.opened(_snap(store, uri))

@@ -28,7 +28,7 @@ from lsp_copilot.engine.remote.config import RemoteConfig
 from lsp_copilot.engine.remote.errors import PriorityRejected, RemoteError, RemoteRetryable
 from lsp_copilot.engine.remote.tokenizer import calibrate, remote_family, tokenizer_file
 from lsp_copilot.prompts.encoder import PromptEncoder
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.layers import EngineSetup
 from lsp_copilot.tokens import HFTokenCounter, TokenCounter, TokenCounters
 
 log = logging.getLogger(__name__)
@@ -58,10 +58,10 @@ class RemoteEngine(Engine):
     # -- loading -------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, settings: Settings, report: Callable[[str], None],
+    def create(cls, settings: EngineSetup, report: Callable[[str], None],
                counters: TokenCounters) -> RemoteEngine:
         """Blocking, in the loading thread: one quick reachability check, no model load."""
-        config = RemoteConfig.from_settings(settings)
+        config = RemoteConfig.from_settings(settings.remote)
         key = config.api_key()
         if config.api_key_env and key is None:
             log.info("no API key: $%s is not set", config.api_key_env)

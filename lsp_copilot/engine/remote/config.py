@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from lsp_copilot.engine.remote.errors import RemoteError
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.remote import RemoteSettings
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class RemoteConfig:
     tokenizer: str
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> RemoteConfig:
+    def from_settings(cls, settings: RemoteSettings) -> RemoteConfig:
         url = settings.remote_url.strip().rstrip("/")
         if not url:
             raise RemoteError(

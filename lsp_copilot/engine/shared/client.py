@@ -43,7 +43,7 @@ from lsp_copilot.engine.shared.runtime import (
     private_dir,
 )
 from lsp_copilot.prompts.encoder import PromptEncoder
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.layers import EngineSetup
 from lsp_copilot.tokens import TokenCounter, TokenCounters
 
 log = logging.getLogger(__name__)
@@ -57,11 +57,11 @@ class SharedEngineError(StartFailed):
     """The shared engine could not start, or went away while a server waited on it."""
 
 
-def place_for(settings: Settings) -> EnginePlace:
+def place_for(settings: EngineSetup) -> EnginePlace:
     from lsp_copilot.engine.device import detect
     from lsp_copilot.models.presets import default_preset
 
-    label = settings.model or default_preset(detect(settings.device).device).name
+    label = settings.engine.model or default_preset(detect(settings.engine.device).device).name
     return EnginePlace(private_dir(), engine_name(settings, label))
 
 
@@ -80,7 +80,7 @@ class SharedStarter:
         self.host_pid: int | None = None
         self._sock: socket.socket | None = None
 
-    def attach(self, settings: Settings, report: Reporter,
+    def attach(self, settings: EngineSetup, report: Reporter,
                counters: TokenCounters) -> SharedEngine:
         place = place_for(settings)
         report(f"attaching to the shared engine {place.name}")
@@ -101,7 +101,7 @@ class SharedStarter:
             sock.close()
         return SharedEngine(place, state, counters)
 
-    def _start(self, place: EnginePlace, settings: Settings) -> socket.socket:
+    def _start(self, place: EnginePlace, settings: EngineSetup) -> socket.socket:
         from lsp_copilot.logs import default_log_file
 
         logs = default_log_file().parent
@@ -109,7 +109,7 @@ class SharedStarter:
         command = [sys.executable, "-m", "lsp_copilot", "engine", "host",
                    "--name", place.name, "--label", place.name.rsplit("-", 1)[0],
                    "--settings", json.dumps(engine_fields(settings)),
-                   "--idle-minutes", str(settings.engine_idle_minutes)]
+                   "--idle-minutes", str(settings.supervision.engine_idle_minutes)]
         env = dict(os.environ, PYTHONFAULTHANDLER="1")
         log_path = place.log(logs)
         with open(log_path, "ab") as out:

@@ -29,7 +29,7 @@ from lsp_copilot.engine.base import Engine, EngineResult
 from lsp_copilot.engine.failures import explain_failure
 from lsp_copilot.engine.shared import wire
 from lsp_copilot.engine.shared.runtime import EnginePlace, same_user
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.layers import EngineSetup
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +92,8 @@ class Client:
 class EngineHost:
     """Serves one engine to every server of this user that connects."""
 
-    def __init__(self, place: EnginePlace, settings: Settings, label: str,
-                 idle_minutes: float, load: Callable[[Settings, Callable[[str], None]], Engine],
+    def __init__(self, place: EnginePlace, settings: EngineSetup, label: str,
+                 idle_minutes: float, load: Callable[[EngineSetup, Callable[[str], None]], Engine],
                  ) -> None:
         self.place, self.settings, self.label = place, settings, label
         self.idle_s = idle_minutes * 60
@@ -371,8 +371,8 @@ def detach() -> None:
         os.setsid()
 
 
-async def serve(place: EnginePlace, settings: Settings, label: str, idle_minutes: float,
-                load: Callable[[Settings, Callable[[str], None]], Engine]) -> int:
+async def serve(place: EnginePlace, settings: EngineSetup, label: str, idle_minutes: float,
+                load: Callable[[EngineSetup, Callable[[str], None]], Engine]) -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # stacks of a hung load
     os.environ.setdefault("PYTHONFAULTHANDLER", "1")  # and of the EngineCore on SIGABRT
     sock = bind(place)

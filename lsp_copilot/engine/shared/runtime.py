@@ -9,6 +9,7 @@ each peer's uid as well (SO_PEERCRED): a folder made too open by hand is refused
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -20,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lsp_copilot.settings.core import ENGINE_FIELDS, Settings, camel
+from lsp_copilot.settings.core import ENGINE_FIELDS, camel
+from lsp_copilot.settings.layers import EngineSetup
 
 RUNTIME_DIR_ENV = "LSP_COPILOT_RUNTIME_DIR"
 NOT_SHAPING = frozenset({"engine_shared", "engine_backend"})
@@ -58,13 +60,16 @@ def private_dir(path: Path | None = None) -> Path:
     return path
 
 
-def engine_fields(settings: Settings) -> dict[str, Any]:
+def engine_fields(settings: EngineSetup) -> dict[str, Any]:
     """The settings that shape an embedded engine, by their wire names."""
-    return {camel(name): getattr(settings, name) for name in sorted(ENGINE_FIELDS)
+    values = {f.name: getattr(group, f.name)
+              for group in (settings.engine, settings.remote, settings.supervision)
+              for f in dataclasses.fields(group)}
+    return {camel(name): values[name] for name in sorted(ENGINE_FIELDS)
             if name not in NOT_SHAPING and not name.startswith("remote_")}
 
 
-def engine_name(settings: Settings, model_label: str) -> str:
+def engine_name(settings: EngineSetup, model_label: str) -> str:
     """``<model>-<digest>``: readable in `engine status`, distinct per settings."""
     digest = hashlib.sha256(json.dumps(engine_fields(settings), sort_keys=True)
                             .encode()).hexdigest()[:10]

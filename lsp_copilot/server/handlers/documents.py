@@ -20,7 +20,7 @@ def _tell_once(ls: CopilotServer, uri: str) -> None:
     if reason is not None:
         ls.told_unparsed.add(uri)
         why = "is binary" if reason == "binary" else (
-            f"is larger than maxDocumentBytes ({ls.settings.max_document_bytes} bytes)")
+            f"is larger than maxDocumentBytes ({ls.hub.settings.max_document_bytes} bytes)")
         ls.show(types.MessageType.Info, f"lsp-copilot: {uri} {why}; no completions for it.")
 
 

@@ -70,7 +70,7 @@ def did_accept(ls: CopilotServer, params: Any) -> None:
         return
     ls.telemetry.count("accepted")
     ls.telemetry.count("accepted_chars", len(text) if isinstance(text, str) else 0)
-    if not (ls.settings.prefetch and isinstance(uri, str) and isinstance(text, str) and text):
+    if not (ls.hub.settings.prefetch and isinstance(uri, str) and isinstance(text, str) and text):
         return
     line, character = _field(position, "line"), _field(position, "character")
     if not isinstance(line, int) or not isinstance(character, int):

@@ -13,7 +13,6 @@ from lsp_copilot import gc_timing
 from lsp_copilot.engine.device import detect
 from lsp_copilot.engine.manager import LoadResult
 from lsp_copilot.engine.validate import settings_problems
-from lsp_copilot.logs import source_text_logging
 from lsp_copilot.process import exit_now
 from lsp_copilot.server.handlers import workspace
 from lsp_copilot.server.state import CopilotServer
@@ -26,19 +25,15 @@ def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
     """Merge settings; report bad values; return whether the engine must restart."""
     info = ls.main_engine.info
     device = info.device if info is not None else None
-    before = ls.settings.engine_key(device)
-    ls.settings, problems = parse_settings(raw, ls.settings)
-    if ls.settings.engine_backend != "remote":  # a deployment has its own engine settings
-        problems += settings_problems(ls.settings)  # combinations the engine load refuses
-    ls.store.max_parse_bytes = ls.settings.max_document_bytes
-    ls.apply_privacy()
+    before = ls.hub.settings.engine_key(device)
+    settings, problems = parse_settings(raw, ls.hub.settings)
+    if settings.engine_backend != "remote":  # a deployment has its own engine settings
+        problems += settings_problems(settings)  # combinations the engine load refuses
+    ls.hub.update(settings)  # each group's subscribers hear of its change
     problems += ls.apply_experiment()
-    source_text_logging(ls.settings.log_source_text)
-    ls.apply_log_settings()
-    ls.main_engine.settings = ls.settings
     for problem in problems:
         ls.show(types.MessageType.Warning, f"lsp-copilot: {problem}")
-    return ls.settings.engine_key(device) != before
+    return settings.engine_key(device) != before
 
 
 def initialize(ls: CopilotServer, params: types.InitializeParams) -> None:
@@ -46,6 +41,7 @@ def initialize(ls: CopilotServer, params: types.InitializeParams) -> None:
         ls.editor_log.bind(asyncio.get_running_loop())
         logging.getLogger().addHandler(ls.editor_log)
     _apply_settings(ls, params.initialization_options)
+    ls.apply_settings_now()
     folders = params.workspace_folders or []
     workspace = params.root_uri or (folders[0].uri if folders else None) or "no-workspace"
     ls.open_cache(workspace)
@@ -78,21 +74,22 @@ async def _load_engine(
             )
 
     if pending is None:
-        device = detect(ls.settings.device).device
-        ls.routes.expect(ls.settings, device)
-        typing_first = (ls.settings.engine_load_order == "typing-first"
-                        and ls.routes.typing_first() and ls.settings.engine_backend != "remote")
+        device = detect(ls.hub.settings.device).device
+        setup = ls.hub.settings.engine_setup
+        ls.routes.expect(setup, device)
+        typing_first = (ls.hub.settings.engine_load_order == "typing-first"
+                        and ls.routes.typing_first() and ls.hub.settings.engine_backend != "remote")
         if typing_first:
             # The engine that answers typing loads first (one load at a time: two would
             # share the cores), so a cold start suggests as soon as the small one is up.
-            await ls.routes.start(ls.settings, device, report)
+            await ls.routes.start(setup, device, report)
             await ls.routes.loaded()
-        result = await ls.main_engine.start(ls.settings, report)
-        if not typing_first and (result.ok or ls.settings.engine_backend == "remote"):
+        result = await ls.main_engine.start(setup, report)
+        if not typing_first and (result.ok or ls.hub.settings.engine_backend == "remote"):
             # Other routes' engines load after the main one; until one is ready its
             # requests go to the main one. (A remote main engine's fallbacks are
             # embedded engines: they load here too.) The progress shown has ended: the log.
-            await ls.routes.start(ls.settings, device,
+            await ls.routes.start(setup, device,
                                   lambda message: log.info("engine: %s", message))
     else:  # a load already under way (the retry command): report its progress
         ls.main_engine.report = report
@@ -122,7 +119,7 @@ def _spawn(ls: CopilotServer, pending: asyncio.Task[LoadResult] | None = None) -
 
 def initialized(ls: CopilotServer, params: types.InitializedParams) -> None:
     workspace.start_index(ls)  # background thread: the context engine's workspace index
-    if ls.settings.enable:  # disabled: keep the GPU/RAM free until the user enables it
+    if ls.hub.settings.enable:  # disabled: keep the GPU/RAM free until the user enables it
         _spawn(ls)
 
 
@@ -130,7 +127,7 @@ async def did_change_configuration(
     ls: CopilotServer, params: types.DidChangeConfigurationParams
 ) -> None:
     engine_changed = _apply_settings(ls, params.settings)
-    if not ls.settings.enable:
+    if not ls.hub.settings.enable:
         return
     if ls.main_engine.state in ("idle", "stopped"):
         _spawn(ls)
@@ -140,16 +137,17 @@ async def did_change_configuration(
         await ls.routes.shutdown()
         _spawn(ls)
     elif ls.main_engine.state == "ready" or (
-            ls.settings.engine_backend == "remote" and ls.main_engine.state != "loading"):
+            ls.hub.settings.engine_backend == "remote" and ls.main_engine.state != "loading"):
         # routes may have changed: load or stop theirs (a load under way starts them itself;
         # a remote main engine's fallbacks load even while it is out of reach)
-        await ls.routes.start(ls.settings, detect(ls.settings.device).device, log.info)
+        settings = ls.hub.settings
+        await ls.routes.start(settings.engine_setup, detect(settings.device).device, log.info)
 
 
 def restart_engine(ls: CopilotServer, *args: Any) -> dict[str, Any]:
     """``lspCopilot.restartEngine``: the user's retry after the engine stayed down (or a
     restart of a working one). Answers at once; the load reports progress as at start."""
-    if not ls.settings.enable:
+    if not ls.hub.settings.enable:
         return {"state": ls.main_engine.state, "message": "completions are disabled (`enable`)"}
     if ls.main_engine.state == "loading":
         return {"state": "loading", "message": "the engine is already loading"}
