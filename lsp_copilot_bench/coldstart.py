@@ -12,8 +12,6 @@ are stopped before the next one, so each load has the machine to itself.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+
+from lsp_copilot_bench.runtime import private_runtime
 
 STATS = "lspCopilot/stats"
 SOURCE = (
@@ -102,18 +102,11 @@ async def _session(options: dict[str, Any], env: dict[str, str], root: Path
 
 async def _variant(name: str, options: dict[str, Any], root: Path) -> dict[str, Any]:
     """A cold start; with shared engines also a restart that finds them warm."""
-    runtime = Path(tempfile.mkdtemp(prefix="lc-cold-"))
-    runtime.chmod(0o700)
-    env = {**os.environ, "LSP_COPILOT_RUNTIME_DIR": str(runtime)}
-    row = {"variant": name, **await _session(options, env, root)}
-    if options.get("engineShared", True):
-        warm = await _session(options, env, root)
-        row["warm_restart_first_suggestion_s"] = warm["first_typing_suggestion_s"]
-    subprocess.run([sys.executable, "-m", "lsp_copilot", "engine", "stop"], env=env,
-                   capture_output=True, timeout=300, check=False)
-    for leftover in runtime.iterdir():
-        leftover.unlink(missing_ok=True)
-    runtime.rmdir()
+    with private_runtime() as env:
+        row = {"variant": name, **await _session(options, env, root)}
+        if options.get("engineShared", True):
+            warm = await _session(options, env, root)
+            row["warm_restart_first_suggestion_s"] = warm["first_typing_suggestion_s"]
     return row
 
 

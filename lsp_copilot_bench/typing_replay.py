@@ -34,6 +34,7 @@ from lsp_copilot.telemetry import percentile
 from lsp_copilot_bench.corpus import python_files, split_corpora
 from lsp_copilot_bench.metrics import median, share
 from lsp_copilot_bench.pauses import corpus_figures, pause_figures, score_pause, whole
+from lsp_copilot_bench.runtime import private_runtime
 
 NAIVE = {"debounceMode": "off", "merge": False, "typingThrough": False, "cache": False,
          "prefetch": False}
@@ -190,14 +191,14 @@ def _plain(value: Any) -> Any:
 
 
 async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
-                  root: Path, cache_dir: Path) -> Run:
+                  root: Path, cache_dir: Path, env: dict[str, str] | None = None) -> Run:
     from pygls.lsp.client import LanguageClient
 
     client = LanguageClient("bench-typing", "1")
     trace_path = cache_dir.parent / f"trace-{name}.jsonl"
     trace_path.unlink(missing_ok=True)
     await client.start_io(sys.executable, "-m", "lsp_copilot", "serve",
-                          env={**os.environ, "LSP_COPILOT_TRACE": str(trace_path)})
+                          env={**(env or os.environ), "LSP_COPILOT_TRACE": str(trace_path)})
     server = client._server
     drain: asyncio.Future[None] | None = None
     if server is not None and server.stderr is not None:  # drain it: a full pipe blocks
@@ -425,12 +426,14 @@ def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
     workspace_without_answers(source, scripts, root)
     chosen = {"model": model} if model else {}
 
-    async def both() -> list[Run]:
-        naive = await _replay("naive", {**NAIVE, **chosen}, scripts, root, cache_dir / "naive")
-        default = await _replay("default", chosen, scripts, root, cache_dir / "default")
+    async def both(env: dict[str, str]) -> list[Run]:
+        naive = await _replay("naive", {**NAIVE, **chosen}, scripts, root, cache_dir / "naive",
+                              env)
+        default = await _replay("default", chosen, scripts, root, cache_dir / "default", env)
         return [naive, default]
 
-    runs = asyncio.run(both())
+    with private_runtime() as env:  # (both share its engines; none stays loaded after)
+        runs = asyncio.run(both(env))
     rows = [_summary(r, scripts, split, packages) for r in runs]
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "bench-typing.json").write_text(json.dumps(rows, indent=2))
