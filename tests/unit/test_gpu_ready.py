@@ -92,6 +92,17 @@ def test_cpu_engine_gets_intel_openmp_and_keeps_a_users_preload(tmp_path: Path) 
     assert defaults.intel_openmp(str(tmp_path)) is None
 
 
+def test_cpu_engine_runs_its_model_in_the_engine_core_unless_threads_are_bound() -> None:
+    """One process (and one import of torch and vLLM) fewer per start on CPU; a user's
+    explicit thread binding needs vLLM's worker process, which sets it up."""
+    from lsp_copilot.engine import defaults
+
+    assert defaults.environment(Settings(), "cpu", {})["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    bound = defaults.environment(Settings(), "cpu", {"VLLM_CPU_OMP_THREADS_BIND": "0-1"})
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in bound
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in defaults.environment(Settings(), "cuda", {})
+
+
 # -- 5. the build decides ------------------------------------------------------------------
 
 def test_the_cuda_build_runs_on_the_gpu_whatever_device_says(cuda_machine: None) -> None:
