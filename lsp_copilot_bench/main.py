@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import random
 import statistics
 import sys
@@ -31,7 +30,6 @@ from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.postprocess.finalize import finalize
 from lsp_copilot.postprocess.stop import stop_rule
 from lsp_copilot.prompts.templates import Template, template_for
-from lsp_copilot.settings.core import Settings
 from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot.settings.layers import EngineSetup
 from lsp_copilot.telemetry import Telemetry
@@ -114,18 +112,18 @@ class _Recorder(Telemetry):
         self.records.append(record)
 
 
-async def _start(settings: Settings) -> tuple[EngineManager, Engine, float, _Built]:
+async def _start(hub: SettingsHub) -> tuple[EngineManager, Engine, float, _Built]:
     built = _Built()
     manager = EngineManager(built)
-    result = await manager.start(settings.engine_setup)
+    result = await manager.start(hub.settings.engine_setup)
     if not result.ok:
         raise SystemExit(f"error: the engine could not start: {result.message}")
     return manager, manager.engine(), result.seconds, built
 
 
-async def bench_prompt(corpus: Path, count: int, settings: Settings) -> list[dict[str, Any]]:
+async def bench_prompt(corpus: Path, count: int, hub: SettingsHub) -> list[dict[str, Any]]:
     holes = cut_holes(corpus, count)
-    manager, engine, _, _ = await _start(settings)
+    manager, engine, _, _ = await _start(hub)
     variants = [
         ("prefix-only", template_for("prefix-only"), False),
         ("prefix-only + <filename>", template_for("prefix-only"), True),
@@ -235,23 +233,22 @@ async def _decode(engine: Engine, holes: list[Hole], max_tokens: int) -> dict[st
     }
 
 
-def _completer(manager: EngineManager, settings: Settings, telemetry: Telemetry) -> Any:
+def _completer(manager: EngineManager, hub: SettingsHub, telemetry: Telemetry) -> Any:
     from lsp_copilot.pipeline.completer import Completer
 
     # One engine call per keystroke: no debounce, merge, typing-through or cache.
-    s = dataclasses.replace(settings, debounce_mode="off", merge=False, typing_through=False,
-                            cache=False, prefetch=False, max_tokens_single_line=4,
-                            max_tokens_multi_line=4, warm_up=False)
-    return Completer(manager, telemetry, SettingsHub(s))
+    return Completer(manager, telemetry, hub.replaced(
+        debounce_mode="off", merge=False, typing_through=False, cache=False, prefetch=False,
+        max_tokens_single_line=4, max_tokens_multi_line=4, warm_up=False))
 
 
-async def _typing(manager: EngineManager, settings: Settings, corpus: Path,
+async def _typing(manager: EngineManager, hub: SettingsHub, corpus: Path,
                   keystrokes: int) -> dict[str, Any]:
     """Type real functions key by key (typos fixed with backspace), one request per key:
     how much of the prompt tokens vLLM's prefix cache serves."""
     from lsp_copilot_bench.typing_replay import make_scripts
 
-    completer = _completer(manager, settings, Telemetry())
+    completer = _completer(manager, hub, Telemetry())
     store = DocumentStore()
     keys = 0
     for script in make_scripts(corpus, keystrokes):
@@ -272,7 +269,7 @@ async def _typing(manager: EngineManager, settings: Settings, corpus: Path,
 
 
 async def _first_token(manager: EngineManager, engine: Engine, built: Engine | None,
-                       settings: Settings, corpus: Path, documents: int) -> dict[str, Any]:
+                       hub: SettingsHub, corpus: Path, documents: int) -> dict[str, Any]:
     """Time to first token of a document's first completion, cold and after the warm-up.
 
     Each document: the file up to one of its functions, whose first characters the user
@@ -287,8 +284,8 @@ async def _first_token(manager: EngineManager, engine: Engine, built: Engine | N
         return {"error": "this engine cannot empty its prefix cache"}
     telemetry = _Recorder()
     records = telemetry.records
-    completer = _completer(manager, settings, telemetry)
-    warmer = Warmer(completer, completer.telemetry, SettingsHub(settings))
+    completer = _completer(manager, hub, telemetry)
+    warmer = Warmer(completer, completer.telemetry, hub)
     store = DocumentStore()
     runs: dict[str, list[dict[str, Any]]] = {"cold": [], "warm": []}
     warm_ms: list[float] = []
@@ -323,14 +320,14 @@ async def _first_token(manager: EngineManager, engine: Engine, built: Engine | N
             "warm_up_ms_p50": median(warm_ms)}
 
 
-async def bench_engine(corpus: Path, count: int, settings: Settings,
+async def bench_engine(corpus: Path, count: int, hub: SettingsHub,
                        keystrokes: int = 150, max_tokens: int = 128) -> dict[str, Any]:
     """Speculation on and off (two engine loads, the same prompts), then with the default
     engine a typing replay (prefix-cache hits) and time to first token cold and warm."""
     holes = cut_holes(corpus, count)
-    variants = [("ngram" if settings.speculative_method == "none" else
-                 settings.speculative_method, settings)]
-    variants.append(("none", dataclasses.replace(settings, speculative_method="none")))
+    method = hub.settings.speculative_method
+    variants = [("ngram" if method == "none" else method, hub)]
+    variants.append(("none", hub.replaced(speculative_method="none")))
     out: dict[str, Any] = {}
     for label, variant in variants:
         manager, engine, load_seconds, built = await _start(variant)
@@ -361,12 +358,12 @@ async def bench_engine(corpus: Path, count: int, settings: Settings,
 def run(what: str, corpus: Path | None, count: int, model: str | None,
         keystrokes: int = 150, weights: list[str] | None = None) -> Any:
     # Each run loads its own engines (loads are measured; nothing stays loaded after).
-    settings = Settings(model=model or "", engine_shared=False)
+    hub = SettingsHub.of(model=model or "", engine_shared=False)
     corpus = corpus or default_corpus()
     if what == "prompt":
-        return asyncio.run(bench_prompt(corpus, count, settings))
+        return asyncio.run(bench_prompt(corpus, count, hub))
     if weights:  # the same model with other weights, side by side
         from lsp_copilot_bench.weights import bench_weights
 
-        return asyncio.run(bench_weights(corpus, count, settings, weights))
-    return asyncio.run(bench_engine(corpus, count, settings, keystrokes))
+        return asyncio.run(bench_weights(corpus, count, hub, weights))
+    return asyncio.run(bench_engine(corpus, count, hub, keystrokes))

@@ -40,7 +40,6 @@ from lsp_copilot.language.ids import language_id_for_path, parser_for
 from lsp_copilot.language.trigger import BLOCK_OPENERS, completion_mode
 from lsp_copilot.pipeline.completer import Completer
 from lsp_copilot.postprocess.syntax import parse_inserted
-from lsp_copilot.settings.core import Settings
 from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot.telemetry import Telemetry
 from lsp_copilot_bench.baseline import prefix_only_context
@@ -146,7 +145,7 @@ def _open_buffers(uri: str, text: str) -> Callable[[], list[tuple[str, str]]]:
     return lambda: [(uri, text)]
 
 
-async def run_holes(holes: list[Hole], index: WorkspaceIndex, settings: Settings,
+async def run_holes(holes: list[Hole], index: WorkspaceIndex, hub: SettingsHub,
                     manager: EngineManager, log: Path | None = None, explicit: bool = True,
                     corpus: str | None = None) -> list[dict[str, Any]]:
     """Fill every hole with both variants, interleaved (machine load hits both alike).
@@ -156,10 +155,10 @@ async def run_holes(holes: list[Hole], index: WorkspaceIndex, settings: Settings
     done (a long run on a busy machine can be read, or stopped, half way). ``corpus``:
     the package the holes were cut in, recorded in each hole (a split's runs)."""
     telemetry = Telemetry()
-    ours = Completer(manager, telemetry, SettingsHub(settings))
-    base = Completer(manager, telemetry, SettingsHub(settings), context_builder=prefix_only_context,
+    ours = Completer(manager, telemetry, hub)
+    base = Completer(manager, telemetry, hub, context_builder=prefix_only_context,
                      request_ids=ours.request_ids)  # one engine: one source of ids
-    store = DocumentStore(settings.max_document_bytes)
+    store = DocumentStore(hub.settings.max_document_bytes)
     records = []
     for n, hole in enumerate(holes, start=1):
         uri = (index.root / hole.rel).as_uri()
@@ -247,7 +246,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-async def bench_quality(corpus: Path, count: int, settings: Settings, seed: int = 0,
+async def bench_quality(corpus: Path, count: int, hub: SettingsHub, seed: int = 0,
                         log: Path | None = None, split: str | None = None) -> dict[str, Any]:
     """``count`` holes in ``corpus``; with ``split``, ceil(count / packages) holes in each
     package of ``corpus/<split>``, each package indexed as its own workspace."""
@@ -255,7 +254,7 @@ async def bench_quality(corpus: Path, count: int, settings: Settings, seed: int 
     folders = split_corpora(corpus, split) if split else [(corpus.name, corpus)]
     per_corpus = math.ceil(count / len(folders))
     manager = EngineManager()
-    load = manager.start(settings.engine_setup)
+    load = manager.start(hub.settings.engine_setup)
     indexes = [WorkspaceIndex(path) for _, path in folders]
     for index in indexes:
         await asyncio.to_thread(index.build)
@@ -270,7 +269,7 @@ async def bench_quality(corpus: Path, count: int, settings: Settings, seed: int 
     by_corpus: dict[str, list[dict[str, Any]]] = {}
     try:
         for name, index, holes in cut:
-            by_corpus[name] = await run_holes(holes, index, settings, manager, log,
+            by_corpus[name] = await run_holes(holes, index, hub, manager, log,
                                               corpus=name if split else None)
         info = manager.info
     finally:
@@ -284,7 +283,7 @@ async def bench_quality(corpus: Path, count: int, settings: Settings, seed: int 
         "count": count,
         "engine": info.as_dict() if info else None,
         # The holes are explicit requests: their budget is contextBudgets' explicit one.
-        "budget_tokens": budgets_for(settings.request, info.device if info else "cpu").explicit,
+        "budget_tokens": budgets_for(hub.settings.request, info.device if info else "cpu").explicit,
         "seconds": round(time.perf_counter() - started, 1),
     }
     if split:
@@ -332,7 +331,6 @@ def run(corpus: Path | None, count: int, model: str | None, seed: int = 0,
         log: Path | None = None, split: str | None = None) -> dict[str, Any]:
     # The shipped settings, minus what would make holes depend on each other; each hole
     # is an explicit request, answered as the editor's "suggest now" is.
-    settings = Settings(model=model or "", cache=False, merge=False, typing_through=False,
-                        prefetch=False, engine_shared=False)  # nothing stays loaded after
-    return asyncio.run(bench_quality(corpus or default_corpus(), count, settings, seed, log,
-                                     split))
+    hub = SettingsHub.of(model=model or "", cache=False, merge=False, typing_through=False,
+                         prefetch=False, engine_shared=False)  # nothing stays loaded after
+    return asyncio.run(bench_quality(corpus or default_corpus(), count, hub, seed, log, split))

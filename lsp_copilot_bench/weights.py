@@ -23,7 +23,7 @@ from lsp_copilot.engine.base import Engine, EngineRequest
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.models.quantize import WEIGHT_FORMATS
 from lsp_copilot.prompts.templates import template_for
-from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot_bench.main import Hole, _fill, _line_start, _start, cut_holes
 from lsp_copilot_bench.metrics import median, share
 
@@ -115,14 +115,14 @@ def _summary(run: _Run, base: _Run, holes: list[Hole]) -> dict[str, Any]:
     }
 
 
-async def bench_weights(corpus: Path, count: int, settings: Settings, formats: list[str],
+async def bench_weights(corpus: Path, count: int, hub: SettingsHub, formats: list[str],
                         max_tokens: int = 64) -> dict[str, Any]:
     """Each format's engine loaded at once, then every hole decoded and filled by each."""
     holes = cut_holes(corpus, count)
     runs: list[_Run] = []
     try:
         for weights in formats:
-            variant = dataclasses.replace(settings, weights=weights, speculative_method="none")
+            variant = hub.replaced(weights=weights, speculative_method="none")
             manager, engine, seconds, built = await _start(variant)
             # The engine itself, not the supervisor's view of it: on a busy machine a slow
             # answer is a figure to report, not a deadline to enforce.

@@ -20,6 +20,16 @@ class SettingsHub:
         self._settings = settings or Settings()
         self._callbacks: dict[type, list[Callable[[Any], None]]] = {g: [] for g in GROUPS}
 
+    @classmethod
+    def of(cls, **values: Any) -> SettingsHub:
+        """The defaults with ``values`` (snake_case names) set: for a command that composes
+        its settings itself (a benchmark), as the server composes them from the wire."""
+        return cls(Settings(**values))
+
+    def replaced(self, **values: Any) -> SettingsHub:
+        """A hub of its own holding these settings with ``values`` set."""
+        return SettingsHub(dataclasses.replace(self._settings, **values))
+
     @property
     def settings(self) -> Settings:
         """All settings, for the server's composition root and the wire format."""

@@ -93,16 +93,16 @@ async def test_both_variants_take_their_ids_from_one_source(tmp_path: Path) -> N
     """`ours` and the prefix-only baseline ask one engine, explicit requests with their
     alternatives: no two requests may share an id (an engine refuses the second)."""
     from lsp_copilot.engine.manager import EngineManager
-    from lsp_copilot.settings.core import Settings
+    from lsp_copilot.settings.hub import SettingsHub
     from lsp_copilot_bench.quality import run_holes
     from tests.support.fakes import FakeEngine
 
     engine = FakeEngine(" a + b\n", step_s=0.0)
     manager = EngineManager(factory=lambda s, report: engine)
-    settings = Settings(deadline_ms=0)
-    assert (await manager.start(settings.engine_setup)).ok
+    hub = SettingsHub.of(deadline_ms=0)
+    assert (await manager.start(hub.settings.engine_setup)).ok
     index = _corpus(tmp_path)
-    records = await run_holes(cut_holes(index, 4, seed=3), index, settings, manager)
+    records = await run_holes(cut_holes(index, 4, seed=3), index, hub, manager)
     ids = [r.request_id for r in engine.requests]
     assert len(records) == 4 and len(ids) > 8 and len(set(ids)) == len(ids)
     for record in records:  # one answer everywhere: no alternative differs from it

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from lsp_copilot.settings.core import Settings
+from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot_bench import weights as bench
 from lsp_copilot_bench.corpus import default_corpus
 from tests.support.fakes import FakeEngine
@@ -37,11 +38,12 @@ def test_each_format_runs_every_hole_and_is_compared_with_the_first(
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
     replies = {"bf16": " a + b\n", "int8": " a + b\n", "int4": " a - b\n"}
-    started: list[Settings] = []
+    started: list[Settings] = []  # what each engine was started with
     managers: list[_Manager] = []
     engines: dict[str, FakeEngine] = {}
 
-    async def start(settings: Settings) -> tuple[Any, FakeEngine, float, None]:
+    async def start(hub: SettingsHub) -> tuple[Any, FakeEngine, float, None]:
+        settings = hub.settings
         started.append(settings)
         engine = engines[settings.weights] = FakeEngine(replies[settings.weights], 0.0)
         managers.append(_Manager())
@@ -50,7 +52,8 @@ def test_each_format_runs_every_hole_and_is_compared_with_the_first(
     monkeypatch.setattr(bench, "_start", start)
     monkeypatch.setattr(bench, "SETTLE_S", 0.0)
     corpus: Path = default_corpus()
-    out = asyncio.run(bench.bench_weights(corpus, 3, Settings(model="m"), ["bf16", "int8", "int4"]))
+    out = asyncio.run(bench.bench_weights(corpus, 3, SettingsHub.of(model="m"),
+                                        ["bf16", "int8", "int4"]))
     assert [s.weights for s in started] == ["bf16", "int8", "int4"]
     assert {s.speculative_method for s in started} == {"none"} and started[0].model == "m"
     assert all(m.stopped for m in managers)

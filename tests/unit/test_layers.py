@@ -137,3 +137,17 @@ def test_every_module_reads_in_one_sitting() -> None:
             for p in sorted((ROOT / folder).rglob("*.py"))
             if (n := len(p.read_text("utf-8").splitlines())) > MAX_LINES]
     assert long == [], f"modules over {MAX_LINES} lines:\n" + "\n".join(long)
+
+
+def test_layers_take_settings_groups_not_the_flat_settings() -> None:
+    """Only settings/ itself names the flat ``Settings``: a layer takes its group (or a
+    composite of groups from settings/layers.py), a composition root the SettingsHub."""
+    offenders = []
+    for folder in (PACKAGE, "lsp_copilot_bench"):
+        for path in (ROOT / folder).rglob("*.py"):
+            module = _module_name(path)
+            if module.startswith(f"{PACKAGE}.settings"):
+                continue
+            if "lsp_copilot.settings.core.Settings" in _imports(path, module):
+                offenders.append(module)
+    assert offenders == []
