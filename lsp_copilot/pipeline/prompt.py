@@ -29,10 +29,17 @@ SUFFIX_LINES = 4
 LINE_WIDTH_MIN, LINE_WIDTH_MAX = 79, 100
 
 
-def line_width(data: bytes) -> int:
-    """How wide this file lets a line be: its longest line, from 79 (a file of short lines
-    still takes a statement of ordinary length) to 100 (a long URL sets no style)."""
-    longest = max((len(line) for line in data.split(b"\n")), default=0)
+WIDTH_WINDOW = 16_000
+"""Bytes on each side of the cursor whose lines set the width: every keystroke builds a
+cursor, and a large file's lines near the cursor tell its style as well as all of them."""
+
+
+def line_width(data: bytes, offset: int = 0) -> int:
+    """How wide this file lets a line be: its longest line near ``offset``, from 79 (a file
+    of short lines still takes a statement of ordinary length) to 100 (a long URL sets no
+    style)."""
+    near = data[max(0, offset - WIDTH_WINDOW):offset + WIDTH_WINDOW]
+    longest = max((len(line) for line in near.split(b"\n")), default=0)
     return max(LINE_WIDTH_MIN, min(LINE_WIDTH_MAX, longest))
 
 
@@ -62,7 +69,7 @@ def cursor_at(snapshot: Snapshot, offset: int) -> Cursor:
         suffix_lines=data[end + 1:following].decode("utf-8", "replace"),
         prompt_dropped_indent=before[-1:] if before[-1:] in (" ", "\t") else "",
         rules=language_config(snapshot.grammar),
-        line_width=line_width(data),
+        line_width=line_width(data, offset),
     )
 
 

@@ -76,6 +76,9 @@ def test_the_width_is_the_files_longest_line_within_bounds() -> None:
     assert line_width(b"x = 1\n") == 79
     assert line_width(b"x = 1\n" + b"y" * 95 + b"\n") == 95
     assert line_width(b"u = '" + b"h" * 300 + b"'\n") == 100
+    # Only the lines near the cursor are read (every keystroke builds a cursor).
+    far = b"x = 1\n" * 5000 + b"y" * 95 + b"\n"
+    assert line_width(far, 0) == 79 and line_width(far, len(far)) == 95
 
 
 def test_a_signature_the_model_spreads_over_lines_comes_as_one_header() -> None:
