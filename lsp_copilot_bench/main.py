@@ -26,8 +26,8 @@ from lsp_copilot.engine.base import Engine, EngineRequest
 from lsp_copilot.engine.factory import EngineFactory, Reporter
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.language.ids import language_id_for_path
+from lsp_copilot.postprocess.checks import finalize
 from lsp_copilot.postprocess.cursor_text import Cursor
-from lsp_copilot.postprocess.finalize import finalize
 from lsp_copilot.postprocess.stop import stop_rule
 from lsp_copilot.prompts.templates import Template, template_for
 from lsp_copilot.settings.hub import SettingsHub

@@ -39,7 +39,7 @@ from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.language.ids import language_id_for_path, parser_for
 from lsp_copilot.language.trigger import BLOCK_OPENERS, completion_mode
 from lsp_copilot.pipeline.completer import Completer
-from lsp_copilot.postprocess.syntax import parse_inserted
+from lsp_copilot.postprocess.insertion import Insertion
 from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot.telemetry import Telemetry
 from lsp_copilot_bench.baseline import prefix_only_context
@@ -137,7 +137,7 @@ def _normal(text: str) -> str:
 
 
 def _parses(snapshot: Snapshot, offset: int, text: str) -> bool:
-    tree = parse_inserted(snapshot, offset, text)
+    tree = Insertion(snapshot, offset).tree(text)
     return tree is not None and not tree.root_node.has_error
 
 

@@ -32,8 +32,8 @@ from lsp_copilot.pipeline.flights import BEFORE_END, Flights, whole_cut
 from lsp_copilot.pipeline.prompt import cursor_at, prompt_for, prompt_ids
 from lsp_copilot.pipeline.scheduling import Debouncer
 from lsp_copilot.pipeline.typing_through import TypingThrough
+from lsp_copilot.postprocess.checks import Candidate, PostProcessor, Target
 from lsp_copilot.postprocess.cursor_text import Cursor
-from lsp_copilot.postprocess.finalize import finalize
 from lsp_copilot.postprocess.safety import Finding, SafetyChecker
 from lsp_copilot.postprocess.stop import continuation, stop_rule
 from lsp_copilot.privacy import Privacy
@@ -309,6 +309,10 @@ class Completer:
         self.telemetry.context_built((layer.name, layer.tokens, layer.truncated)
                                      for layer in context.layers)
         cursor = dataclasses.replace(cursor, prompt_headers=context.headers)
+        post = PostProcessor(Target(
+            mode, cursor, snapshot, offset, self.safety, arm_settings.privacy.safety,
+            secret=lambda text: self.redactor.holds_secret(
+                text, snapshot.uri, _line_before(snapshot, offset))))
         max_tokens = _max_tokens(settings, mode, cursor)
         key = cache_key(engine.info.model, template.name, mode, max_tokens,
                         settings.temperature, context.prompt)
@@ -362,7 +366,7 @@ class Completer:
                     engine, snapshot.uri, key, mode, request, context.at_cursor(), settings,
                     cache, trace,
                     deadline=0 if prefetch or explicit else settings.deadline_ms,
-                    cut_whole=whole_cut(mode, cursor, snapshot, offset),
+                    cut_whole=whole_cut(post),
                     continues=continuation(snapshot) if mode == "single-line"
                     and not explicit and not cursor.line_after.strip() else None)
                 waited += (time.perf_counter() - t0) * 1000
@@ -378,20 +382,16 @@ class Completer:
                                      result.first_token_ms, 1))
                 raw, source = result.text, "engine"
                 truncated = result.finish_reason == "length"
-        text = finalize(raw, mode, cursor, snapshot, offset, truncated)
-        if not text and raw.strip() and finalize(raw, mode, cursor, truncated=truncated):
-            self.telemetry.count("not_whole")  # the text rules kept it; the syntax did not
-        safety = arm_settings.privacy.safety
-        text, warned, unsafe = self._apply_safety(snapshot, offset, text, safety, prefetch)
+        first = post.run(raw, truncated)
+        self._count_checks(first, prefetch)
+        text, warned, unsafe = first.text, first.warned, first.reason
         alternatives: list[str] = []
         if alts is not None:
             def usable(result: EngineResult) -> str:
-                """Post-processed as the first; offered only when the safety check has
-                nothing to say."""
-                got = finalize(result.text, mode, cursor, snapshot, offset,
-                               result.finish_reason == "length")
-                return got if got and self._passes_safety_as_is(
-                    snapshot, offset, got, safety) else ""
+                """Through the same checks as the first; offered only when the safety
+                check has nothing to say."""
+                got = post.run(result.text, result.finish_reason == "length")
+                return got.text if got.clean else ""
 
             # They start when the first has ended and run side by side (see
             # ALTERNATIVES_MIN_WAIT_S for how long they get).
@@ -420,37 +420,22 @@ class Completer:
                            if not prefetch and self.safety.first_warning(snapshot.uri, f)),
             route=route, template=template.name, arm=arm, alternatives=alternatives)
 
-    def _apply_safety(self, snapshot: Snapshot, offset: int, text: str, level: str,
-                      prefetch: bool) -> tuple[str, tuple[Finding, ...], str | None]:
-        """The suggestion as the ``safety`` setting lets it be shown, the findings to warn
-        about, and why it was dropped (when it was). One holding a placeholder or a secret
-        is dropped whatever the setting: it would put a secret (or a hole) in the code."""
-        secret = self.redactor.holds_secret(text, snapshot.uri, _line_before(snapshot, offset)
-                                            ) if text else None
-        if secret is not None:
+    def _count_checks(self, candidate: Candidate, prefetch: bool) -> None:
+        """What the checks did to the first answer, in the stats (a prefetched answer is
+        checked again when it is shown, and counted then)."""
+        if candidate.dropped_by == "whole":
+            self.telemetry.count("not_whole")  # the text rules kept it; the syntax did not
+        if candidate.dropped_by == "secret":
             self.telemetry.count("secret_dropped")
-            return "", (), f"the suggestion holds a secret ({secret})"
-        review = self.safety.review(snapshot, offset, text, level)
-        if not prefetch:  # (a prefetched answer is reviewed again when it is shown)
-            for finding in review.blocked:
-                self.telemetry.safety_finding(finding.rule, "blocked")
-            for finding in review.warned:
-                self.telemetry.safety_finding(finding.rule, "warned")
-            self.telemetry.count("safety_blocked", int(bool(review.blocked)))
-            self.telemetry.count("safety_warned", int(bool(review.warned)))
-        why = None
-        if review.blocked and not review.text:
-            why = "blocked by `safety`: " + ", ".join(sorted({f.rule for f in review.blocked}))
-        return review.text, review.warned, why
-
-    def _passes_safety_as_is(self, snapshot: Snapshot, offset: int, text: str,
-                             level: str) -> bool:
-        """Whether the safety check leaves ``text`` as it is, with nothing to warn about."""
-        if self.redactor.holds_secret(text, snapshot.uri,
-                                      _line_before(snapshot, offset)) is not None:
-            return False
-        review = self.safety.review(snapshot, offset, text, level)
-        return review.text == text and not review.blocked and not review.warned
+            return
+        if prefetch:
+            return
+        for finding in candidate.blocked:
+            self.telemetry.safety_finding(finding.rule, "blocked")
+        for finding in candidate.warned:
+            self.telemetry.safety_finding(finding.rule, "warned")
+        self.telemetry.count("safety_blocked", int(bool(candidate.blocked)))
+        self.telemetry.count("safety_warned", int(bool(candidate.warned)))
 
     def _request(self, engine: Engine, template: Template, context: Context, mode: Mode,
                  cursor: Cursor, max_tokens: int, settings: CompletionSettings, prefetch: bool,

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsp_copilot.context.result import Context
-from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.engine.base import (
     Engine,
     EngineDeadline,
@@ -28,8 +27,7 @@ from lsp_copilot.engine.base import (
 )
 from lsp_copilot.language.trigger import Mode
 from lsp_copilot.pipeline.completion_cache import CompletionCache
-from lsp_copilot.postprocess.cursor_text import Cursor
-from lsp_copilot.postprocess.finalize import finalize
+from lsp_copilot.postprocess.checks import PostProcessor
 from lsp_copilot.settings.completion import CompletionSettings
 from lsp_copilot.telemetry import Telemetry
 
@@ -127,10 +125,9 @@ def ends_with_enter(typed: str) -> bool:
     return typed.count("\n") == 1 and not typed.partition("\n")[2].strip()
 
 
-def whole_cut(mode: Mode, cursor: Cursor, snapshot: Snapshot, offset: int
-              ) -> Callable[[str], int | None]:
+def whole_cut(post: PostProcessor) -> Callable[[str], int | None]:
     """Where a generation the deadline stops may end: its last line end after which
-    the answer is whole (checked with the finished answer's own rules), or None."""
+    the answer is whole (the finished answer's own text and whole checks), or None."""
     checked = [0]  # the newline last tried: each line end is tried once
 
     def cut(text: str) -> int | None:
@@ -138,7 +135,7 @@ def whole_cut(mode: Mode, cursor: Cursor, snapshot: Snapshot, offset: int
         if end <= checked[0]:
             return None
         checked[0] = end
-        return end if finalize(text[:end], mode, cursor, snapshot, offset) else None
+        return end if post.run(text[:end], until="whole").text else None
 
     return cut
 

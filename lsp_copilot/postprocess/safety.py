@@ -26,7 +26,8 @@ from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.language.folders import has_query, supported
 from lsp_copilot.language.grammars import compile_query
 from lsp_copilot.language.ids import language_for, parser_for
-from lsp_copilot.postprocess.whole import edited_tree, is_whole
+from lsp_copilot.postprocess.insertion import Insertion
+from lsp_copilot.postprocess.whole import WholeChecker
 
 log = logging.getLogger(__name__)
 
@@ -155,37 +156,39 @@ class SafetyChecker:
             self._known = (key, rules)
         return self._known[1]
 
-    def findings(self, snapshot: Snapshot, offset: int, text: str) -> list[Finding]:
-        """The findings ``text`` inserted at ``offset`` introduces (lines of the document
-        with the text inserted)."""
+    def findings(self, insertion: Insertion, text: str) -> list[Finding]:
+        """The findings ``text`` introduces where ``insertion`` puts it (lines of the
+        document with the text inserted, the tree the other checks read)."""
+        snapshot = insertion.snapshot
         if safety_query(snapshot.grammar) is None:
             return []
-        inserted = text.encode("utf-8")
-        tree = edited_tree(snapshot, offset, offset, inserted)
+        tree = insertion.tree(text)
         if tree is None:
             return []
-        data = snapshot.data[:offset] + inserted + snapshot.data[offset:]
-        end = offset + len(inserted)
-        new = [f for f in scan(snapshot.grammar, tree, data, offset, end)
+        offset = insertion.offset
+        end = offset + len(text.encode("utf-8"))
+        new = [f for f in scan(snapshot.grammar, tree, insertion.data(text), offset, end)
                if f.start < end and f.end > offset]
         if not new:
             return []
         known = self.known_rules(snapshot)
         return [f for f in new if f.rule not in known]
 
-    def review(self, snapshot: Snapshot, offset: int, text: str, level: str) -> Review:
-        """``text`` as ``level`` (off, warn, block) lets it be shown."""
+    def review(self, whole: WholeChecker, text: str, level: str) -> Review:
+        """``text`` as ``level`` (off, warn, block) lets it be shown; what is left before
+        a blocked line is shown only when ``whole`` finds it whole."""
         if level == "off" or not text:
             return Review(text)
-        found = self.findings(snapshot, offset, text)
+        found = self.findings(whole.insertion, text)
         if not found:
             return Review(text)
         blocking = [f for f in found if f.block] if level == "block" else []
         if not blocking:
             return Review(text, warned=tuple(found))
+        offset = whole.offset
         first = min(f.start for f in blocking)
         kept = _cut_before_line(text, first - offset)
-        if kept and not is_whole(snapshot, offset, kept):
+        if kept and not whole.is_whole(kept):
             kept = ""  # what is left before the finding is a fragment (a header, a call)
         end = offset + len(kept.encode("utf-8"))
         warned = tuple(f for f in found if not f.block and f.start < end)

@@ -1,6 +1,7 @@
 """Streaming stop rules: where to cut the text generated so far, so that generation stops
 as soon as the answer is complete and the engine is free sooner. Only cheap text rules run
-here, on every streamed delta; ``finalize`` runs them once more on the final text."""
+here, on every streamed delta; the text check of ``checks.py`` runs them once more on the
+final text."""
 
 from __future__ import annotations
 

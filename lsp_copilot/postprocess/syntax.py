@@ -5,24 +5,18 @@ from __future__ import annotations
 
 import tree_sitter
 
-from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.language.folders import LanguageConfig
-from lsp_copilot.postprocess.whole import WholeChecker, edited_tree, header_alone
+from lsp_copilot.postprocess.insertion import Insertion
+from lsp_copilot.postprocess.whole import WholeChecker, header_alone
 
 
-def parse_inserted(snapshot: Snapshot, offset: int, text: str) -> tree_sitter.Tree | None:
-    """The snapshot's tree with ``text`` inserted at ``offset``, or None without a grammar:
-    an incremental re-parse of a copy, about a millisecond even in a large file, so it runs
-    once per finished completion (never per streamed token)."""
-    return edited_tree(snapshot, offset, offset, text.encode("utf-8"))
-
-
-def cut_at_block_end(text: str, snapshot: Snapshot, offset: int, rules: LanguageConfig) -> str:
+def cut_at_block_end(text: str, insertion: Insertion, rules: LanguageConfig) -> str:
     """Cut where the block the completion fills ends, as the parser sees it with the
     completion inserted (a closing brace, a dedent, an ``end`` the model wrote)."""
     if not rules.blocks or not text:
         return text
-    tree = parse_inserted(snapshot, offset, text)
+    offset = insertion.offset
+    tree = insertion.tree(text)
     if tree is None:
         return text
     inserted = text.encode("utf-8")

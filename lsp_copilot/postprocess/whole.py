@@ -29,9 +29,9 @@ import tree_sitter
 
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.language.folders import LanguageConfig, language_config
-from lsp_copilot.language.ids import parser_for
 from lsp_copilot.postprocess.brackets import open_brackets
 from lsp_copilot.postprocess.cursor_text import indent
+from lsp_copilot.postprocess.insertion import Insertion, edited_tree
 
 BLOCK_HEADERS = (":", "{", " do", " then", "->")
 """Line endings that open a block whose body must follow (``(``/``[`` only continue)."""
@@ -110,38 +110,15 @@ def _inside_brackets(snapshot: Snapshot, line_start: int, blocks: frozenset[str]
     return False
 
 
-def _point(data: bytes, offset: int) -> tuple[int, int]:
-    return data.count(b"\n", 0, offset), offset - (data.rfind(b"\n", 0, offset) + 1)
-
-
-def edited_tree(snapshot: Snapshot, start: int, old_end: int, new: bytes
-                ) -> tree_sitter.Tree | None:
-    """The snapshot's tree with ``data[start:old_end]`` replaced by ``new``: an incremental
-    re-parse of a copy (about a millisecond in a large file), None without a grammar."""
-    if snapshot.grammar is None or snapshot.tree is None:
-        return None
-    parser = parser_for(snapshot.grammar)
-    if parser is None:
-        return None
-    data = snapshot.data
-    tree = snapshot.tree.copy()
-    start_point = _point(data, start)
-    if b"\n" in new:
-        end_point = (start_point[0] + new.count(b"\n"), len(new) - new.rfind(b"\n") - 1)
-    else:
-        end_point = (start_point[0], start_point[1] + len(new))
-    tree.edit(start_byte=start, old_end_byte=old_end, new_end_byte=start + len(new),
-              start_point=start_point, old_end_point=_point(data, old_end),
-              new_end_point=end_point)
-    return parser.parse(data[:start] + new + data[old_end:], tree)
-
-
 class WholeChecker:
-    """Verdicts for several candidate texts at one cursor (the baseline is parsed once)."""
+    """Verdicts for several candidate texts at one cursor (the baseline is parsed once,
+    each text inserted and parsed once by ``insertion``, which other checks share)."""
 
-    def __init__(self, snapshot: Snapshot, offset: int) -> None:
+    def __init__(self, snapshot: Snapshot, offset: int,
+                 insertion: Insertion | None = None) -> None:
         self.snapshot = snapshot
         self.offset = offset
+        self.insertion = insertion or Insertion(snapshot, offset)
         self._baseline: int | None = None
         self._baseline_error_starts: set[int] = set()
         self._baseline_below: set[int] = set()  # starts after the cursor line, in ``data``
@@ -175,7 +152,7 @@ class WholeChecker:
     def check(self, text: str) -> Verdict | None:
         """None when the language has no grammar here (nothing can be checked)."""
         inserted = text.encode("utf-8")
-        tree = edited_tree(self.snapshot, self.offset, self.offset, inserted)
+        tree = self.insertion.tree(text)
         if tree is None:
             return None
         end = self.offset + len(inserted)
@@ -244,10 +221,6 @@ class WholeChecker:
         """True when ``text`` may be shown: whole, or no grammar says otherwise."""
         verdict = self.check(text)
         return verdict is None or verdict.whole
-
-
-def is_whole(snapshot: Snapshot, offset: int, text: str) -> bool:
-    return WholeChecker(snapshot, offset).is_whole(text)
 
 
 def opens_block(line: str) -> bool:

@@ -8,7 +8,7 @@ import pytest
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.language.trigger import completion_mode
 from lsp_copilot.pipeline.prompt import cursor_at, line_width
-from lsp_copilot.postprocess.finalize import finalize
+from lsp_copilot.postprocess.checks import finalize
 from lsp_copilot.postprocess.whole import first_line_is_whole
 
 METHOD = ("class P:\n    def lrem(self, name, value):\n        {}|\n\n"

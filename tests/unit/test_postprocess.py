@@ -3,8 +3,8 @@ from lsp_copilot.language.folders import LanguageConfig
 from lsp_copilot.language.trigger import Mode, completion_mode
 from lsp_copilot.pipeline.prompt import cursor_at
 from lsp_copilot.postprocess import cleanup
+from lsp_copilot.postprocess.checks import finalize
 from lsp_copilot.postprocess.cursor_text import Cursor
-from lsp_copilot.postprocess.finalize import finalize
 from lsp_copilot.postprocess.stop import continuation_end, stop_rule
 
 

@@ -20,7 +20,7 @@ import pytest
 from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.language.trigger import completion_mode
 from lsp_copilot.pipeline.prompt import cursor_at
-from lsp_copilot.postprocess.finalize import finalize
+from lsp_copilot.postprocess.checks import finalize
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "postprocess"
 MARK = "<|cursor|>"

@@ -9,13 +9,16 @@ import pytest
 
 from lsp_copilot.cli.main import main
 from lsp_copilot.documents.store import DocumentStore, Snapshot
+from lsp_copilot.postprocess.insertion import Insertion
 from lsp_copilot.postprocess.safety import (
+    Review,
     SafetyChecker,
     safety_languages,
     safety_query,
     scan_file,
     scan_text,
 )
+from lsp_copilot.postprocess.whole import WholeChecker
 from lsp_copilot.settings.core import Settings, parse_settings
 from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot_bench import safety as bench_safety
@@ -68,30 +71,34 @@ def _at(text: str, language_id: str = "python") -> tuple[Snapshot, int]:
     return store.snapshot("file:///w/f"), len(text[:cut].encode())
 
 
+def _review(snap: Snapshot, off: int, text: str, level: str) -> Review:
+    return SafetyChecker().review(WholeChecker(snap, off), text, level)
+
+
 FUNC = "import os\n\n\ndef clean(cmd):\n    |\n"
 
 
 def test_a_dangerous_call_in_the_suggestion_is_found_in_context() -> None:
     snap, off = _at(FUNC)
-    found = SafetyChecker().findings(snap, off, "os.system(cmd)")
+    found = SafetyChecker().findings(Insertion(snap, off), "os.system(cmd)")
     assert [(f.rule, f.line) for f in found] == [("shell_command", 4)]
 
 
 def test_a_call_the_file_already_has_is_not_news() -> None:
     snap, off = _at("import os\n\n\ndef clean(cmd):\n    os.system(cmd)\n    |\n")
-    assert SafetyChecker().findings(snap, off, "os.system(cmd + ' -f')") == []
+    assert SafetyChecker().findings(Insertion(snap, off), "os.system(cmd + ' -f')") == []
     # ... but another rule is.
-    assert [f.rule for f in SafetyChecker().findings(snap, off, "eval(cmd)")] == ["eval"]
+    assert [f.rule for f in SafetyChecker().findings(Insertion(snap, off), "eval(cmd)")] == ["eval"]
 
 
 def test_findings_outside_the_suggestion_do_not_count() -> None:
     snap, off = _at("import os\n\n\ndef clean(cmd):\n    |\n\n\nos.system(cmd)\n")
-    assert SafetyChecker().findings(snap, off, "x = 1") == []
+    assert SafetyChecker().findings(Insertion(snap, off), "x = 1") == []
 
 
 def test_block_cuts_before_the_line_of_the_finding() -> None:
     snap, off = _at(FUNC)
-    review = SafetyChecker().review(snap, off, "path = cmd.strip()\n    os.system(path)",
+    review = _review(snap, off, "path = cmd.strip()\n    os.system(path)",
                                     "block")
     assert review.text == "path = cmd.strip()"
     assert [f.rule for f in review.blocked] == ["shell_command"]
@@ -99,54 +106,54 @@ def test_block_cuts_before_the_line_of_the_finding() -> None:
 
 def test_block_drops_a_suggestion_whose_first_line_is_the_finding() -> None:
     snap, off = _at(FUNC)
-    review = SafetyChecker().review(snap, off, "os.system(cmd)\n    return 0", "block")
+    review = _review(snap, off, "os.system(cmd)\n    return 0", "block")
     assert review.text == "" and review.blocked
 
 
 def test_block_drops_what_the_cut_would_leave_unwhole() -> None:
     snap, off = _at(FUNC)
-    review = SafetyChecker().review(snap, off, "if cmd:\n        os.system(cmd)", "block")
+    review = _review(snap, off, "if cmd:\n        os.system(cmd)", "block")
     assert review.text == ""
 
 
 def test_a_call_the_user_began_is_blocked_when_the_suggestion_completes_it() -> None:
     snap, off = _at("import os\n\n\ndef clean(cmd):\n    os.system(|\n")
-    review = SafetyChecker().review(snap, off, "cmd)", "block")
+    review = _review(snap, off, "cmd)", "block")
     assert review.text == "" and [f.rule for f in review.blocked] == ["shell_command"]
 
 
 def test_warn_and_off_show_the_suggestion() -> None:
     snap, off = _at(FUNC)
-    warned = SafetyChecker().review(snap, off, "os.system(cmd)", "warn")
+    warned = _review(snap, off, "os.system(cmd)", "warn")
     assert warned.text == "os.system(cmd)" and not warned.blocked
     assert [f.rule for f in warned.warned] == ["shell_command"]
-    off_review = SafetyChecker().review(snap, off, "os.system(cmd)", "off")
+    off_review = _review(snap, off, "os.system(cmd)", "off")
     assert off_review.text == "os.system(cmd)" and not off_review.warned
 
 
 def test_a_warn_level_rule_is_only_warned_about_under_block() -> None:
     snap, off = _at("import pickle\n\n\ndef load(data):\n    |\n")
-    review = SafetyChecker().review(snap, off, "return pickle.loads(data)", "block")
+    review = _review(snap, off, "return pickle.loads(data)", "block")
     assert review.text == "return pickle.loads(data)"
     assert [f.rule for f in review.warned] == ["unsafe_deserialization"]
 
 
 def test_in_context_in_another_language() -> None:
     snap, off = _at("package main\n\nfunc run(cmd string) {\n\t|\n}\n", "go")
-    review = SafetyChecker().review(
+    review = _review(
         snap, off, 'out, _ := exec.Command("sh", "-c", cmd).Output()', "block")
     assert review.text == "" and [f.rule for f in review.blocked] == ["shell_command"]
 
 
 def test_a_language_without_rules_is_not_scanned() -> None:
     snap, off = _at("local x = |\n", "lua")
-    assert SafetyChecker().review(snap, off, "os.execute(cmd)", "block").text == "os.execute(cmd)"
+    assert _review(snap, off, "os.execute(cmd)", "block").text == "os.execute(cmd)"
 
 
 def test_each_warning_is_told_once_per_document() -> None:
     snap, off = _at(FUNC)
     checker = SafetyChecker()
-    finding = checker.findings(snap, off, "os.system(cmd)")[0]
+    finding = checker.findings(Insertion(snap, off), "os.system(cmd)")[0]
     assert checker.first_warning(snap.uri, finding)
     assert not checker.first_warning(snap.uri, finding)
     assert checker.first_warning("file:///other", finding)

@@ -8,7 +8,7 @@ import pytest
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.language.trigger import completion_mode
 from lsp_copilot.pipeline.prompt import cursor_at
-from lsp_copilot.postprocess.finalize import finalize
+from lsp_copilot.postprocess.checks import finalize
 from lsp_copilot.postprocess.stop import stop_rule
 from lsp_copilot.postprocess.whole import WholeChecker, first_line_is_whole
 
