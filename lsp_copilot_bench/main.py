@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import asyncio
-import random
 import statistics
 import sys
 import time
@@ -21,85 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from lsp_copilot.context.builder import build_context
-from lsp_copilot.documents.store import DocumentStore, Snapshot
+from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.base import Engine, EngineRequest
-from lsp_copilot.engine.factory import EngineFactory, Reporter
 from lsp_copilot.engine.manager import EngineManager
-from lsp_copilot.language.ids import language_id_for_path
-from lsp_copilot.postprocess.checks import finalize
-from lsp_copilot.postprocess.cursor_text import Cursor
-from lsp_copilot.postprocess.stop import stop_rule
-from lsp_copilot.prompts.templates import Template, template_for
+from lsp_copilot.prompts.templates import template_for
 from lsp_copilot.settings.hub import SettingsHub
-from lsp_copilot.settings.layers import EngineSetup
 from lsp_copilot.telemetry import Telemetry
-from lsp_copilot_bench.corpus import default_corpus, python_files
-from lsp_copilot_bench.holes import LineRule, pick_line
+from lsp_copilot_bench.corpus import default_corpus
+from lsp_copilot_bench.line_holes import Hole, cut_holes, fill, line_start, start_engine
 from lsp_copilot_bench.metrics import edit_similarity, median, share
-
-PROMPT_LINES = LineRule(after_row=20, max_chars=80, prose=("#", '"', "'"))
-
-
-@dataclass(frozen=True)
-class Hole:
-    snapshot: Snapshot
-    offset: int
-    expected: str
-    cursor: Cursor
-
-
-def cut_holes(corpus: Path, count: int, seed: int = 0) -> list[Hole]:
-    """Single-line holes: the rest of a line of real code, cut after its first token."""
-    rng = random.Random(seed)
-    files = python_files(corpus, 2_000, 200_000, lambda p: "test" in p.parts)
-    rng.shuffle(files)
-    store = DocumentStore()
-    holes: list[Hole] = []
-    for path in files:
-        if len(holes) >= count:
-            break
-        text = path.read_text("utf-8", "replace")
-        lines = text.split("\n")
-        got = pick_line(lines, rng, PROMPT_LINES)
-        if got is None:
-            continue
-        i, cut = got
-        line = lines[i]
-        uri = path.as_uri()
-        store.open(uri, language_id_for_path(str(path)), 1, text)
-        offset = store.get_offset(uri, i, cut, "utf-32")
-        holes.append(Hole(store.snapshot(uri), offset, line[cut:].strip(),
-                          Cursor(line[:cut], line[cut:])))
-        store.close(uri)
-    return holes
-
-
-async def _fill(engine: Engine, hole: Hole, template: Template, header: str, n: int) -> str:
-    # The hole's own line after the cursor is what we predict: hide it from the suffix.
-    data = hole.snapshot.data
-    line_end = data.find(b"\n", hole.offset)
-    masked = data[: hole.offset] + (data[line_end:] if line_end >= 0 else b"")
-    snap = Snapshot(**{**hole.snapshot.__dict__, "data": masked,
-                       "text": masked.decode("utf-8", "replace")})
-    ctx = build_context(snap, hole.offset, engine.counter, template, 1024, "single-line")
-    cursor = Cursor(hole.cursor.line_before, "")
-    prompt = header + ctx.prompt
-    result = await engine.generate(EngineRequest(
-        request_id=f"bench-{n}", prompt=prompt, max_tokens=48, stop=template.stop,
-        stop_at=stop_rule("single-line", cursor)))
-    return finalize(result.text, "single-line", cursor)
-
-
-class _Built:
-    """The real engine factory, keeping the engine it built: ``bench engine`` empties
-    vLLM's prefix cache between runs, which nothing in the pipeline does."""
-
-    def __init__(self) -> None:
-        self.engine: Engine | None = None
-
-    def __call__(self, settings: EngineSetup, report: Reporter) -> Engine:
-        self.engine = EngineFactory()(settings, report)
-        return self.engine
 
 
 @dataclass
@@ -112,18 +41,9 @@ class _Recorder(Telemetry):
         self.records.append(record)
 
 
-async def _start(hub: SettingsHub) -> tuple[EngineManager, Engine, float, _Built]:
-    built = _Built()
-    manager = EngineManager(built)
-    result = await manager.start(hub.settings.engine_setup)
-    if not result.ok:
-        raise SystemExit(f"error: the engine could not start: {result.message}")
-    return manager, manager.engine(), result.seconds, built
-
-
 async def bench_prompt(corpus: Path, count: int, hub: SettingsHub) -> list[dict[str, Any]]:
     holes = cut_holes(corpus, count)
-    manager, engine, _, _ = await _start(hub)
+    manager, engine, _, _ = await start_engine(hub)
     variants = [
         ("prefix-only", template_for("prefix-only"), False),
         ("prefix-only + <filename>", template_for("prefix-only"), True),
@@ -136,7 +56,7 @@ async def bench_prompt(corpus: Path, count: int, hub: SettingsHub) -> list[dict[
             started = time.perf_counter()
             for n, hole in enumerate(holes):
                 header = f"<filename>{Path(hole.snapshot.uri).name}\n" if with_header else ""
-                got = await _fill(engine, hole, template, header, n)
+                got = await fill(engine, hole, template, header, n)
                 exact += got.strip() == hole.expected
                 sims.append(edit_similarity(got.strip(), hole.expected))
                 empty += not got.strip()
@@ -187,10 +107,6 @@ def _engine_cpu_seconds() -> float:
     return total
 
 
-def _line_start(hole: Hole) -> int:
-    return hole.snapshot.data.rfind(b"\n", 0, hole.offset) + 1
-
-
 async def _decode(engine: Engine, holes: list[Hole], max_tokens: int) -> dict[str, Any]:
     """Greedy multi-line generations from real code: decode speed and speculation.
 
@@ -203,7 +119,7 @@ async def _decode(engine: Engine, holes: list[Hole], max_tokens: int) -> dict[st
     decode_tokens, decode_ms, first_tokens = 0, 0.0, []
     generated, cpu_before = 0, _engine_cpu_seconds()
     for n, hole in enumerate(holes):
-        ctx = build_context(hole.snapshot, _line_start(hole), engine.counter, template, 1024,
+        ctx = build_context(hole.snapshot, line_start(hole), engine.counter, template, 1024,
                             "multi-line")
         started = time.perf_counter()
         result = await engine.generate(EngineRequest(
@@ -330,7 +246,7 @@ async def bench_engine(corpus: Path, count: int, hub: SettingsHub,
     variants.append(("none", hub.replaced(speculative_method="none")))
     out: dict[str, Any] = {}
     for label, variant in variants:
-        manager, engine, load_seconds, built = await _start(variant)
+        manager, engine, load_seconds, built = await start_engine(variant)
         try:
             run: dict[str, Any] = {"load_seconds": round(load_seconds, 1)}
             run.update(await _decode(engine, holes, max_tokens))

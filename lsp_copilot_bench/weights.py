@@ -24,7 +24,7 @@ from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.models.quantize import WEIGHT_FORMATS
 from lsp_copilot.prompts.templates import template_for
 from lsp_copilot.settings.hub import SettingsHub
-from lsp_copilot_bench.main import Hole, _fill, _line_start, _start, cut_holes
+from lsp_copilot_bench.line_holes import Hole, cut_holes, fill, line_start, start_engine
 from lsp_copilot_bench.metrics import median, share
 
 SETTLE_S = 1.5
@@ -77,7 +77,7 @@ class _Run:
 async def _decode_one(run: _Run, hole: Hole, n: int, max_tokens: int) -> None:
     """A greedy multi-line generation of ``max_tokens`` from the start of the hole's line."""
     engine = run.engine
-    ctx = build_context(hole.snapshot, _line_start(hole), engine.counter, template_for(None),
+    ctx = build_context(hole.snapshot, line_start(hole), engine.counter, template_for(None),
                         1024, "multi-line")
     cpu = _cpu_seconds(run.pids)
     started = time.perf_counter()
@@ -123,7 +123,7 @@ async def bench_weights(corpus: Path, count: int, hub: SettingsHub, formats: lis
     try:
         for weights in formats:
             variant = hub.replaced(weights=weights, speculative_method="none")
-            manager, engine, seconds, built = await _start(variant)
+            manager, engine, seconds, built = await start_engine(variant)
             # The engine itself, not the supervisor's view of it: on a busy machine a slow
             # answer is a figure to report, not a deadline to enforce.
             raw = getattr(built, "engine", None) or engine
@@ -135,7 +135,7 @@ async def bench_weights(corpus: Path, count: int, hub: SettingsHub, formats: lis
             for run in runs:
                 await asyncio.sleep(SETTLE_S)
                 await _decode_one(run, hole, n, max_tokens)
-                run.answers.append(await _fill(run.engine, hole, template, "", n))
+                run.answers.append(await fill(run.engine, hole, template, "", n))
             print(f"bench engine: hole {n + 1}/{len(holes)}", file=sys.stderr, flush=True)
     finally:
         for run in runs:

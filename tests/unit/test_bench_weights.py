@@ -49,7 +49,7 @@ def test_each_format_runs_every_hole_and_is_compared_with_the_first(
         managers.append(_Manager())
         return managers[-1], engine, 1.0, None
 
-    monkeypatch.setattr(bench, "_start", start)
+    monkeypatch.setattr(bench, "start_engine", start)
     monkeypatch.setattr(bench, "SETTLE_S", 0.0)
     corpus: Path = default_corpus()
     out = asyncio.run(bench.bench_weights(corpus, 3, SettingsHub.of(model="m"),
