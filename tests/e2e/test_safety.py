@@ -8,6 +8,9 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from lsp_copilot.documents.store import DocumentStore
+from lsp_copilot.postprocess.insertion import Insertion
+from lsp_copilot.postprocess.safety import SafetyChecker
 from tests.support.lsp import fixture_uri, inline, open_doc, stats
 
 pytestmark = pytest.mark.engine
@@ -15,6 +18,15 @@ pytestmark = pytest.mark.engine
 SOURCE = ('import os\n\n\ndef run(cmd):\n'
           '    """Run the shell command cmd with os.system and return its exit status."""\n'
           '    return \n')
+
+
+def _findings(text: str) -> list[str]:
+    """The rules ``text`` breaks at the request's position (line 5, after `return `)."""
+    store = DocumentStore()
+    store.open("file:///e2e_safety.py", "python", 1, SOURCE)
+    snapshot = store.snapshot("file:///e2e_safety.py")
+    offset = SOURCE.index("    return ") + len("    return ")
+    return [f.rule for f in SafetyChecker().findings(Insertion(snapshot, offset), text)]
 
 
 def _safety(client: LanguageClient, level: str) -> None:
@@ -43,8 +55,9 @@ async def test_a_suggestion_with_a_dangerous_call_is_blocked(
     # The same answer again (the completion cache has it), now under the default.
     blocked = await inline(engine_client, uri, 5, 11, invoked)
     after = await stats(engine_client)
-    # Nothing shown calls os.system (an alternative that does not may lead instead).
-    assert not any("os.system" in item.insert_text for item in blocked.items), blocked.items
+    # Nothing shown has a finding (an alternative without one may lead instead; a call
+    # with a constant command, `os.system("ls")`, is not one).
+    assert not any(_findings(item.insert_text) for item in blocked.items), blocked.items
     assert after["safety_blocked"] == before["safety_blocked"] + 1
     rules = after["safety_rules"]["shell_command"]
     assert rules["blocked"] == before["safety_rules"]["shell_command"]["blocked"] + 1
