@@ -47,6 +47,9 @@ class LanguageConfig:
     """Node types that are a block's body."""
     brackets: tuple[str, ...] = ("()", "[]", "{}")
     quotes: tuple[str, ...] = ('"', "'")
+    function_header: str = ""
+    """A regular expression for a line that starts a function definition, its group 1
+    the function's name (the function being written: its call sites are context)."""
     closers: dict[str, str] = field(init=False, compare=False)
     """Closing bracket -> its opening bracket."""
 
@@ -151,6 +154,7 @@ def load_config(grammar: str | None) -> LanguageConfig:
         blocks=frozenset(strings("blocks", ())),
         brackets=strings("brackets", defaults.brackets),
         quotes=strings("quotes", defaults.quotes),
+        function_header=str(merged.get("function_header", defaults.function_header)),
     )
 
 

@@ -72,6 +72,7 @@ def _relative(symbols: FileSymbols, node: tree_sitter.Node) -> FileSymbols:
         tuple(_shift(d, -row, -start) for d in symbols.definitions),
         tuple(Import(i.module, i.names, i.line - row) for i in symbols.imports),
         symbols.package,
+        symbols.calls,
     )
 
 

@@ -61,6 +61,7 @@ class FileSymbols:
     definitions: tuple[Definition, ...]
     imports: tuple[Import, ...]
     package: str | None = None
+    calls: frozenset[str] = frozenset()  # the names this file calls (its callers' index)
 
 
 def _lines(data: bytes, first: int, last: int, starts: Starts) -> str:
@@ -202,6 +203,7 @@ def extract(q: LanguageQueries, root: tree_sitter.Node, data: bytes,
     raws: dict[tuple[int, int], _Raw] = {}
     imports: list[Import] = []
     package: str | None = None
+    calls: set[str] = set()
     for _, caps in cursor.matches(root):
         if span is not None and not any(
                 lo <= ns[0].start_byte and ns[0].end_byte <= hi for ns in caps.values()):
@@ -225,6 +227,9 @@ def extract(q: LanguageQueries, root: tree_sitter.Node, data: bytes,
                         data[n.start_byte:n.end_byte].decode("utf-8", "replace")
                         for n in caps.get("import.name", []))
                     imports.append(Import(mod.strip("\"'<>"), listed, nodes[0].start_point.row))
+            elif cap == "name.reference.call":
+                calls.update(data[n.start_byte:n.end_byte].decode("utf-8", "replace")
+                             for n in nodes)
             elif cap == "package":
                 package = data[nodes[0].start_byte:nodes[0].end_byte].decode("utf-8", "replace")
             elif cap == "import.name" and "import" not in caps and imports:
@@ -265,7 +270,7 @@ def extract(q: LanguageQueries, root: tree_sitter.Node, data: bytes,
             signature=signature, summary=summary, full=full,
             container=parent.name if parent is not None else None,
         ))
-    return FileSymbols(tuple(defs), tuple(imports), package)
+    return FileSymbols(tuple(defs), tuple(imports), package, frozenset(calls))
 
 
 def _summary(q: LanguageQueries, raw: _Raw, data: bytes, starts: Starts,

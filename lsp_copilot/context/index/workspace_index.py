@@ -89,6 +89,7 @@ class WorkspaceIndex:
         self._lock = threading.Lock()
         self._files: dict[str, FileEntry] = {}
         self._by_name: dict[str, list[tuple[str, Definition]]] = {}
+        self._callers: dict[str, set[str]] = {}  # name -> the files that call it
         self._dirs: dict[str, list[str]] = {}
         self._parsers: threading.local = threading.local()
         self.ready = threading.Event()
@@ -200,6 +201,8 @@ class WorkspaceIndex:
             self._dirs.setdefault(folder, []).append(rel)
             for d in symbols.definitions:
                 self._by_name.setdefault(d.name, []).append((rel, d))
+            for name in symbols.calls:
+                self._callers.setdefault(name, set()).add(rel)
         return True
 
     def remove(self, path: str | Path) -> None:
@@ -222,6 +225,12 @@ class WorkspaceIndex:
                 bucket[:] = [item for item in bucket if item[0] != rel]
                 if not bucket:
                     del self._by_name[d.name]
+        for name in entry.symbols.calls:
+            files = self._callers.get(name)
+            if files is not None:
+                files.discard(rel)
+                if not files:
+                    del self._callers[name]
 
     # -- reading ----------------------------------------------------------------------
     def __len__(self) -> int:
@@ -272,6 +281,11 @@ class WorkspaceIndex:
             self._resolved.clear()
         self._resolved[key] = (self.generation, out)
         return out
+
+    def callers(self, name: str) -> list[str]:
+        """The files that call ``name`` (by name: any function of that name), sorted."""
+        with self._lock:
+            return sorted(self._callers.get(name, ()))
 
     def lookup(self, name: str) -> list[tuple[str, Definition]]:
         return list(self._by_name.get(name, ()))

@@ -1,16 +1,18 @@
-"""P2: definitions of what is referenced near the cursor, from this file, then from the
-workspace index; then this file's outline, nearest the cursor first."""
+"""P2: the call sites of the function being written (``call_sites.py``), definitions of
+what is referenced near the cursor, from this file, then from the workspace index; then
+this file's outline, nearest the cursor first."""
 
 from __future__ import annotations
 
 from lsp_copilot.context.index.symbols import Definition
+from lsp_copilot.context.layers import call_sites
 from lsp_copilot.context.layers.blocks import Block
 from lsp_copilot.context.layers.layer_inputs import LayerInputs
 
 
 def candidates(r: LayerInputs, first_line: int) -> list[Block]:
     """P2's blocks in priority order (``first_line``: the window's first line)."""
-    strong: list[Block] = []
+    strong: list[Block] = call_sites.candidates(r, first_line)
     imported_files = {target for _, target, _ in r.resolved}
     open_files, recent = r.open_and_recent()
     # A plain identifier (not a call, type or qualifier) is often a local variable that
