@@ -70,7 +70,8 @@ def budgets_for(settings: RequestSettings, device: str) -> Budgets:
     completion = settings.completion
     longest = max(completion.max_tokens_single_line, completion.max_tokens_multi_line)
     room = settings.engine.model_len("cpu" if kind == "cpu" else "cuda") - longest
+    single_line, multi_line, explicit = (max(64, min(chosen[key], room)) for key in BUDGET_KEYS)
     share = settings.context.suffix_share
-    return Budgets(kind, *(max(64, min(chosen[key], room)) for key in BUDGET_KEYS),
-                   suffix_share=SUFFIX_SHARES[kind] if share is None else share)
+    return Budgets(kind, single_line, multi_line, explicit,
+                   SUFFIX_SHARES[kind] if share is None else share)
 
