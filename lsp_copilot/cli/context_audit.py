@@ -76,7 +76,8 @@ def audit(path: Path, line: int, col: int, root: Path | None, budget: int | None
         budget = budgets.for_request(completion_mode(snapshot, offset), explicit)
     started = time.perf_counter()
     ctx = build_context(snapshot, offset, counter, chosen, budget,
-                        workspace=workspace, exact_count=True, redactor=Redactor())
+                        workspace=workspace, exact_count=True, redactor=Redactor(),
+                        suffix_share=budgets.suffix_share)
     build_ms = (time.perf_counter() - started) * 1000
     timings = {"index_seconds": round(index_seconds, 3), "build_ms": round(build_ms, 2),
                "indexed_files": len(index)}

@@ -6,6 +6,9 @@ more still. A GPU prefills thousands of tokens in a few milliseconds; two CPU co
 about a second per 300-500 tokens that miss the prefix cache (FACTS.md), so CPU budgets
 stay at the one measured for typing. ``contextBudgets`` overrides any of them; every
 budget is kept within ``maxModelLen`` minus the tokens the mode may generate.
+
+How much of the cursor window's budget goes to the code after the cursor (for
+fill-in-the-middle templates) is decided here too, by device, unless ``suffixShare`` says.
 """
 
 from __future__ import annotations
@@ -19,6 +22,13 @@ from lsp_copilot.settings.layers import RequestSettings
 GPU_DEFAULTS = {"singleLine": 2048, "multiLine": 6144, "explicit": 8192}
 """Seed 004's sizes: about 2K tokens for a line, more for a block, most when asked."""
 
+SUFFIX_SHARES = {"cpu": 0.0, "gpu": 0.25}
+"""The cursor window's share for the code after the cursor when ``suffixShare`` is null.
+On CPU the main model is Qwen2.5-Coder-0.5B: it copies lines of the code below the cursor
+into its answer (the next function's ``return``), and without a suffix it answered
+explicit requests better, single lines and blocks alike (``bench quality --split tune``,
+docs/benchmarks.md). The GPU's larger models keep the suffix."""
+
 
 def device_class(device: str) -> str:
     """``gpu`` for CUDA and remote deployments (vLLM servers run on GPUs), else ``cpu``."""
@@ -31,6 +41,7 @@ class Budgets:
     single_line: int
     multi_line: int
     explicit: int
+    suffix_share: float = SUFFIX_SHARES["gpu"]  # of the cursor window, for FIM templates
 
     def for_request(self, mode: str, explicit: bool = False) -> int:
         if explicit:
@@ -59,5 +70,8 @@ def budgets_for(settings: RequestSettings, device: str) -> Budgets:
     completion = settings.completion
     longest = max(completion.max_tokens_single_line, completion.max_tokens_multi_line)
     room = settings.engine.model_len("cpu" if kind == "cpu" else "cuda") - longest
-    return Budgets(kind, *(max(64, min(chosen[key], room)) for key in BUDGET_KEYS))
+    single_line, multi_line, explicit = (max(64, min(chosen[key], room)) for key in BUDGET_KEYS)
+    share = settings.context.suffix_share
+    return Budgets(kind, single_line, multi_line, explicit,
+                   SUFFIX_SHARES[kind] if share is None else share)
 

@@ -41,7 +41,10 @@ MULTI_LINE_WINDOW = 1.5
 larger (with the suffix's part of it larger too for fill-in-the-middle templates)."""
 MAX_P0_SHARE = 0.8
 SUFFIX_SHARE = 0.25
-"""Share of the P0 budget given to the suffix (only used by fill-in-the-middle templates)."""
+"""Share of the P0 budget given to the suffix in multi-line mode (only used by
+fill-in-the-middle templates; a single line gets ``SINGLE_LINE_SUFFIX`` of it). The
+request's ``suffix_share`` (the ``suffixShare`` setting, by device) replaces it."""
+SINGLE_LINE_SUFFIX = 0.6
 
 RENDER_ORDER = ("P1", "P3", "P2", "P4")
 JOIN_MARGIN = 8
@@ -68,8 +71,13 @@ def build_context(
     shares: Sequence[float] | None = None,
     exact_count: bool = False,
     redactor: Redactor | None = None,
+    suffix_share: float = SUFFIX_SHARE,
 ) -> Context:
     """Assemble the prompt for the cursor at byte ``offset``.
+
+    ``suffix_share``: the share of the cursor window's budget that fill-in-the-middle
+    templates give to the code after the cursor in multi-line mode (0: no suffix, the
+    prefix takes it all).
 
     With a ``redactor``, secret values in every text the prompt takes (the window, every
     layer's blocks, the text typed since the base) are replaced by placeholders first.
@@ -92,7 +100,7 @@ def build_context(
 
     def at_cursor() -> Context:
         return _build_context(snapshot, offset, counter, template, budget, mode,
-                              workspace, shares, exact_count, cache, redactor)
+                              workspace, shares, exact_count, cache, redactor, suffix_share)
 
     reserve = min(BASE_RESERVE, budget // 6)
     if template.fim or reserve < LINE_RESERVE:
@@ -114,7 +122,7 @@ def build_context(
             if extended is not None:
                 return extended
     base = _build_context(snapshot, start, counter, template, budget - reserve, mode,
-                          workspace, shares, exact_count, cache, redactor)
+                          workspace, shares, exact_count, cache, redactor, suffix_share)
     cache.keep_base(key, (start, data[:start], tail, base))
     extended = _extend(base, data[start:offset], counter, budget, LINE_RESERVE, exact_count,
                        mode, _Typed(redactor, snapshot.uri, after))
@@ -178,6 +186,7 @@ def _build_context(
     exact_count: bool,
     cache: ContextCache,
     redactor: Redactor | None = None,
+    suffix_share: float = SUFFIX_SHARE,
 ) -> Context:
     """Assemble the prompt for the cursor at byte ``offset``; same input, same bytes out.
 
@@ -188,7 +197,8 @@ def _build_context(
     """
     share = _mode_shares(dict(zip(("P0", *KEYS), shares or CONTEXT_SHARES, strict=True)), mode)
     q = queries_for(snapshot.grammar) if snapshot.tree is not None else None
-    suffix_share = SUFFIX_SHARE if mode == "multi-line" else SUFFIX_SHARE * 0.6
+    if mode != "multi-line":
+        suffix_share *= SINGLE_LINE_SUFFIX
     overhead = counter.count(template.render("", "")) if template.fim else 0
     p0_base = int(budget * share["P0"]) if q is not None else budget
     p0_base -= overhead

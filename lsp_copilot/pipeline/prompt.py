@@ -84,11 +84,12 @@ def prompt_for(
     # `template` names the main model's family; another route's model keeps its own.
     template = template_for(settings.context.template if settings.context.template != "auto"
                             and route == MAIN else engine.info.template)
+    budgets = budgets_for(settings, engine.info.device)
     context = build(
         snapshot, offset - len(cursor.prompt_dropped_indent.encode()), engine.counter,
-        template, budgets_for(settings, engine.info.device).for_request(mode, explicit),
-        mode, workspace=workspace,
+        template, budgets.for_request(mode, explicit), mode, workspace=workspace,
         shares=settings.context.context_shares, redactor=redactor,
+        suffix_share=budgets.suffix_share,
     )
     return template, context
 

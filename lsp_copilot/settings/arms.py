@@ -16,7 +16,8 @@ from lsp_copilot.settings.layers import RequestSettings
 
 PER_REQUEST = frozenset({
     "enable", "disabledLanguages", "template", "maxPromptTokens", "contextBudgets",
-    "contextShares", "maxTokensSingleLine", "maxTokensMultiLine", "deadlineMs", "temperature",
+    "contextShares", "suffixShare", "maxTokensSingleLine", "maxTokensMultiLine", "deadlineMs",
+    "temperature",
     "maxSuggestions", "alternativeTemperature", "debounceMode", "debounceMs", "debounceMaxMs",
     "merge", "mergeWindowMs", "typingThrough", "cache", "safety",
 })

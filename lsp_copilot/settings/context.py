@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lsp_copilot.settings.checks import int_range, keyed, one_of, setting, shares
+from lsp_copilot.settings.checks import (
+    float_range,
+    int_range,
+    keyed,
+    one_of,
+    optional,
+    setting,
+    shares,
+)
 
 TEMPLATE_NAMES = ("prefix-only", "starcoder-fim", "starcoder2", "qwen2.5-coder",
                   "deepseek-coder", "codellama", "codestral", "mellum")
@@ -56,4 +64,11 @@ class ContextSettings:
         "referenced definitions, P3 imported symbols, P4 recent edits and similar snippets "
         "(what a layer leaves flows to the next).",
         shares(len(CONTEXT_SHARES)),
+    )
+    suffix_share: float | None = setting(
+        None,
+        "Share of the cursor window's budget given to the code after the cursor "
+        "(fill-in-the-middle templates; a single line gets 0.6 of it); 0 sends no suffix; "
+        "null: by device (CPU 0, GPU 0.25).",
+        optional(float_range(0.0, 0.9)),
     )
