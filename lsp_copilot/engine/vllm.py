@@ -207,10 +207,11 @@ class VllmEngine(Engine):
         device = choice.device
         check_engine(settings, model, device, choice)  # a clear message, before vLLM loads
         prepare_environment(settings, device)
-        install_orphan_guard()  # before vLLM starts its EngineCore
+        here = inprocess and runs_inprocess(device)
+        if not here:
+            install_orphan_guard()  # before vLLM starts its EngineCore
         gpus = device_mod.nvml_gpus() if device == "cuda" else None
         args = engine_args(settings, model, device, gpus, max_queue=max_queue)
-        here = inprocess and runs_inprocess(device)
         log.info("engine on %s (%s), EngineCore %s: %s", device, choice.reason,
                  "in this process" if here else "in a child process", args)
         llm = inprocess_llm(args) if here else async_llm(args)

@@ -77,7 +77,9 @@ async def test_engine_processes_run_at_a_lower_cpu_priority(
 
     server = psutil.Process(engine_client._server.pid)  # type: ignore[union-attr]
     cores = [psutil.Process(pid) for pid in engine_core_pids(server.pid)]
-    engine = [*cores, *(c for p in cores for c in p.children(recursive=True))]
+    workers = [c for p in cores for c in p.children(recursive=True)
+               if c.cmdline()[:1] == ["VLLM::Worker"]]
+    engine = [*cores, *workers]
     assert len(engine) >= 1
     for proc in engine:
         for thread in proc.threads():
