@@ -112,8 +112,8 @@ def runs_inprocess(device: str, env: Mapping[str, str] | None = None) -> bool:
     """Whether an engine host runs its EngineCore in its own process: on a CPU whose model
     already runs inside the EngineCore (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, set with
     ``nobind``; see engine/defaults.py). That spares the EngineCore's spawn, a second
-    import of torch and vLLM. A GPU keeps ``AsyncLLM``: its EngineCore overlaps
-    scheduling with the GPU's work, and CUDA wants no threads around a spawn."""
+    import of torch and vLLM. A GPU keeps ``AsyncLLM``: there the import is a small part
+    of a start, and its EngineCore steps while this process detokenizes and streams."""
     env = os.environ if env is None else env
     return device == "cpu" and env.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0"
 
