@@ -137,6 +137,8 @@ class InprocLLM:
         if self._error is not None or not self._thread.is_alive():
             raise EngineDown(f"the in-process engine stopped: {self._error!r}")
         self._commands.put(command)
+        if self._error is not None:  # it failed meanwhile, maybe after its last drain
+            self._drain(self._error)
 
     async def _call(self, method: Callable[[Any], Any]) -> Any:
         """``method(engine)`` run by the engine thread, between two steps."""
