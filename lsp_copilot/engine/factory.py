@@ -21,8 +21,10 @@ Reporter = Callable[[str], None]
 """Progress of a load, in words; an empty message is a silent sign that it moves."""
 
 
-def embedded_engine(setup: EngineSetup, report: Reporter, counters: TokenCounters) -> Engine:
-    """Blocking: vLLM in this process (a server's own, or the shared engine's host)."""
+def embedded_engine(setup: EngineSetup, report: Reporter, counters: TokenCounters, *,
+                    inprocess: bool = False) -> Engine:
+    """Blocking: vLLM in this process (a server's own, or the shared engine's host, which
+    passes ``inprocess``: it may run the EngineCore itself, see VllmEngine.create)."""
     from lsp_copilot.engine.vllm import VllmEngine, detect_device
     from lsp_copilot.models.resolve import resolve_model
 
@@ -32,7 +34,8 @@ def embedded_engine(setup: EngineSetup, report: Reporter, counters: TokenCounter
                                   weights=settings.weights)
     display = preset or settings.model
     report(f"loading {display} into vLLM")
-    return VllmEngine.create(settings, model, display, counters, max_queue=setup.max_queue)
+    return VllmEngine.create(settings, model, display, counters, max_queue=setup.max_queue,
+                             inprocess=inprocess)
 
 
 class EngineFactory:

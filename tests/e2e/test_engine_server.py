@@ -14,7 +14,7 @@ from pytest_lsp import LanguageClient
 from tests.support.lsp import (
     ON_CUDA,
     edit_doc,
-    engine_processes,
+    engine_core_pids,
     engines_frozen,
     expected_device,
     fixture_uri,
@@ -68,15 +68,18 @@ async def test_capabilities_and_engine_info(engine_client: LanguageClient) -> No
 async def test_engine_processes_run_at_a_lower_cpu_priority(
     engine_client: LanguageClient,
 ) -> None:
-    """engineNiceness (5): every thread of the EngineCore and its workers gives way to the
-    server's event loop, which stays at the editor's priority."""
+    """engineNiceness (5): every thread of the EngineCore and its workers (of the shared
+    engine's host, when it runs its EngineCore itself) gives way to the server's event
+    loop, which stays at the editor's priority."""
     import os
 
     import psutil
 
     server = psutil.Process(engine_client._server.pid)  # type: ignore[union-attr]
-    engine = [p for p in engine_processes(server.pid)  # its own, or the shared engine's
-              if p.cmdline()[:1] in (["VLLM::EngineCore"], ["VLLM::Worker"])]
+    cores = [psutil.Process(pid) for pid in engine_core_pids(server.pid)]
+    workers = [c for p in cores for c in p.children(recursive=True)
+               if c.cmdline()[:1] == ["VLLM::Worker"]]
+    engine = [*cores, *workers]
     assert len(engine) >= 1
     for proc in engine:
         for thread in proc.threads():

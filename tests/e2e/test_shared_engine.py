@@ -23,7 +23,7 @@ import pytest
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient as PlainClient
 
-from tests.support.lsp import ROOT, plain, serve, shared_engines, stats
+from tests.support.lsp import ON_CUDA, ROOT, plain, serve, shared_engines, stats
 
 pytestmark = pytest.mark.engine
 
@@ -48,7 +48,7 @@ async def _suggest(client: PlainClient, folder: Path, name: str = "shapes.py") -
 
 
 def _engine_cores(engines: list[dict[str, Any]]) -> dict[str, int]:
-    """EngineCore processes under each shared engine."""
+    """EngineCore child processes under each shared engine."""
     out = {}
     for engine in engines:
         procs = psutil.Process(engine["pid"]).children(recursive=True)
@@ -93,7 +93,10 @@ async def test_two_servers_share_one_engine_per_model_and_a_restart_finds_it_war
     engines = shared_engines()
     models = {e["model"] for e in engines}
     assert {"smollm2-135m"} <= models and len(engines) == len(models), engines
-    assert all(n == 1 for n in _engine_cores(engines).values()), _engine_cores(engines)
+    # One EngineCore each: on a CPU in the host's own process (no second import of vLLM
+    # in a spawned child, a quarter of a cold start), on a GPU in one child.
+    cores = _engine_cores(engines)
+    assert all(n == (1 if ON_CUDA else 0) for n in cores.values()), cores
     assert _own_cores(first) == _own_cores(second) == 0  # no copy inside a server
     for engine in engines:
         assert {first._server.pid, second._server.pid} <= set(engine["client_pids"])  # type: ignore[union-attr]

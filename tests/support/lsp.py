@@ -257,16 +257,26 @@ def engine_processes(server_pid: int) -> list[psutil.Process]:
     return out
 
 
+def is_engine_core(proc: psutil.Process) -> bool:
+    """A process vLLM started for an EngineCore (setproctitle names it)."""
+    try:
+        return "EngineCore" in proc.name() or "EngineCore" in " ".join(proc.cmdline())
+    except psutil.Error:
+        return False
+
+
 def engine_core_pids(server_pid: int) -> list[int]:
-    """vLLM's EngineCore processes of the server, its own or shared (setproctitle names
-    them)."""
-    out = []
-    for child in engine_processes(server_pid):
-        try:
-            if "EngineCore" in child.name() or "EngineCore" in " ".join(child.cmdline()):
-                out.append(child.pid)
-        except psutil.Error:
-            pass
+    """The processes that run the server's EngineCores: its own EngineCore children, those
+    of the shared engines it is attached to, or the shared engine's host itself when it
+    runs its EngineCore in its own process (on a CPU)."""
+    out = [p.pid for p in engine_processes(server_pid) if is_engine_core(p)]
+    for engine in shared_engines():
+        if server_pid not in engine.get("client_pids", ()):
+            continue
+        with contextlib.suppress(psutil.Error):
+            host = psutil.Process(engine["pid"])
+            if not any(is_engine_core(p) for p in host.children(recursive=True)):
+                out.append(host.pid)
     return out
 
 
@@ -286,9 +296,10 @@ def frozen(pids: list[int]) -> Iterator[None]:
 @contextlib.contextmanager
 def engines_frozen(client: LanguageClient) -> Iterator[None]:
     """Stop every EngineCore of the server until the block ends: requests reach the
-    engine but nothing is generated, so a test can act on a generation in flight however
-    fast the engine is. Keep the block short: far below healthCheckTimeoutMs."""
+    engine (or wait at its socket) but nothing is generated, so a test can act on a
+    generation in flight however fast the engine is. Keep the block short: far below
+    healthCheckTimeoutMs."""
     pids = engine_core_pids(server_pid(client))
-    assert pids, "vLLM's EngineCore should run in a child process"
+    assert pids, "no process runs the server's EngineCore"
     with frozen(pids):
         yield

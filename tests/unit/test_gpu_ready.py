@@ -103,6 +103,26 @@ def test_cpu_engine_runs_its_model_in_the_engine_core_unless_threads_are_bound()
     assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in defaults.environment(Settings(), "cuda", {})
 
 
+
+def test_a_host_on_a_cpu_runs_its_engine_core_itself_and_starts_with_intel_openmp() -> None:
+    """The shared engine's host runs the EngineCore in its own process on a CPU (no second
+    import of vLLM), so it must be started with LD_PRELOAD, which only a new program
+    reads; the user's own values stay, the settings' KV cache size wins."""
+    from lsp_copilot.engine import defaults
+
+    env = defaults.environment(Settings(), "cpu", {})
+    assert vllm.runs_inprocess("cpu", env)
+    assert not vllm.runs_inprocess("cuda", env)
+    bound = defaults.environment(Settings(), "cpu", {"VLLM_CPU_OMP_THREADS_BIND": "0-1"})
+    assert not vllm.runs_inprocess("cpu", bound)  # vLLM's worker sets the binding up
+    started = defaults.with_environment(
+        {"PATH": "/bin", "VLLM_LOGGING_STREAM": "ext://sys.stdout",
+         "VLLM_CPU_KVCACHE_SPACE": "9"}, Settings(cpu_kv_cache_gib=3), "cpu")
+    assert started["PATH"] == "/bin" and started["LD_PRELOAD"] == str(defaults.intel_openmp())
+    assert started["VLLM_LOGGING_STREAM"] == "ext://sys.stdout"  # the user's
+    assert started["VLLM_CPU_KVCACHE_SPACE"] == "3"  # the settings'
+    assert started["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+
 # -- 5. the build decides ------------------------------------------------------------------
 
 def test_the_cuda_build_runs_on_the_gpu_whatever_device_says(cuda_machine: None) -> None:

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lsp_copilot.engine import defaults, device
 from lsp_copilot.engine.base import (
     Engine,
     EngineDown,
@@ -110,7 +111,9 @@ class SharedStarter:
                    "--name", place.name, "--label", place.name.rsplit("-", 1)[0],
                    "--settings", json.dumps(engine_fields(settings)),
                    "--idle-minutes", str(settings.supervision.engine_idle_minutes)]
-        env = dict(os.environ, PYTHONFAULTHANDLER="1")
+        env = defaults.with_environment(dict(os.environ, PYTHONFAULTHANDLER="1"),
+                                        settings.engine, device.detect(
+                                            settings.engine.device).device)
         log_path = place.log(logs)
         with open(log_path, "ab") as out:
             starter = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
