@@ -165,11 +165,29 @@ def suggestion(result: Any) -> str:
     return str(items[0].get("insertText") or "") if items else ""
 
 
-def engine_core_pids(server_pid: int) -> list[int]:
-    out = []
-    for child in psutil.Process(server_pid).children(recursive=True):
-        with contextlib.suppress(psutil.Error):
-            if "EngineCore" in child.name() or "EngineCore" in " ".join(child.cmdline()):
-                out.append(child.pid)
-    return out
+def _is_engine_core(proc: psutil.Process) -> bool:
+    with contextlib.suppress(psutil.Error):
+        return "EngineCore" in proc.name() or "EngineCore" in " ".join(proc.cmdline())
+    return False
 
+
+def engine_core_pids(server_pid: int) -> list[int]:
+    """The processes that run the server's EngineCores: its own EngineCore children, those
+    of the shared engines it is attached to, or such an engine's host itself when it runs
+    its EngineCore in its own process (a CPU)."""
+    from lsp_copilot.engine.shared.control import ask
+    from lsp_copilot.engine.shared.runtime import places, runtime_dir
+
+    out = []
+    with contextlib.suppress(psutil.Error):
+        out = [c.pid for c in psutil.Process(server_pid).children(recursive=True)
+               if _is_engine_core(c)]
+    for place in places(runtime_dir()):
+        reply = ask(place, {"op": "status", "id": "status"})
+        if reply is None or server_pid not in reply.get("client_pids", ()):
+            continue
+        with contextlib.suppress(psutil.Error):
+            host = psutil.Process(reply["pid"])
+            cores = [c.pid for c in host.children(recursive=True) if _is_engine_core(c)]
+            out += cores or [host.pid]
+    return out
