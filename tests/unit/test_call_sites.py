@@ -63,3 +63,32 @@ def test_a_callers_keywords_are_in_the_prompt(tmp_path: Path) -> None:
     assert p2.source.startswith("pkg/cli.py")
     index.remove("pkg/cli.py")
     assert index.callers("init_workspace") == []
+
+
+def _prompt(root: Path, rel: str, text: str) -> str:
+    index = WorkspaceIndex(root)
+    index.build()
+    store = DocumentStore()
+    uri = (root / rel).as_uri()
+    store.open(uri, "python", 1, text)
+    snap = store.snapshot(uri)
+    return build_context(snap, len(snap.data), TiktokenCounter(), template_for(None), 1024,
+                         "single-line", workspace=Workspace(index)).prompt
+
+
+def test_a_method_of_the_same_name_or_another_language_is_no_caller(tmp_path: Path) -> None:
+    (tmp_path / "seen.py").write_text("def mark(seen, x):\n    seen.add(x_marked_here)\n")
+    (tmp_path / "ui.ts").write_text("function f(s: Set<number>) {\n  add(typescript_call);\n}\n")
+    (tmp_path / "use.py").write_text("from calc import add\n\nTOTAL = add(1, plain_call)\n")
+    text = "def add(a, b):\n    return "
+    (tmp_path / "calc.py").write_text(text)
+    prompt = _prompt(tmp_path, "calc.py", text)
+    assert "plain_call" in prompt
+    assert "x_marked_here" not in prompt and "typescript_call" not in prompt
+
+
+def test_a_method_is_called_on_an_object(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("def run(r):\n    r.lrem('k', 0, value_from_caller)\n")
+    text = "class Pipe:\n    def lrem(self, "
+    (tmp_path / "pipe.py").write_text(text)
+    assert "value_from_caller" in _prompt(tmp_path, "pipe.py", text)

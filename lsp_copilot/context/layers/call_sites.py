@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from lsp_copilot.context.index.workspace_index import FAMILIES
 from lsp_copilot.context.layers.blocks import Block
 from lsp_copilot.context.layers.layer_inputs import LayerInputs
 from lsp_copilot.language.folders import language_config
@@ -86,6 +87,21 @@ def _site(text: str, call: re.Pattern[str], header: re.Pattern[str],
     return None
 
 
+def _callers(r: LayerInputs, name: str) -> list[str]:
+    """Other files of this language family that call ``name`` (a call in another language
+    is not one of this function)."""
+    if r.index is None:
+        return []
+    family = FAMILIES.get(r.q.grammar, r.q.grammar)
+    out = []
+    for rel in r.index.callers(name):
+        entry = r.index.file(rel)
+        if rel != r.rel and entry is not None and FAMILIES.get(
+                entry.grammar, entry.grammar) == family:
+            out.append(rel)
+    return out
+
+
 def candidates(r: LayerInputs, first_line: int) -> list[Block]:
     """Up to ``MAX_SITES`` call sites of the function at the cursor: other files first
     (they call it from outside, with keywords), then this file out of the window."""
@@ -93,11 +109,20 @@ def candidates(r: LayerInputs, first_line: int) -> list[Block]:
     if not pattern:
         return []
     header = re.compile(pattern)
-    found = function_being_written(r.data[:r.offset].decode("utf-8", "replace"), header)
+    # The cursor's whole line: the layers are built from its start (the prompt's base),
+    # and a header typed on it names the function.
+    line_end = r.data.find(b"\n", r.offset)
+    upto = r.data[:len(r.data) if line_end < 0 else line_end]
+    found = function_being_written(upto.decode("utf-8", "replace"), header)
     if found is None:
         return []
     name, header_row = found
-    call = re.compile(rf"(?<![\w$]){re.escape(name)}\s*\(")
+    # A function at the left margin is called by its name alone; a method (or a nested
+    # function) also as ``obj.name(``. Calls of a method of the same name elsewhere
+    # (``seen.add(x)`` for a function ``add``) are not this function's.
+    at_margin = not r.data.split(b"\n", header_row + 1)[header_row][:1].isspace()
+    before = r"(?<![\w$.])" if at_margin else r"(?<![\w$])"
+    call = re.compile(before + re.escape(name) + r"\s*\(")
     sources: list[tuple[str, str, range]] = []
     if r.index is not None:
         open_texts: dict[str, str] = {}
@@ -106,10 +131,9 @@ def candidates(r: LayerInputs, first_line: int) -> list[Block]:
                 rel = r.workspace.relative(uri)
                 if rel is not None:
                     open_texts[rel] = buffer
-        for rel in r.index.callers(name)[:MAX_FILES + 1]:
-            if rel != r.rel:
-                text = open_texts.get(rel) or r.cache.layers.disk_windows(r.index, rel)[0]
-                sources.append((rel, text, range(0)))
+        for rel in _callers(r, name)[:MAX_FILES]:
+            text = open_texts.get(rel) or r.cache.layers.disk_windows(r.index, rel)[0]
+            sources.append((rel, text, range(0)))
     own = r.data.decode("utf-8", "replace")
     sources.append((r.path, own, range(min(first_line, header_row), r.cursor_row + 1)))
     blocks: list[Block] = []
