@@ -89,6 +89,6 @@ def test_a_method_of_the_same_name_or_another_language_is_no_caller(tmp_path: Pa
 
 def test_a_method_is_called_on_an_object(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text("def run(r):\n    r.lrem('k', 0, value_from_caller)\n")
-    text = "class Pipe:\n    def lrem(self, "
+    text = "class Pipe:\n    def lrem(self, name,\n             "
     (tmp_path / "pipe.py").write_text(text)
     assert "value_from_caller" in _prompt(tmp_path, "pipe.py", text)

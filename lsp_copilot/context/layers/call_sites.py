@@ -109,11 +109,10 @@ def candidates(r: LayerInputs, first_line: int) -> list[Block]:
     if not pattern:
         return []
     header = re.compile(pattern)
-    # The cursor's whole line: the layers are built from its start (the prompt's base),
-    # and a header typed on it names the function.
-    line_end = r.data.find(b"\n", r.offset)
-    upto = r.data[:len(r.data) if line_end < 0 else line_end]
-    found = function_being_written(upto.decode("utf-8", "replace"), header)
+    # Up to the prompt's base (a line start): the layers stay the same while a line is
+    # typed (the engine's prefix cache), so a header typed on this line counts from the
+    # next one.
+    found = function_being_written(r.data[:r.offset].decode("utf-8", "replace"), header)
     if found is None:
         return []
     name, header_row = found
