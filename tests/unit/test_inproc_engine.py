@@ -38,8 +38,10 @@ class FakeCore:
 
 @dataclass
 class FakeLLMEngine:
-    """Gives each running request one token per step, ``length`` tokens in all; a step
-    waits while ``hold`` is clear, so a test can act on a request in flight."""
+    """Gives each running request one token per step, ``length`` tokens in all. With
+    ``permits`` each step first takes one, so a test decides how far a request has got
+    when it acts on it (a free-running fake may finish a request before the test sees
+    its first output)."""
 
     length: int = 3
     fail_at_step: int | None = None
@@ -48,14 +50,11 @@ class FakeLLMEngine:
     aborted: list[str] = field(default_factory=list)
     running: dict[str, int] = field(default_factory=dict)
     steps: int = 0
-    hold: threading.Event = field(default_factory=threading.Event)
+    permits: threading.Semaphore | None = None
     stepping: threading.Event = field(default_factory=threading.Event)
     aborted_event: threading.Event = field(default_factory=threading.Event)
     engine_core: FakeCore = field(default_factory=FakeCore)
     tokenizer: str = "tok"
-
-    def __post_init__(self) -> None:
-        self.hold.set()
 
     def built(self) -> FakeLLMEngine:
         self.threads.add(threading.get_ident())
@@ -81,7 +80,8 @@ class FakeLLMEngine:
     def step(self) -> list[Output]:
         self.threads.add(threading.get_ident())
         self.stepping.set()
-        assert self.hold.wait(WAIT_S)
+        if self.permits is not None:
+            assert self.permits.acquire(timeout=WAIT_S)
         self.steps += 1
         if self.fail_at_step is not None and self.steps >= self.fail_at_step:
             raise RuntimeError("the model broke")
@@ -132,39 +132,43 @@ async def test_requests_run_side_by_side() -> None:
 
 
 async def test_leaving_a_stream_early_aborts_its_request() -> None:
-    fake = FakeLLMEngine(length=100)
+    permits = threading.Semaphore(1)
+    fake = FakeLLMEngine(length=100, permits=permits)
     llm = await asyncio.to_thread(started, fake)
     gen = llm.generate("p", None, "a")
     async with contextlib.aclosing(gen):
         async for _ in gen:
             break
+    permits.release()  # one more step, then the abort that is queued already
     assert await asyncio.to_thread(fake.aborted_event.wait, WAIT_S)
     assert fake.aborted == ["a"] and not fake.running
     llm.shutdown()
 
 
 async def test_cancelling_the_consumer_aborts_its_request() -> None:
-    fake = FakeLLMEngine(length=100)
+    permits = threading.Semaphore(0)  # the first step waits: the request is in flight
+    fake = FakeLLMEngine(length=100, permits=permits)
     llm = await asyncio.to_thread(started, fake)
-    fake.hold.clear()  # the first step waits: the request is surely in flight
     task = asyncio.ensure_future(collect(llm, "a"))
     assert await asyncio.to_thread(fake.stepping.wait, WAIT_S)
     task.cancel()
-    fake.hold.set()
     with pytest.raises(asyncio.CancelledError):
         await task
+    permits.release()  # the abort is queued: it runs after this step
     assert await asyncio.to_thread(fake.aborted_event.wait, WAIT_S)
     assert fake.aborted == ["a"]
     llm.shutdown()
 
 
 async def test_abort_by_id_ends_the_stream_and_the_request() -> None:
-    fake = FakeLLMEngine(length=100)
+    permits = threading.Semaphore(1)
+    fake = FakeLLMEngine(length=100, permits=permits)
     llm = await asyncio.to_thread(started, fake)
     gen = llm.generate("p", None, "a")
     first = await gen.__anext__()
     assert first.request_id == "a"
     await llm.abort("a")
+    permits.release()
     rest = [out async for out in gen]  # ends: no output waits forever
     assert all(not o.finished for o in rest)
     assert await asyncio.to_thread(fake.aborted_event.wait, WAIT_S)
