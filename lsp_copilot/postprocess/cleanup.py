@@ -67,7 +67,7 @@ def _content(line: str) -> bool:
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
-def _degenerate_line(line: str) -> int | None:
+def repetition_start(line: str) -> int | None:
     """Where a line falls into repeating one token group (with a name in it: not a
     table of numbers) over and over, or None."""
     tokens = [(m.start(), m.group()) for m in _TOKEN.finditer(line)]
@@ -99,7 +99,7 @@ def drop_repetition(text: str) -> str:
                 return "\n".join(lines[:k])
     pos = 0
     for line in lines:
-        cut = _degenerate_line(line)
+        cut = repetition_start(line)
         if cut is not None:
             return text[:pos + cut].rstrip()
         pos += len(line) + 1

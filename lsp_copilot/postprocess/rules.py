@@ -4,8 +4,9 @@ the text, and those that read the document with the answer in it.
 The rules run twice: while streaming (``stop.stop_rule``, so that generation stops as soon
 as the answer is complete, freeing the engine; only cheap text rules) and once on the final
 text, in the ordered checks of ``checks.py``: the stop rules again, text cleanup
-(``cleanup``), brackets and quotes (``brackets``), a statement spread over lines put on
-one where it fits (``one_line``) -- ``clean_text`` -- then the rules that read the
+(``cleanup``), a line cut where the model loops, its brackets closed (``loops``),
+brackets and quotes (``brackets``), a statement spread over lines put on one where it
+fits (``one_line``) -- ``clean_text`` -- then the rules that read the
 document's tree with the completion inserted (``syntax``) to cut a multi-line answer where
 the block it fills ends, and to keep only what is whole: an answer that would leave the
 file worse than before the line was typed is cut to its longest whole run of lines, or not
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from lsp_copilot.language.folders import LanguageConfig
 from lsp_copilot.language.trigger import Mode
-from lsp_copilot.postprocess import brackets, cleanup, one_line, stop, syntax
+from lsp_copilot.postprocess import brackets, cleanup, loops, one_line, stop, syntax
 from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.postprocess.whole import WholeChecker
 
@@ -37,6 +38,7 @@ def clean_text(text: str, mode: Mode, cursor: Cursor, rules: LanguageConfig,
     text = cleanup.drop_word_continuation(text, cursor)
     if cursor.prompt_dropped_indent:
         text = cleanup.reindent(text, cursor)
+    text = loops.close_at_loop(text, cursor)
     text = cleanup.trim(text)
     if not text:
         return ""

@@ -12,6 +12,7 @@ from lsp_copilot.language.folders import LanguageConfig, language_config
 from lsp_copilot.language.trigger import Mode
 from lsp_copilot.postprocess.brackets import open_brackets, open_triple_quote
 from lsp_copilot.postprocess.cursor_text import Cursor, indent
+from lsp_copilot.postprocess.loops import find_loop
 from lsp_copilot.postprocess.whole import opens_block
 
 MAX_LINES = 16
@@ -242,7 +243,17 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
             return len(text) - len(body) + newline
         return statement_end(text, len(text) - len(body) + newline, first, cursor.rules)
 
-    rule = single_line if mode == "single-line" else multi_line
+    line_rule = single_line if mode == "single-line" else multi_line
+
+    def rule(text: str) -> int | None:
+        """The mode's rule, or sooner where the answer's line starts looping (its
+        evidence kept, for ``loops.close_at_loop`` to cut and close the line)."""
+        own = line_rule(text)
+        loop = find_loop(text, cursor)
+        if loop is None:
+            return own
+        return loop.seen if own is None else min(own, loop.seen)
+
     if not cursor.prompt_headers:
         return rule
 

@@ -212,7 +212,8 @@ async def test_an_alternative_still_running_long_after_the_first_is_left_out(
     from lsp_copilot.pipeline import alternatives
 
     monkeypatch.setattr(alternatives, "ALTERNATIVES_MIN_WAIT_S", 0.2)
-    engine = SeededEngine({None: " a + b\n", 1: " b + a\n", 2: " a" + " - a" * 300 + "\n"})
+    slow = " a" + "".join(f" - a{i}" for i in range(300)) + "\n"  # no loop: it runs on
+    engine = SeededEngine({None: " a + b\n", 1: " b + a\n", 2: slow})
     completer = await completer_for(engine)
     outcome = await completer.complete(snap(SOURCE), len(SOURCE), explicit=True)
     assert outcome.text == "a + b" and outcome.alternatives == ["b + a"]

@@ -1,0 +1,131 @@
+"""A model looping inside the line it writes, and the line closed where the loop began.
+
+Small models lose track in a list of items and go on until the token limit: the same
+group over and over (``ch, ch, ch, ...``) or keys that the list already has (``"gt": gt,
+"lt": lt, "ch": ch, "gt": ch, "lg": ch, ...``). A repeated key or keyword argument is
+never what the user meant (Python refuses a repeated keyword; a repeated dict or object
+key overwrites the first), so the items before the repeat are the answer: the line is
+cut there and the brackets this line opened are closed, which makes it whole where the
+loop made it nothing. The generation stops as soon as the loop shows (see
+``stop.stop_rule``), so the engine is free for the next keystroke.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from lsp_copilot.language.folders import LanguageConfig
+from lsp_copilot.postprocess.brackets import open_brackets
+from lsp_copilot.postprocess.cleanup import repetition_start
+from lsp_copilot.postprocess.cursor_text import Cursor, indent
+
+_KEY = re.compile(r"""\s*(?:(?P<q>["'])(?P<s>[^"'\\\n]*)(?P=q)|(?P<n>[A-Za-z_]\w*))"""
+                  r"""\s*(?::(?![:=])|=(?![=>]))""")
+"""An item that starts with a key: ``"k":`` (dict, object), ``k:`` (object, annotated
+parameter), ``k=`` (keyword argument); not ``::``, ``:=``, ``==`` or ``=>``."""
+
+_KEYED = "({"
+"""Brackets whose items have keys that must differ (not ``[``: ``a[i:j, i:k]`` slices)."""
+
+
+@dataclass(frozen=True)
+class Loop:
+    """Where, in the answer's text, the loop starts (the repeated item, or the second copy
+    of a repeated group) and where the evidence for it ends."""
+
+    start: int
+    seen: int
+
+
+def _answer_line(text: str, cursor: Cursor) -> tuple[int, str, str]:
+    """Where the answer's line starts in ``text``, the typed part of that line, and the
+    line as the answer writes it: after a finished line, an answer that starts with a
+    line break writes the next line."""
+    before = cursor.line_before
+    stripped = text.lstrip(" \t")
+    if stripped.startswith("\n") and before.strip() and not open_brackets(before, cursor.rules):
+        start = len(text) - len(stripped) + 1
+        before = ""
+    else:
+        start = 0
+    end = text.find("\n", start)
+    return start, before, text[start:] if end < 0 else text[start:end]
+
+
+def _repeated_key(typed: str, answer: str, rules: LanguageConfig) -> Loop | None:
+    """The first item of ``answer`` whose key an earlier item of the same bracket (typed
+    on this line or written by the model) has; positions in ``answer``."""
+    line = typed + answer
+    frames: list[tuple[str, set[str]]] = []
+    openers = {b[0]: b[1] for b in rules.brackets if len(b) == 2}
+    quote = ""
+    item = False  # the next non-space character starts an item of the innermost frame
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == quote:
+                quote = ""
+            i += 1
+            continue
+        if item and frames and frames[-1][0] in _KEYED and (m := _KEY.match(line, i)):
+            key = m.group("s") if m.group("q") else m.group("n")
+            keys = frames[-1][1]
+            if key in keys and i >= len(typed):
+                start = i + len(m.group()) - len(m.group().lstrip())
+                return Loop(start - len(typed), m.end() - len(typed))
+            keys.add(key)
+        item = False
+        if rules.comment and line.startswith(rules.comment, i):
+            return None
+        if ch in rules.quotes:
+            quote = ch
+        elif ch in openers:
+            frames.append((ch, set()))
+            item = True
+        elif ch in rules.closers:
+            if frames and frames[-1][0] == rules.closers[ch]:
+                frames.pop()
+        elif ch == ",":
+            item = True
+        i += 1
+    return None
+
+
+def find_loop(text: str, cursor: Cursor) -> Loop | None:
+    """The loop in the line the answer writes, positions in ``text``; None without one."""
+    start, typed, line = _answer_line(text, cursor)
+    found = _repeated_key(typed, line, cursor.rules)
+    group = repetition_start(line)
+    if group is not None and (found is None or group < found.start):
+        found = Loop(group, len(line))
+    if found is None:
+        return None
+    return Loop(start + found.start, start + found.seen)
+
+
+def close_at_loop(text: str, cursor: Cursor) -> str:
+    """``text`` cut where its line starts looping, the brackets that line opened closed
+    (without a trailing comma); unchanged without a loop. Where the file goes on after the
+    cursor on its line, or below it deeper or with a closer, nothing is closed: those
+    lines may close the brackets themselves."""
+    loop = find_loop(text, cursor)
+    if loop is None:
+        return text
+    start, typed, _ = _answer_line(text, cursor)
+    kept = text[:loop.start].rstrip()
+    while kept.endswith(",") and len(kept) > start:
+        kept = kept[:-1].rstrip()
+    rules = cursor.rules
+    following = next((x for x in cursor.suffix_lines.split("\n") if x.strip()), "")
+    if (cursor.line_after.strip() or (following and (
+            indent(following) > indent(cursor.line_before)
+            or following.lstrip()[0] in rules.closers))):
+        return kept
+    opened = open_brackets(typed + kept[start:], rules)
+    closer_of = {b[0]: b[1] for b in rules.brackets if len(b) == 2}
+    return kept + "".join(closer_of[b] for b in reversed(opened))
