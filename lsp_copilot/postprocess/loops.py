@@ -38,19 +38,14 @@ class Loop:
     seen: int
 
 
-def _answer_line(text: str, cursor: Cursor) -> tuple[int, str, str]:
-    """Where the answer's line starts in ``text``, the typed part of that line, and the
-    line as the answer writes it: after a finished line, an answer that starts with a
-    line break writes the next line."""
+def _answer_line(text: str, cursor: Cursor) -> tuple[int, str]:
+    """Where the answer's line starts in ``text``, and the typed part of that line: after
+    a finished line, an answer that starts with a line break writes the next line."""
     before = cursor.line_before
     stripped = text.lstrip(" \t")
     if stripped.startswith("\n") and before.strip() and not open_brackets(before, cursor.rules):
-        start = len(text) - len(stripped) + 1
-        before = ""
-    else:
-        start = 0
-    end = text.find("\n", start)
-    return start, before, text[start:] if end < 0 else text[start:end]
+        return len(text) - len(stripped) + 1, ""
+    return 0, before
 
 
 def _repeated_key(typed: str, answer: str, rules: LanguageConfig) -> Loop | None:
@@ -68,7 +63,7 @@ def _repeated_key(typed: str, answer: str, rules: LanguageConfig) -> Loop | None
             if ch == "\\":
                 i += 2
                 continue
-            if ch == quote:
+            if ch == quote or ch == "\n":
                 quote = ""
             i += 1
             continue
@@ -81,7 +76,10 @@ def _repeated_key(typed: str, answer: str, rules: LanguageConfig) -> Loop | None
             keys.add(key)
         item = False
         if rules.comment and line.startswith(rules.comment, i):
-            return None
+            i = line.find("\n", i)  # (a comment between items)
+            if i < 0:
+                return None
+            continue
         if ch in rules.quotes:
             quote = ch
         elif ch in openers:
@@ -97,9 +95,12 @@ def _repeated_key(typed: str, answer: str, rules: LanguageConfig) -> Loop | None
 
 
 def find_loop(text: str, cursor: Cursor) -> Loop | None:
-    """The loop in the line the answer writes, positions in ``text``; None without one."""
-    start, typed, line = _answer_line(text, cursor)
-    found = _repeated_key(typed, line, cursor.rules)
+    """The loop in the line the answer writes, positions in ``text``; None without one.
+    A repeated key counts in the brackets the line opens also where the model spread
+    them over lines (one item per line)."""
+    start, typed = _answer_line(text, cursor)
+    found = _repeated_key(typed, text[start:], cursor.rules)
+    line = text[start:].split("\n", 1)[0]
     group = repetition_start(line)
     if group is not None and (found is None or group < found.start):
         found = Loop(group, len(line))
@@ -116,7 +117,7 @@ def close_at_loop(text: str, cursor: Cursor) -> str:
     loop = find_loop(text, cursor)
     if loop is None:
         return text
-    start, typed, _ = _answer_line(text, cursor)
+    start, typed = _answer_line(text, cursor)
     kept = text[:loop.start].rstrip()
     while kept.endswith(",") and len(kept) > start:
         kept = kept[:-1].rstrip()

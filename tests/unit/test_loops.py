@@ -36,8 +36,13 @@ def _cursor(before: str, after: str = "", suffix: str = AFTER) -> Cursor:
     # The same group over and over: its first copy kept.
     ("    cmds.append(", '("zadd", (name, nx, gt, ch, ch, ch, ch, ch, ch, ch',
      '("zadd", (name, nx, gt, ch)))'),
+    # The model spread the items over lines, one per line.
+    ("    cmds.append((", '"zadd", name, {\n        "gt": gt,\n        "lt": lt,  # less\n'
+     '        "gtg": gt,\n        "lt": lt,\n        "lg": lt,',
+     '"zadd", name, {\n        "gt": gt,\n        "lt": lt,  # less\n        "gtg": gt}))'),
     # After a finished line, the answer's next line loops.
-    ('    d = {"a": 1}', '\n    e = {"b": 2, "c": 3, "b": 4, "c": 5}', '\n    e = {"b": 2, "c": 3}'),
+    ('    d = {"a": 1}', '\n    e = {"b": 2, "c": 3, "b": 4, "c": 5}',
+     '\n    e = {"b": 2, "c": 3}'),
 ])
 def test_a_looping_line_is_cut_and_closed(typed: str, answer: str, closed: str) -> None:
     assert close_at_loop(answer, _cursor(typed)) == closed
@@ -75,10 +80,17 @@ def test_the_generation_stops_once_the_loop_shows() -> None:
     assert close_at_loop(text[:cut], cursor) == ' "xx": xx}'
 
 
-def test_the_loop_cut_makes_a_typing_answer_whole_in_the_file() -> None:
+@pytest.mark.parametrize(("typed", "answer", "shown"), [
+    ('{"nx": nx,', ' "xx": xx, "nx": nx, "xx": xx, "nx": nx, "xx": xx, "nx"', ' "xx": xx}))'),
+    # Spread over lines: cut, closed, then put on one line (``one_line``).
+    ("", '{\n            "nx": nx,\n            "xx": xx,\n            "nx": xx,\n            "lg"',
+     '{"nx": nx, "xx": xx}))'),
+])
+def test_the_loop_cut_makes_a_typing_answer_whole_in_the_file(
+        typed: str, answer: str, shown: str) -> None:
     """Through the text and whole checks: the looping answer was no suggestion before."""
     text = ("class P:\n    def zadd(self, name, mapping, nx=False, xx=False):\n"
-            '        self._commands.append(("zadd", name, {"nx": nx,')
+            '        self._commands.append(("zadd", name, ' + typed)
     source = text + "\n\n    def zrem(self, name):\n        return self\n"
     store = DocumentStore()
     store.open("file:///w/p.py", "python", 1, source)
@@ -86,5 +98,4 @@ def test_the_loop_cut_makes_a_typing_answer_whole_in_the_file() -> None:
     offset = len(text.encode())
     cursor = replace(cursor_at(snapshot, offset), prompt_dropped_indent="")
     mode = completion_mode(snapshot, offset)
-    answer = ' "xx": xx, "nx": nx, "xx": xx, "nx": nx, "xx": xx, "nx"'
-    assert finalize(answer, mode, cursor, snapshot, offset, truncated=True) == ' "xx": xx}))'
+    assert finalize(answer, mode, cursor, snapshot, offset, truncated=True) == shown
