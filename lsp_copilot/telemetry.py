@@ -27,6 +27,7 @@ COUNTERS = (
     "typed_through",
     "merged",
     "flights_joined",
+    "merged_unusable",
     "cancelled",
     "superseded",
     "not_ready",

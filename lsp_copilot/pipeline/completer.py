@@ -336,6 +336,12 @@ class Completer:
             got = await self.flights.join(snapshot.uri, context, settings, trace) if (
                 settings.merge and not explicit) else None
             waited += (time.perf_counter() - t_merge) * 1000  # waiting on the engine
+            if got is not None and not post.run(got).text:
+                # What the shared generation wrote is no answer here (a fragment, a loop
+                # it ended in): the user is still waiting, so ask the engine afresh.
+                self.telemetry.count("merged_unusable")
+                trace["join_ended"] = "unusable"
+                got = None
             if got is not None:
                 raw, source = got, "merged"
                 self.telemetry.count("merged")

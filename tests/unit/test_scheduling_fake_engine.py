@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from lsp_copilot.documents.store import DocumentStore
+from lsp_copilot.engine.base import EngineRequest, EngineResult
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.pipeline.completer import Completer
 from lsp_copilot.pipeline.completion_cache import CompletionCache
@@ -57,6 +58,32 @@ async def test_fake_engine_request_extending_inflight_prompt_reuses_it() -> None
     assert len(engine.prompts) == 1
     assert completer.telemetry.counters["merged"] == 1
     assert completer.telemetry.counters["flights_joined"] == 1
+
+
+class _ByPromptEngine(FakeEngine):
+    """Answers a prompt that ends with the user's ``a +`` with `` b``; others with a
+    fragment that nothing can be shown of."""
+
+    async def generate(self, request: EngineRequest) -> EngineResult:
+        self.reply = " b\n" if request.prompt.rstrip().endswith("a +") else " a + b.\n"
+        return await super().generate(request)
+
+
+async def test_fake_engine_a_joined_generation_with_nothing_usable_asks_afresh() -> None:
+    """The shared generation's rest is a fragment at the new position: the request does
+    not answer empty, it starts its own generation."""
+    engine = _ByPromptEngine(step_s=0.02)
+    completer = await completer_for(engine, typing_through=False)
+    first = asyncio.ensure_future(completer.complete(snap(SOURCE), len(SOURCE)))
+    await engine.streamed(4)  # in flight, " a +" generated: the next request joins it
+    typed = SOURCE + "a +"
+    second = await completer.complete(snap(typed), len(typed))
+    assert (await first).text == ""  # `a + b.` is no whole statement
+    assert second.source == "engine" and second.text == " b"
+    assert len(engine.prompts) == 2
+    assert completer.telemetry.counters["flights_joined"] == 1
+    assert completer.telemetry.counters["merged_unusable"] == 1
+    assert completer.telemetry.counters.get("merged", 0) == 0
 
 
 @pytest.mark.parametrize("template", ["qwen2.5-coder", "codellama", "prefix-only"])
