@@ -45,8 +45,7 @@ def clean_text(text: str, mode: Mode, cursor: Cursor, rules: LanguageConfig,
     text = cleanup.drop_repetition(text)
     text = cleanup.drop_repeats_of_neighbours(text, mode, cursor)
     text = brackets.balance(text, mode, cursor, rules)
-    if mode == "single-line":
-        text = one_line.join_spread_statement(text, cursor)
+    text = one_line.join_spread_statement(text, cursor)  # (its first statement)
     if mode == "multi-line":
         text = brackets.drop_unfinished_tail(text, rules)
         text = brackets.drop_unfinished_answer(text, rules, truncated)

@@ -3,6 +3,8 @@ fits the file's width; elsewhere the model's layout stays."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from lsp_copilot.documents.store import DocumentStore
@@ -87,3 +89,23 @@ def test_a_signature_the_model_spreads_over_lines_comes_as_one_header() -> None:
     doc = "import os\n\n\ndef init(|\n\n\ndef other():\n    pass\n"
     raw = "\n    target: str,\n    force: bool = False,\n) -> None:\n    pass\n"
     assert _shown(doc, raw) == ("target: str, force: bool = False) -> None:", True)
+
+
+def test_a_multi_line_answer_gets_its_first_statement_on_one_line() -> None:
+    """On an empty line the answer may be several statements: the first one, spread only
+    for its brackets, is put on one line; the lines after it stay as they are."""
+    document = METHOD.replace("{}|", "|")
+    cut = document.index("|")
+    text = document.replace("|", "")
+    store = DocumentStore()
+    store.open("file:///w", "python", 1, text)
+    snapshot = store.snapshot("file:///w")
+    offset = len(text[:cut].encode())
+    mode = completion_mode(snapshot, offset)
+    assert mode == "multi-line"
+    raw = ('self._items.append(\n            ("lrem", (name, value), {})\n        )\n'
+           "        return self\n")
+    cursor = replace(cursor_at(snapshot, offset), prompt_dropped_indent="")  # (raw has none)
+    shown = finalize(raw, mode, cursor, snapshot, offset)
+    assert shown == 'self._items.append(("lrem", (name, value), {}))\n        return self'
+    assert first_line_is_whole(snapshot, offset, shown)
