@@ -336,9 +336,11 @@ class Completer:
             got = await self.flights.join(snapshot.uri, context, settings, trace) if (
                 settings.merge and not explicit) else None
             waited += (time.perf_counter() - t_merge) * 1000  # waiting on the engine
-            if got is not None and not post.run(got).text:
+            if got is not None and not post.run(got).text and not self.flights.asked_alike(
+                    snapshot.uri, context.at_cursor()):
                 # What the shared generation wrote is no answer here (a fragment, a loop
-                # it ended in): the user is still waiting, so ask the engine afresh.
+                # it ended in): the user is still waiting, so ask the engine afresh with
+                # what was typed since.
                 self.telemetry.count("merged_unusable")
                 trace["join_ended"] = "unusable"
                 got = None

@@ -168,6 +168,12 @@ class Flights:
         if flight is not None and flight.task is not None and not flight.done:
             flight.task.cancel()
 
+    def asked_alike(self, uri: str, at_cursor: tuple[str, str]) -> bool:
+        """The document's generation was asked with this very prompt: a fresh one would
+        write the same (greedy), so it is no second chance."""
+        flight = self._by_uri.get(uri)
+        return flight is not None and (flight.prompt, flight.tail) == at_cursor
+
     async def until_done(self, uri: str) -> None:
         """Wait until the document's generation under way (if any) has ended."""
         current = self._by_uri.get(uri)

@@ -86,6 +86,18 @@ async def test_fake_engine_a_joined_generation_with_nothing_usable_asks_afresh()
     assert completer.telemetry.counters.get("merged", 0) == 0
 
 
+async def test_fake_engine_a_joined_generation_at_the_same_place_is_not_asked_again() -> None:
+    """Asked again with the same prompt, the engine would write the same fragment."""
+    engine = FakeEngine(reply=" a + b.\n", step_s=0.02)
+    completer = await completer_for(engine, typing_through=False)
+    first = asyncio.ensure_future(completer.complete(snap(SOURCE), len(SOURCE)))
+    await engine.streamed(2)
+    second = await completer.complete(snap(SOURCE), len(SOURCE))
+    assert (await first).text == "" and second.text == ""
+    assert len(engine.prompts) == 1
+    assert completer.telemetry.counters.get("merged_unusable", 0) == 0
+
+
 @pytest.mark.parametrize("template", ["qwen2.5-coder", "codellama", "prefix-only"])
 async def test_fake_engine_fill_in_the_middle_prompts_merge_too(template: str) -> None:
     """A keystroke changes a FIM prompt inside (before the suffix), not at its end."""
