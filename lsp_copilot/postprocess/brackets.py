@@ -28,13 +28,15 @@ def open_triple_quote(quote: str | None, line: str) -> str | None:
         pos += 3
 
 
-def _scan(text: str, rules: LanguageConfig) -> list[tuple[int, str]]:
-    """Bracket characters of ``text`` with their positions, outside strings and comments."""
-    return _scan_with_quote(text, rules)[0]
+def scan(text: str, rules: LanguageConfig, also: str = "") -> list[tuple[int, str]]:
+    """Bracket characters of ``text`` (and those in ``also``, such as the comma between
+    items) with their positions, outside strings and comments."""
+    return _scan_with_quote(text, rules, also)[0]
 
 
-def _scan_with_quote(text: str, rules: LanguageConfig) -> tuple[list[tuple[int, str]], str]:
-    """``_scan``, and the quote still open at the end of ``text``."""
+def _scan_with_quote(text: str, rules: LanguageConfig, also: str = ""
+                     ) -> tuple[list[tuple[int, str]], str]:
+    """``scan``, and the quote still open at the end of ``text``."""
     out: list[tuple[int, str]] = []
     quote = ""
     i = 0
@@ -54,7 +56,7 @@ def _scan_with_quote(text: str, rules: LanguageConfig) -> tuple[list[tuple[int, 
             continue
         elif ch in rules.quotes:
             quote = ch
-        elif ch in rules.closers or any(b[0] == ch for b in rules.brackets):
+        elif ch in rules.closers or ch in also or any(b[0] == ch for b in rules.brackets):
             out.append((i, ch))
         i += 1
     return out, quote
@@ -63,7 +65,7 @@ def _scan_with_quote(text: str, rules: LanguageConfig) -> tuple[list[tuple[int, 
 def open_brackets(text: str, rules: LanguageConfig) -> list[str]:
     """The brackets ``text`` leaves open, innermost last (strings and comments skipped)."""
     stack: list[str] = []
-    for _, ch in _scan(text, rules):
+    for _, ch in scan(text, rules):
         if ch in rules.closers:
             if stack and stack[-1] == rules.closers[ch]:
                 stack.pop()
@@ -74,7 +76,7 @@ def open_brackets(text: str, rules: LanguageConfig) -> list[str]:
 
 def _unmatched_closers(text: str, rules: LanguageConfig) -> int:
     depth = closers = 0
-    for _, ch in _scan(text, rules):
+    for _, ch in scan(text, rules):
         if ch in rules.closers:
             if depth:
                 depth -= 1
@@ -104,7 +106,7 @@ def balance(text: str, mode: Mode, cursor: Cursor, rules: LanguageConfig) -> str
     outer = open_brackets(before, rules)
     may_close = max(0, len(outer) - suffix_closers)
     inner: list[str] = []
-    for pos, ch in _scan(text, rules):
+    for pos, ch in scan(text, rules):
         if ch not in rules.closers:
             inner.append(ch)
         elif inner:
@@ -125,7 +127,7 @@ def drop_unfinished_tail(text: str, rules: LanguageConfig) -> str:
     depth = 0
     balanced_end = -1
     newlines = [(i, "\n") for i, ch in enumerate(text) if ch == "\n"]
-    for pos, ch in sorted(_scan(text, rules) + newlines):
+    for pos, ch in sorted(scan(text, rules) + newlines):
         if ch == "\n":
             if depth == 0:
                 balanced_end = pos

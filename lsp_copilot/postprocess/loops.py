@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from lsp_copilot.language.folders import LanguageConfig
-from lsp_copilot.postprocess.brackets import open_brackets
+from lsp_copilot.postprocess.brackets import open_brackets, scan
 from lsp_copilot.postprocess.cleanup import repetition_start
 from lsp_copilot.postprocess.cursor_text import Cursor, indent
 
@@ -50,47 +50,29 @@ def _answer_line(text: str, cursor: Cursor) -> tuple[int, str]:
 
 def _repeated_key(typed: str, answer: str, rules: LanguageConfig) -> Loop | None:
     """The first item of ``answer`` whose key an earlier item of the same bracket (typed
-    on this line or written by the model) has; positions in ``answer``."""
+    on this line or written by the model) has; positions in ``answer``. An item starts
+    right after its bracket's opener or a comma (strings and comments are passed over)."""
     line = typed + answer
     frames: list[tuple[str, set[str]]] = []
-    openers = {b[0]: b[1] for b in rules.brackets if len(b) == 2}
-    quote = ""
-    item = False  # the next non-space character starts an item of the innermost frame
-    i = 0
-    while i < len(line):
-        ch = line[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == quote or ch == "\n":
-                quote = ""
-            i += 1
-            continue
-        if item and frames and frames[-1][0] in _KEYED and (m := _KEY.match(line, i)):
-            key = m.group("s") if m.group("q") else m.group("n")
-            keys = frames[-1][1]
-            if key in keys and i >= len(typed):
-                start = i + len(m.group()) - len(m.group().lstrip())
-                return Loop(start - len(typed), m.end() - len(typed))
-            keys.add(key)
-        item = False
-        if rules.comment and line.startswith(rules.comment, i):
-            i = line.find("\n", i)  # (a comment between items)
-            if i < 0:
-                return None
-            continue
-        if ch in rules.quotes:
-            quote = ch
-        elif ch in openers:
-            frames.append((ch, set()))
-            item = True
-        elif ch in rules.closers:
+    openers = {b[0] for b in rules.brackets if len(b) == 2}
+    for pos, ch in scan(line, rules, also=","):
+        if ch in rules.closers:
             if frames and frames[-1][0] == rules.closers[ch]:
                 frames.pop()
-        elif ch == ",":
-            item = True
-        i += 1
+            continue
+        if ch in openers:
+            frames.append((ch, set()))
+        if not frames or frames[-1][0] not in _KEYED:
+            continue
+        m = _KEY.match(line, pos + 1)
+        if m is None:
+            continue
+        key = m.group("s") if m.group("q") else m.group("n")
+        keys = frames[-1][1]
+        if key in keys and pos + 1 >= len(typed):
+            start = pos + 1 + len(m.group()) - len(m.group().lstrip())
+            return Loop(start - len(typed), m.end() - len(typed))
+        keys.add(key)
     return None
 
 
