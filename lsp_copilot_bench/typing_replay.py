@@ -23,6 +23,7 @@ import random
 import shutil
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -330,17 +331,39 @@ def _pause_breakdown(run: Run) -> dict[str, Any]:
         def med(name: str, rows: list[dict[str, Any]] = rows) -> float | None:
             return median([r[name] for r in rows if isinstance(r.get(name), int | float)])
 
-        sources: dict[str, int] = {}
-        for r in rows:
-            key = r.get("source") or r.get("status", "untraced")
-            sources[key] = sources.get(key, 0) + 1
-        out[how] = {"count": len(rows), "by_source": sources,
+        out[how] = {"count": len(rows),
+                    "by_source": _tally(r.get("source") or r.get("status", "untraced")
+                                        for r in rows),
+                    "by_mode": _tally(r.get("mode", "untraced") for r in rows),
+                    "by_wait": _tally(_waited_on(r) for r in rows),
                     "debounce_ms_p50": med("debounce_ms"), "engine_ms_p50": med("engine"),
                     "first_token_ms_p50": med("first_token_ms"),
                     "generated_tokens_p50": med("generated_tokens"),
                     "uncached_prompt_tokens_p50": med("uncached"),
-                    "total_ms_p50": med("total")}
+                    "total_ms_p50": med("total"),
+                    "flight_ms_p50": med("flight_ms"),
+                    "flight_first_text_ms_p50": med("flight_first_text_ms"),
+                    "flight_chars_p50": med("flight_chars")}
     return out
+
+
+def _tally(keys: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for key in keys:
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _waited_on(row: dict[str, Any]) -> str:
+    """What a pause's request was waiting on when the user went on (read for the late
+    ones: the answer of a generation of its own, one it joined, or the debounce)."""
+    if "new_tokens" in row:
+        return "own_generation"
+    if row.get("joined_flight"):
+        return "joined_generation"
+    if not row:
+        return "untraced"
+    return "debounce" if row.get("status") == "cancelled" else "answered"
 
 
 def _summary(run: Run, scripts: list[Script], split: str | None,

@@ -5,7 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from lsp_copilot_bench.pauses import whole as _whole
-from lsp_copilot_bench.typing_replay import make_scripts, workspace_without_answers
+from lsp_copilot_bench.typing_replay import (
+    Run,
+    _pause_breakdown,
+    make_scripts,
+    workspace_without_answers,
+)
 
 BODY = ("def target(values):\n    total = 0\n    for value in values:\n"
         "        total += value * 2 if value > 0 else -value\n"
@@ -50,3 +55,28 @@ def test_the_seed_chooses_the_keys(tmp_path: Path) -> None:
 
     assert keys(1) == keys(1)
     assert keys(1) != keys(2)
+
+
+def test_late_pauses_say_what_their_request_waited_on() -> None:
+    """The breakdown of missed pauses reads each pause's own request in the server's
+    trace: a generation of its own, one it joined, or the debounce."""
+    run = Run("default")
+    run.pause_keys = [("u", 2, "late"), ("u", 5, "late"), ("u", 9, "late"), ("u", 12, "whole")]
+    run.trace = [
+        {"uri": "u", "version": 2, "status": "cancelled", "mode": "single-line",
+         "new_tokens": 3, "joined_flight": "forward", "flight_ms": 400.0, "flight_chars": 20},
+        {"uri": "u", "version": 5, "status": "cancelled", "mode": "multi-line",
+         "joined_flight": "forward", "flight_ms": 900.0, "flight_chars": 120},
+        {"uri": "u", "version": 9, "status": "cancelled", "mode": "single-line",
+         "debounce_ms": 250.0},
+        {"uri": "u", "version": 9, "prefetch": True, "status": "answered"},  # not the pause's
+        {"uri": "u", "version": 12, "status": "answered", "mode": "single-line",
+         "source": "engine", "new_tokens": 2, "engine": 120.0},
+    ]
+    late = _pause_breakdown(run)["late"]
+    assert late["count"] == 3
+    assert late["by_wait"] == {"own_generation": 1, "joined_generation": 1, "debounce": 1}
+    assert late["by_mode"] == {"single-line": 2, "multi-line": 1}
+    assert late["flight_ms_p50"] == 650.0
+    assert late["flight_chars_p50"] == 70.0
+    assert _pause_breakdown(run)["whole"]["by_wait"] == {"own_generation": 1}
