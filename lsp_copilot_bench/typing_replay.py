@@ -23,6 +23,7 @@ import random
 import shutil
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -348,10 +349,7 @@ def _pause_breakdown(run: Run) -> dict[str, Any]:
 
 
 def _tally(keys: Iterable[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for key in keys:
-        counts[key] = counts.get(key, 0) + 1
-    return counts
+    return dict(Counter(keys))
 
 
 def _waited_on(row: dict[str, Any]) -> str:
