@@ -320,6 +320,7 @@ class Completer:
         context_ms = (time.perf_counter() - started) * 1000
 
         raw: str | None = cache.get(key) if cache is not None else None
+        checked: Candidate | None = None  # a merged answer, already through the checks
         source = "cache"
         truncated = False  # (known for the engine's own answers only)
         several = explicit and settings.max_suggestions > 1
@@ -336,14 +337,15 @@ class Completer:
             got = await self.flights.join(snapshot.uri, context, settings, trace) if (
                 settings.merge and not explicit) else None
             waited += (time.perf_counter() - t_merge) * 1000  # waiting on the engine
-            if got is not None and not post.run(got).text and not self.flights.asked_alike(
+            checked = post.run(got) if got is not None else None  # (the answer, if kept)
+            if checked is not None and not checked.text and not self.flights.asked_alike(
                     snapshot.uri, context.at_cursor()):
                 # What the shared generation wrote is no answer here (a fragment, a loop
                 # it ended in): the user is still waiting, so ask the engine afresh with
                 # what was typed since.
                 self.telemetry.count("merged_unusable")
                 trace["join_ended"] = "unusable"
-                got = None
+                got = checked = None
             if got is not None:
                 raw, source = got, "merged"
                 self.telemetry.count("merged")
@@ -390,7 +392,7 @@ class Completer:
                                      result.first_token_ms, 1))
                 raw, source = result.text, "engine"
                 truncated = result.finish_reason == "length"
-        first = post.run(raw, truncated)
+        first = checked if checked is not None else post.run(raw, truncated)
         self._count_checks(first, prefetch)
         if raw and not first.text:  # why nothing shows, for a user reading the log
             log.debug("no suggestion at %s v%d: the %s check left nothing of %r%s",
