@@ -181,9 +181,16 @@ class Flights:
             await asyncio.wait({current.task})
 
     async def join(self, uri: str, context: Context, settings: CompletionSettings,
-                   trace: dict[str, Any]) -> str | None:
+                   trace: dict[str, Any], deadline: int = 0,
+                   cut_whole: Callable[[str], int | None] | None = None) -> str | None:
         """Text for the context's prompt from the document's generation under way, if it
-        has it."""
+        has it.
+
+        Past ``deadline`` ms of waiting (0: none) it answers with what the generation has
+        written that is whole here (``cut_whole``, this request's own checks), as a
+        generation of its own would: the one it joined was asked elsewhere (a keystroke
+        earlier, before Enter) and keeps its own deadline's judgement of that place."""
+        began = time.perf_counter()
         flight = self._by_uri.get(uri)
         if flight is None or flight.task is None:
             return None
@@ -227,6 +234,14 @@ class Flights:
                     return None
                 if flight.done:
                     break
+                if deadline and cut_whole is not None and (
+                        time.perf_counter() - began) * 1000 >= deadline:
+                    rest = text[len(typed):] if kind == "forward" else delta + text
+                    cut = cut_whole(rest)
+                    if cut is not None:
+                        trace["join_ended"] = "deadline"
+                        self.telemetry.count("deadline_answers")
+                        return rest[:cut]
                 if flight.answer is not None and kind == "back":
                     return delta + flight.answer
                 if flight.answer is not None:

@@ -398,6 +398,24 @@ async def test_fake_engine_deadline_cuts_multi_line_at_a_whole_line(tmp_path: Pa
     assert full.source == "engine" and full.text.endswith("return total"), full.reason
 
 
+async def test_fake_engine_a_request_joining_a_generation_keeps_its_own_deadline() -> None:
+    """A prefetch has no deadline; the typing request that joins it has one: past it, the
+    request answers with the whole lines written so far, and the generation goes on."""
+    source = "def f(xs):\n    "
+    raw = " total = 0\n    for x in xs:\n        total += x\n    return total\n"
+    engine = FakeEngine(raw, step_s=0.02)
+    completer = await completer_for(engine, None, deadline_ms=30)
+    prefetch = asyncio.ensure_future(completer.complete(snap(source), len(source),
+                                                        prefetch=True))
+    await engine.streamed(2)
+    typing = await completer.complete(snap(source), len(source))
+    assert typing.source == "merged" and typing.text.startswith("total = 0"), typing
+    assert not typing.text.endswith("return total") and not prefetch.done()
+    assert completer.telemetry.counters["deadline_answers"] == 1
+    assert (await prefetch).text.endswith("return total")
+    assert len(engine.prompts) == 1
+
+
 async def test_fake_engine_explicit_request_has_no_deadline() -> None:
     """The user asked: the whole answer, however slow, and several lines on an empty one."""
     source = "def f(xs):\n    total = 0\n\n    "
