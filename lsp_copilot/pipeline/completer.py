@@ -312,7 +312,7 @@ class Completer:
         post = PostProcessor(Target(
             mode, cursor, snapshot, offset, self.safety, arm_settings.privacy.safety,
             secret=lambda text: self.redactor.holds_secret(
-                text, snapshot.uri, _line_before(snapshot, offset))))
+                text, snapshot.uri, _line_before(snapshot, offset)), typing=not explicit))
         max_tokens = _max_tokens(settings, mode, cursor)
         key = cache_key(engine.info.model, template.name, mode, max_tokens,
                         settings.temperature, context.prompt)

@@ -52,6 +52,9 @@ class Target:
     safety: SafetyChecker | None = None
     level: str = "off"  # the `safety` setting
     secret: Callable[[str], str | None] | None = None  # which secret a text holds, if any
+    # A typing pause, not an explicit request: a block header may come without the body
+    # the model is still writing (``whole.header_alone``); the user asked for the body.
+    typing: bool = False
 
 
 class PostProcessor:
@@ -86,7 +89,8 @@ def _text(p: PostProcessor, c: Candidate) -> Candidate:
 def _whole(p: PostProcessor, c: Candidate) -> Candidate:
     if p.whole is None:
         return c  # no document, or no grammar: nothing says otherwise
-    return replace(c, text=keep_whole_answer(c.text, p.target.mode, p.whole, p.rules))
+    return replace(c, text=keep_whole_answer(c.text, p.target.mode, p.whole, p.rules,
+                                             p.target.typing))
 
 
 def _secret(p: PostProcessor, c: Candidate) -> Candidate:

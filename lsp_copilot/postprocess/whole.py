@@ -5,7 +5,7 @@ line the user is typing, completed by the suggestion, is a whole statement or a 
 header with its body. A fragment cut mid-expression (``self.``, ``for (i, row)``) makes
 the file worse than no suggestion at all. A header alone is whole only on the line the
 user is typing (``header_alone``: its body comes after Enter), never as a line the model
-adds.
+adds; on an empty line only at a typing pause (an explicit request gets the body).
 
 The suffix decides what fits. Around the answer (from the cursor line to the first line
 of the suffix) the file must parse with it inserted: an error there is the answer's, unless
@@ -228,15 +228,16 @@ def opens_block(line: str) -> bool:
     return line.rstrip().endswith(BLOCK_HEADERS)
 
 
-def header_alone(checker: WholeChecker, text: str) -> str:
+def header_alone(checker: WholeChecker, text: str, on_empty_line: bool = False) -> str:
     """The block header that ``text`` completes on the line being typed (its lines up to
     the one that opens the block), when that header is whole with a body under it; else
     "". The user is writing the header (``def f(a,`` typed), and its body comes after
     Enter: offered where the model's body is not whole (comments only, cut by the token
-    limit)."""
+    limit or by the deadline of a typing pause). ``on_empty_line``: also where nothing is
+    typed yet (at a typing pause: the body the model is still writing would come late)."""
     data = checker.snapshot.data
     typed = data[checker.line_start:checker.offset].decode("utf-8", "replace")
-    if not typed.strip() or text[:1] == "\n":
+    if (not typed.strip() and not on_empty_line) or text[:1] == "\n":
         return ""
     rules = language_config(checker.snapshot.grammar)
     lines = text.split("\n")

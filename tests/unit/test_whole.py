@@ -8,7 +8,7 @@ import pytest
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.language.trigger import completion_mode
 from lsp_copilot.pipeline.prompt import cursor_at
-from lsp_copilot.postprocess.checks import finalize
+from lsp_copilot.postprocess.checks import PostProcessor, Target, finalize
 from lsp_copilot.postprocess.stop import stop_rule
 from lsp_copilot.postprocess.whole import WholeChecker, first_line_is_whole
 
@@ -47,6 +47,23 @@ def test_a_header_the_user_is_typing_is_offered_alone_when_no_body_is_whole() ->
     method = "class P:\n    def lrem(self, name,|\n\n    def x(self):\n        pass\n"
     assert _final(method, " value):\n        # a comment\n        # and one more") == " value):"
     assert _final("def f(x):\n    |\n    return x\n", " if x > 1:") == ""
+
+
+def test_at_a_typing_pause_a_header_on_an_empty_line_may_come_without_its_body() -> None:
+    """At a typing pause the model's body may still be coming when the user's pause ends:
+    the header it started on the empty line is shown alone (its body comes after Enter).
+    An explicit request waits for the body: a header alone would leave the file broken."""
+    snap, off = _at("def f(x):\n    |\n    return x\n")
+    cursor = cursor_at(snap, off)
+    raw = " if x > 1:\n        x = ("  # the body, cut mid-statement by the deadline
+
+    def shown(typing: bool) -> str:
+        return PostProcessor(Target("single-line", cursor, snap, off, typing=typing)).run(
+            raw).text
+
+    assert shown(typing=True) == "if x > 1:"
+    assert shown(typing=False) == ""
+    assert _final("def f(x):\n    |\n    return x\n", raw) == ""  # (no typing pause)
 
 
 def test_a_header_is_completed_as_a_block() -> None:
