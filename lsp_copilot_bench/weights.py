@@ -1,5 +1,6 @@
 """`lsp-copilot bench engine --weights bf16,int8`: the same preset with other weights, side
-by side in one run.
+by side in one run. A format followed by ``+compiled`` (``bf16+compiled``) loads with
+torch.compile (``enforceEager`` false) instead of the device's default.
 
 Every format's engine is loaded at once and the holes are taken in turn by each, so that
 whatever else runs on a shared machine slows them alike; the ratios to the first format
@@ -32,15 +33,29 @@ SETTLE_S = 1.5
 1 s after its last step, which would steal a core from the next engine on a small CPU."""
 
 
+COMPILED = "+compiled"
+"""The suffix of a format loaded with torch.compile (``bf16+compiled``)."""
+
+
 def parse_weights(value: str) -> list[str]:
     """``bf16,int8`` -> the formats, checked, in order (the first is the baseline)."""
     formats = [w.strip() for w in value.split(",") if w.strip()]
     for w in formats:
-        if w not in WEIGHT_FORMATS:
-            raise ValueError(f"unknown weights {w!r}; choose from {', '.join(WEIGHT_FORMATS)}")
+        name = w.removesuffix(COMPILED)
+        if name not in WEIGHT_FORMATS:
+            raise ValueError(f"unknown weights {name!r}; choose from "
+                             f"{', '.join(WEIGHT_FORMATS)}, each optionally {COMPILED}")
     if len(formats) < 2 or len(set(formats)) != len(formats):
         raise ValueError("--weights takes two or more different formats, e.g. bf16,int8")
     return formats
+
+
+def _variant(hub: SettingsHub, label: str) -> SettingsHub:
+    """The settings of one format's engine: its weights, no speculation, eager or not."""
+    if label.endswith(COMPILED):
+        return hub.replaced(weights=label.removesuffix(COMPILED), speculative_method="none",
+                            enforce_eager=False)
+    return hub.replaced(weights=label, speculative_method="none")
 
 
 def _cpu_seconds(pids: list[int]) -> float:
@@ -101,6 +116,7 @@ def _summary(run: _Run, base: _Run, holes: list[Hole]) -> dict[str, Any]:
     return {
         "model": run.engine.info.model,
         "quantization": run.engine.info.quantization,
+        "compiled": run.weights.endswith(COMPILED),
         "load_seconds": round(run.load_seconds, 1),
         "decode_tokens_per_s": round(rate, 1) if rate else None,
         "decode_speedup": round(rate / base_rate, 2) if rate and base_rate else None,
@@ -122,8 +138,7 @@ async def bench_weights(corpus: Path, count: int, hub: SettingsHub, formats: lis
     runs: list[_Run] = []
     try:
         for weights in formats:
-            variant = hub.replaced(weights=weights, speculative_method="none")
-            manager, engine, seconds, built = await start_engine(variant)
+            manager, engine, seconds, built = await start_engine(_variant(hub, weights))
             # The engine itself, not the supervisor's view of it: on a busy machine a slow
             # answer is a figure to report, not a deadline to enforce.
             raw = getattr(built, "engine", None) or engine

@@ -143,8 +143,9 @@ def add_commands(sub: Subparsers) -> None:
     bench.add_argument("--model", help=MODEL_HELP)
     bench.add_argument("--weights", metavar="W1,W2",
                        help="engine: compare a preset's weights side by side in one run "
-                       "(bf16,int8 or bf16,int8,int4; the first is the baseline) instead of "
-                       "speculation on and off")
+                       "(bf16,int8 or bf16,int8,int4; the first is the baseline; a format "
+                       "with +compiled loads with torch.compile: bf16,bf16+compiled) instead "
+                       "of speculation on and off")
     bench.add_argument("--language-corpus", action="append", metavar="LANG=PATH",
                        help="context: code of one language for the enclosing-function check "
                        "(go, rust, cpp, java, typescript, python; a folder, .zip or .tgz; "

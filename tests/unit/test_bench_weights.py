@@ -26,6 +26,9 @@ class _Manager:
 
 def test_formats_are_parsed_and_checked() -> None:
     assert bench.parse_weights(" bf16, int8 ") == ["bf16", "int8"]
+    assert bench.parse_weights("bf16,bf16+compiled") == ["bf16", "bf16+compiled"]
+    with pytest.raises(ValueError, match="unknown weights 'bf16\\+fast'"):
+        bench.parse_weights("bf16,bf16+fast")
     with pytest.raises(ValueError, match="unknown weights 'fp4'"):
         bench.parse_weights("bf16,fp4")
     with pytest.raises(ValueError, match="two or more"):
@@ -63,3 +66,18 @@ def test_each_format_runs_every_hole_and_is_compared_with_the_first(
     assert figures["bf16"]["holes"] == 3
     assert figures["int8"]["same_as_first"] == 1.0
     assert figures["int4"]["same_as_first"] == 0.0
+
+
+def test_a_compiled_format_loads_with_torch_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[Settings] = []
+
+    async def start(hub: SettingsHub) -> tuple[Any, FakeEngine, float, None]:
+        started.append(hub.settings)
+        return _Manager(), FakeEngine(" a + b\n", 0.0), 1.0, None
+
+    monkeypatch.setattr(bench, "start_engine", start)
+    monkeypatch.setattr(bench, "SETTLE_S", 0.0)
+    out = asyncio.run(bench.bench_weights(default_corpus(), 2, SettingsHub.of(model="m"),
+                                        ["bf16", "bf16+compiled"]))
+    assert [(s.weights, s.enforce_eager) for s in started] == [("bf16", None), ("bf16", False)]
+    assert [out["weights"][w]["compiled"] for w in ("bf16", "bf16+compiled")] == [False, True]
