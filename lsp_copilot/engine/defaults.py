@@ -61,7 +61,8 @@ def enforce_eager(settings: EngineSettings, device: str) -> Choice:
     if device == "cuda":
         return Choice(False, "CUDA graphs and torch.compile: the fastest small-batch decode "
                       "(loading takes longer once, then compiled graphs are cached)")
-    return Choice(True, "CPU: torch.compile would add minutes to every load for ~20% speed")
+    return Choice(True, "CPU: torch.compile adds about 2 minutes to every load for 1.4-1.9x "
+                  "decode speed (docs/models.md)")
 
 
 def gpu_memory_utilization(settings: EngineSettings, device: str, shape: ModelShape | None,
