@@ -22,7 +22,9 @@ class CompletionSettings:
         300,
         "A generation still running this long after it started stops at its next line end "
         "where the answer is whole, never mid-line (as llama.cpp's t_max_predict_ms); such "
-        "answers are not cached. Explicit requests have none. 0: no deadline.",
+        "answers are not cached. A request that joined a generation under way answers this "
+        "long after it joined with what is whole at its own cursor (a block header alone on "
+        "an empty line, its body after Enter). Explicit requests have none. 0: no deadline.",
         int_range(0, 600_000),
     )
     temperature: float = setting(
