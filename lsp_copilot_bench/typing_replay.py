@@ -436,8 +436,9 @@ def split_scripts(corpus: Path, split: str, keystrokes: int, seed: int) -> list[
 
 
 def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
-        model: str | None = None, seed: int = 1, split: str | None = None
-        ) -> list[dict[str, Any]]:
+        model: str | None = None, seed: int = 1, split: str | None = None,
+        settings: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """``settings``: editor settings for both configurations (``--settings``)."""
     packages = [name for name, _ in split_corpora(corpus, split)] if split else []
     if split:  # a package with no function to type still gets its (empty) entry
         scripts, source = split_scripts(corpus, split, keystrokes, seed), corpus / split
@@ -445,7 +446,7 @@ def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
         scripts, source = make_scripts(corpus, keystrokes, seed), corpus
     root = cache_dir / "workspace"
     workspace_without_answers(source, scripts, root)
-    chosen = {"model": model} if model else {}
+    chosen = {**(settings or {}), **({"model": model} if model else {})}
 
     async def both(env: dict[str, str]) -> list[Run]:
         naive = await _replay("naive", {**NAIVE, **chosen}, scripts, root, cache_dir / "naive",
@@ -456,6 +457,8 @@ def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
     with private_runtime() as env:  # (both share its engines; none stays loaded after)
         runs = asyncio.run(both(env))
     rows = [_summary(r, scripts, split, packages) for r in runs]
+    for row in rows:
+        row["settings"] = settings or {}  # what both configurations were given
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "bench-typing.json").write_text(json.dumps(rows, indent=2))
     for r in runs:  # the server's per-request trace: timings and counts, no text

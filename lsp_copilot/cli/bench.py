@@ -12,10 +12,30 @@ from typing import Any
 from lsp_copilot.cli.options import MODEL_HELP, Subparsers
 
 
+def typing_settings(value: str | None, what: str) -> dict[str, Any]:
+    """``--settings``: editor settings (JSON) for both of bench typing's configurations,
+    checked as the server checks them, so that a typo stops the run before any engine."""
+    if value is None:
+        return {}
+    if what != "typing":
+        raise SystemExit("error: --settings is for `bench typing`")
+    try:
+        raw = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"error: --settings is not JSON: {exc}") from None
+    from lsp_copilot.settings.core import parse_settings
+
+    _, errors = parse_settings(raw)
+    if errors:
+        raise SystemExit("error: --settings: " + "; ".join(errors))
+    return dict(raw)
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from lsp_copilot_bench import main as bench
 
     result: Any
+    settings = typing_settings(args.settings, args.what)
     if args.split:
         if args.what not in ("quality", "typing"):
             raise SystemExit("error: --split applies to bench quality and bench typing")
@@ -80,7 +100,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         with tempfile.TemporaryDirectory(prefix="lsp-copilot-bench-") as tmp:
             result = bench_typing.run(args.corpus or bench.default_corpus(), args.keystrokes,
-                                      args.out, Path(tmp), args.model, args.seed, args.split)
+                                      args.out, Path(tmp), args.model, args.seed, args.split,
+                                      settings)
         print(f"wrote {args.out / 'bench-typing.json'} and {args.out / 'bench-typing.png'}",
               file=sys.stderr)
         if not args.json:
@@ -146,6 +167,9 @@ def add_commands(sub: Subparsers) -> None:
                        "(bf16,int8 or bf16,int8,int4; the first is the baseline; a format "
                        "with +compiled loads with torch.compile: bf16,bf16+compiled) instead "
                        "of speculation on and off")
+    bench.add_argument("--settings", metavar="JSON",
+                       help="typing: settings for both configurations, as an editor sends "
+                       "them, e.g. '{\"enforceEager\": false}'")
     bench.add_argument("--language-corpus", action="append", metavar="LANG=PATH",
                        help="context: code of one language for the enclosing-function check "
                        "(go, rust, cpp, java, typescript, python; a folder, .zip or .tgz; "

@@ -68,3 +68,19 @@ def test_cli_split_without_its_folder_stops_before_the_engine(tmp_path: Path) ->
     args = build_parser().parse_args(["bench", "engine", "--split", "tune"])
     with pytest.raises(SystemExit, match="applies to bench quality and bench typing"):
         cmd_bench(args)
+
+
+def test_cli_typing_settings_are_checked_before_any_engine() -> None:
+    from lsp_copilot.cli.bench import cmd_bench, typing_settings
+    from lsp_copilot.cli.main import build_parser
+
+    assert typing_settings('{"enforceEager": false}', "typing") == {"enforceEager": False}
+    assert typing_settings(None, "engine") == {}
+    for bad, message in (('{"enforceEagre": false}', "enforceEagre"),
+                         ('{"deadlineMs": -1}', "deadlineMs"),
+                         ("[1]", "JSON object"), ("{", "not JSON")):
+        with pytest.raises(SystemExit, match=message):
+            typing_settings(bad, "typing")
+    args = build_parser().parse_args(["bench", "engine", "--settings", "{}"])
+    with pytest.raises(SystemExit, match="--settings is for `bench typing`"):
+        cmd_bench(args)
