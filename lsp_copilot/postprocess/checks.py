@@ -64,7 +64,7 @@ class PostProcessor:
         self.target = target
         snapshot = target.snapshot
         self.rules = language_config(snapshot.grammar if snapshot is not None else None)
-        self.whole = (WholeChecker(snapshot, target.offset)
+        self.whole = (WholeChecker(snapshot, target.offset, typing=target.typing)
                       if snapshot is not None and target.offset is not None else None)
 
     def run(self, raw: str, truncated: bool = False, until: str = "") -> Candidate:
@@ -89,8 +89,7 @@ def _text(p: PostProcessor, c: Candidate) -> Candidate:
 def _whole(p: PostProcessor, c: Candidate) -> Candidate:
     if p.whole is None:
         return c  # no document, or no grammar: nothing says otherwise
-    return replace(c, text=keep_whole_answer(c.text, p.target.mode, p.whole, p.rules,
-                                             p.target.typing))
+    return replace(c, text=keep_whole_answer(c.text, p.target.mode, p.whole, p.rules))
 
 
 def _secret(p: PostProcessor, c: Candidate) -> Candidate:

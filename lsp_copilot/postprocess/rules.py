@@ -52,14 +52,12 @@ def clean_text(text: str, mode: Mode, cursor: Cursor, rules: LanguageConfig,
     return cleanup.trim(text)
 
 
-def keep_whole_answer(text: str, mode: Mode, whole: WholeChecker, rules: LanguageConfig,
-                      typing: bool = False) -> str:
+def keep_whole_answer(text: str, mode: Mode, whole: WholeChecker, rules: LanguageConfig
+                      ) -> str:
     """``text`` as much of it as is whole in the document (see ``syntax.keep_whole``); a
-    multi-line answer ends where the block it fills ends. ``typing``: at a typing pause a
-    block header may come alone also on an empty line."""
-    text = syntax.keep_whole(text, whole, typing)
+    multi-line answer ends where the block it fills ends."""
+    text = syntax.keep_whole(text, whole)
     if mode == "multi-line" and text:
         block = syntax.cut_at_block_end(text, whole.insertion, rules)
-        text = block if block == text else syntax.keep_whole(cleanup.trim(block), whole,
-                                                             typing)
+        text = block if block == text else syntax.keep_whole(cleanup.trim(block), whole)
     return cleanup.trim(text)

@@ -35,12 +35,11 @@ def cut_at_block_end(text: str, insertion: Insertion, rules: LanguageConfig) -> 
     return inserted[: end - offset].decode("utf-8", "ignore").rstrip()
 
 
-def keep_whole(text: str, checker: WholeChecker, header_on_empty_line: bool = False) -> str:
+def keep_whole(text: str, checker: WholeChecker) -> str:
     """Nothing that leaves the file worse than before the line was typed: an answer keeps
     its longest run of whole lines that is whole (not an unclosed string, a header with
     no body, C comments in Python), or the block header it completes on the typed line
-    (whose body comes next; see ``header_alone`` for ``header_on_empty_line``), or is not
-    shown."""
+    (whose body comes next), or is not shown."""
     if checker.is_whole(text):
         return text
     lines = text.split("\n")
@@ -48,4 +47,4 @@ def keep_whole(text: str, checker: WholeChecker, header_on_empty_line: bool = Fa
         head = "\n".join(lines[:end]).rstrip()
         if head.strip() and checker.is_whole(head):
             return head
-    return header_alone(checker, text, header_on_empty_line)
+    return header_alone(checker, text)

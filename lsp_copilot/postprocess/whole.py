@@ -115,9 +115,10 @@ class WholeChecker:
     each text inserted and parsed once by ``insertion``, which other checks share)."""
 
     def __init__(self, snapshot: Snapshot, offset: int,
-                 insertion: Insertion | None = None) -> None:
+                 insertion: Insertion | None = None, typing: bool = False) -> None:
         self.snapshot = snapshot
         self.offset = offset
+        self.typing = typing  # a typing pause, not an explicit request (``header_alone``)
         self.insertion = insertion or Insertion(snapshot, offset)
         self._baseline: int | None = None
         self._baseline_error_starts: set[int] = set()
@@ -228,16 +229,16 @@ def opens_block(line: str) -> bool:
     return line.rstrip().endswith(BLOCK_HEADERS)
 
 
-def header_alone(checker: WholeChecker, text: str, on_empty_line: bool = False) -> str:
+def header_alone(checker: WholeChecker, text: str) -> str:
     """The block header that ``text`` completes on the line being typed (its lines up to
     the one that opens the block), when that header is whole with a body under it; else
     "". The user is writing the header (``def f(a,`` typed), and its body comes after
     Enter: offered where the model's body is not whole (comments only, cut by the token
-    limit or by the deadline of a typing pause). ``on_empty_line``: also where nothing is
-    typed yet (at a typing pause: the body the model is still writing would come late)."""
+    limit or by the deadline of a typing pause). At a typing pause also where nothing is
+    typed yet: the body the model is still writing would come late."""
     data = checker.snapshot.data
     typed = data[checker.line_start:checker.offset].decode("utf-8", "replace")
-    if (not typed.strip() and not on_empty_line) or text[:1] == "\n":
+    if (not typed.strip() and not checker.typing) or text[:1] == "\n":
         return ""
     rules = language_config(checker.snapshot.grammar)
     lines = text.split("\n")
