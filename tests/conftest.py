@@ -19,6 +19,9 @@ OWN_FOLDER = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # No background compile of the typing engine (two minutes of both cores) under tests
+    # that time what they do; the one test of it sets this to 1.
+    os.environ.setdefault("LSP_COPILOT_COMPILE_LATER", "0")
     if os.environ.get(RUNTIME_DIR):  # the caller chose (and stops) them
         return
     folder = tempfile.mkdtemp(prefix="lc-rt-")

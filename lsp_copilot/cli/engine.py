@@ -6,8 +6,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import sys
+from collections.abc import Callable
 
 from lsp_copilot.cli.options import Subparsers, group
+
+COMPILE_LATER_ENV = "LSP_COPILOT_COMPILE_LATER"
+"""``0``: no engine builds a compiled copy of itself (the tests set it: a background
+compile would take both cores from tests that time what they do)."""
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -57,8 +64,24 @@ def cmd_stop(args: argparse.Namespace) -> int:
     return 0
 
 
+def compiled_copy(args: argparse.Namespace, fields: dict[str, object]
+                  ) -> Callable[[int], list[str]]:
+    """The command of this engine's compiled copy, given the inode of the socket it is to
+    take over (engine/shared/handoff.py)."""
+
+    def command(inode: int) -> list[str]:
+        return [sys.executable, "-m", "lsp_copilot", "engine", "host", "--name", args.name,
+                "--label", args.label, "--settings", json.dumps(fields | {
+                    "enforceEager": False}), "--idle-minutes", str(args.idle_minutes),
+                "--replaces", str(inode)]
+
+    return command
+
+
 def cmd_host(args: argparse.Namespace) -> int:
     """Serve one engine until it is stopped or idle; never returns to a caller."""
+    from lsp_copilot.engine import defaults
+    from lsp_copilot.engine.device import detect
     from lsp_copilot.engine.factory import embedded_engine
     from lsp_copilot.engine.shared.host import detach, serve
     from lsp_copilot.engine.shared.runtime import EnginePlace, private_dir
@@ -66,15 +89,21 @@ def cmd_host(args: argparse.Namespace) -> int:
     from lsp_copilot.settings.core import parse_settings
     from lsp_copilot.tokens import TokenCounters
 
-    settings, problems = parse_settings(json.loads(args.settings))
+    fields = json.loads(args.settings)
+    settings, problems = parse_settings(fields)
     if problems:
         raise SystemExit("error: " + "; ".join(problems))
+    setup = settings.engine_setup
     place = EnginePlace(private_dir(), args.name)
+    later = defaults.compile_later(setup.engine, detect(setup.engine.device).device).value
+    later = later and os.environ.get(COMPILE_LATER_ENV) != "0"
     detach()
     counters = TokenCounters()
-    code = asyncio.run(serve(place, settings.engine_setup, args.label, args.idle_minutes,
+    code = asyncio.run(serve(place, setup, args.label, args.idle_minutes,
                              lambda s, report: embedded_engine(s, report, counters,
-                                                               inprocess=True)))
+                                                               inprocess=True),
+                             compiled_copy=compiled_copy(args, fields) if later else None,
+                             replaces=args.replaces))
     exit_now(code)  # with the EngineCore: nothing of this engine outlives it
     return code
 
@@ -92,4 +121,7 @@ def add_commands(sub: Subparsers) -> None:
     host.add_argument("--label", required=True)
     host.add_argument("--settings", required=True, help="engine settings, JSON")
     host.add_argument("--idle-minutes", type=float, default=15.0)
+    host.add_argument("--replaces", type=int, default=None,
+                      help="load as the compiled copy of the engine whose socket has this "
+                      "inode, and take that socket over once ready")
     host.set_defaults(func=cmd_host)

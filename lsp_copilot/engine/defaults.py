@@ -18,6 +18,7 @@ from typing import Any
 
 from lsp_copilot.engine.device import GpuInfo
 from lsp_copilot.engine.fit import MAX_UTILIZATION, ModelShape, utilization_for
+from lsp_copilot.models.presets import typing_preset
 from lsp_copilot.settings.engine import EngineSettings
 
 CPU_BLOCK_SIZE = 32
@@ -63,6 +64,22 @@ def enforce_eager(settings: EngineSettings, device: str) -> Choice:
                       "(loading takes longer once, then compiled graphs are cached)")
     return Choice(True, "CPU: torch.compile adds about 2 minutes to every load for 1.4-1.9x "
                   "decode speed (docs/models.md)")
+
+
+def compile_later(settings: EngineSettings, device: str) -> Choice:
+    """Whether a shared engine that loaded eager builds a compiled copy of itself in the
+    background and hands its socket over to it (engine/shared/host.py)."""
+    if settings.enforce_eager is not None:
+        return Choice(False, "enforceEager set: the engine stays as loaded")
+    if device != "cpu":
+        return Choice(False, "compiled from the start")
+    typing = typing_preset(device)
+    if typing is None or settings.model != typing.name:
+        return Choice(False, "CPU: the code model in bf16 decodes only about 6% faster "
+                      "compiled, not worth 2 minutes of both cores (docs/models.md)")
+    return Choice(True, "CPU, the typing model: it answers at once eager, then a compiled "
+                  "copy (about 1.5x the decode speed) takes over after a load of about 2 "
+                  "minutes in the background")
 
 
 def gpu_memory_utilization(settings: EngineSettings, device: str, shape: ModelShape | None,

@@ -156,6 +156,47 @@ async def test_a_killed_shared_engine_comes_back_for_both_servers(tmp_path: Path
                    check=True, timeout=120)
 
 
+async def test_the_typing_engine_hands_over_to_its_compiled_copy_without_losing_a_call(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a CPU the typing model loads eager, then a torch.compile'd copy of it loads in
+    the background and takes its socket over: the server's calls keep answering through
+    the move, no engine restarts, and the eager engine exits."""
+    if ON_CUDA:
+        pytest.skip("a CUDA engine is compiled from the start")
+    monkeypatch.setenv("LSP_COPILOT_COMPILE_LATER", "1")
+    options = {**FAST, "routes": {}, "model": "smollm2-135m", "engineNiceness": 6}
+    client = await serve(options, root=tmp_path)
+    mine = [e for e in shared_engines() if client._server.pid in e["client_pids"]]  # type: ignore[union-attr]
+    assert len(mine) == 1 and mine[0]["compiled"] is False, mine
+    eager = mine[0]
+    answers, moved = 0, None
+    deadline = time.monotonic() + 900
+    while moved is None:
+        assert time.monotonic() < deadline, f"no compiled copy took over: {shared_engines()}"
+        now = [e for e in shared_engines() if e["name"] == eager["name"]]
+        if now and now[0]["compiled"]:
+            moved = now[0]
+        elif now and now[0]["successor"].startswith("compiling"):
+            # Calls while the copy compiles and when it takes over: each answered.
+            assert await asyncio.wait_for(_suggest(client, tmp_path, f"c{answers}.py"), 120)
+            answers += 1
+        else:  # waiting for a quiet CPU: calls now would keep it busy
+            assert "exited" not in now[0]["successor"], now
+            await asyncio.sleep(1)
+    assert await _suggest(client, tmp_path, "after.py"), "the copy answers"
+    assert moved["pid"] != eager["pid"]
+    with contextlib.suppress(psutil.NoSuchProcess):
+        psutil.Process(eager["pid"]).wait(120)  # its server moved: the eager engine left
+    after = [e for e in shared_engines() if e["name"] == eager["name"]]
+    assert len(after) == 1 and after[0]["compiled"] and after[0]["clients"] == 1, after
+    s = plain(await stats(client))
+    assert s["engine_state"] == "ready" and not s.get("engine_restarts"), s
+    print(f"{answers} calls answered while the copy compiled")
+    await _stop(client)
+    subprocess.run([sys.executable, "-m", "lsp_copilot", "engine", "stop", eager["name"]],
+                   check=True, timeout=120)
+
+
 @pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as a second user")
 async def test_another_user_cannot_reach_the_engine(tmp_path: Path) -> None:
     client = await serve(FAST, root=tmp_path)

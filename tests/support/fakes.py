@@ -4,6 +4,8 @@ fail or hang on command, and the parts of vLLM the embedded engine touches."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from lsp_copilot.engine.base import Engine, EngineInfo, EngineRequest, EngineResult
@@ -81,6 +83,23 @@ class FakeEngine(Engine):
 
     async def shutdown(self) -> None:
         pass
+
+
+
+class StreamingFake(FakeEngine):
+    """FakeEngine that shows each step to the host's ``watch`` (as VllmEngine does)."""
+
+    async def generate(self, request: EngineRequest,  # type: ignore[override]
+                       watch: Callable[[str, EngineResult], None] | None = None,
+                       ) -> EngineResult:
+        inner = request.stop_at
+
+        def seen(text: str) -> int | None:
+            if watch is not None:
+                watch(text, EngineResult(generated_tokens=len(text)))
+            return inner(text) if inner is not None else None
+
+        return await super().generate(replace(request, stop_at=seen))
 
 
 class SeededEngine(FakeEngine):

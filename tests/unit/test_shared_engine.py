@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lsp_copilot.engine.base import EngineDown, EngineRequest, EngineResult
+from lsp_copilot.engine.base import EngineDown, EngineRequest
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.shared import host as host_mod
 from lsp_copilot.engine.shared.client import SharedEngine
@@ -29,24 +29,7 @@ from lsp_copilot.engine.shared.runtime import (
 )
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.tokens import TokenCounters
-from tests.support.fakes import FakeEngine
-
-
-class StreamingFake(FakeEngine):
-    """FakeEngine that shows each step to the host's ``watch`` (as VllmEngine does)."""
-
-    async def generate(self, request: EngineRequest,  # type: ignore[override]
-                       watch: Callable[[str, EngineResult], None] | None = None,
-                       ) -> EngineResult:
-        inner = request.stop_at
-
-        def seen(text: str) -> int | None:
-            if watch is not None:
-                watch(text, EngineResult(generated_tokens=len(text)))
-            return inner(text) if inner is not None else None
-
-        from dataclasses import replace
-        return await super().generate(replace(request, stop_at=seen))
+from tests.support.fakes import FakeEngine, StreamingFake
 
 
 @pytest.fixture

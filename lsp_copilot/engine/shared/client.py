@@ -204,11 +204,14 @@ class SharedEngine(Engine):
         self._pending: dict[str, asyncio.Queue[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
         self._closed: str | None = None
+        self._moved = False  # the engine handed its socket over: reconnect when idle
         self._stats: dict[str, int] = {}
 
     async def _connection(self) -> asyncio.StreamWriter:
         if self._closed is not None:
             raise EngineDown(self._closed)
+        if self._moved and not self._pending:
+            await self._leave_old()
         if self._writer is None:
             try:
                 reader, writer = await asyncio.open_unix_connection(
@@ -220,6 +223,16 @@ class SharedEngine(Engine):
             self._writer = writer
             self._reader_task = asyncio.ensure_future(self._read(reader))
         return self._writer
+
+    async def _leave_old(self) -> None:
+        """The engine moved (its compiled copy took the socket over) and no call is left on
+        the old connection: the next one connects to the socket, which is the copy's."""
+        self._moved = False
+        writer, self._writer = self._writer, None
+        if self._reader_task is not None:
+            self._reader_task.cancel()
+        if writer is not None:
+            writer.close()
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
         reason = "the shared engine closed the connection"
@@ -236,11 +249,18 @@ class SharedEngine(Engine):
                 queue = self._pending.get(str(message.get("id")))
                 if queue is not None:
                     queue.put_nowait(message)
-                elif message["op"] == "state" and message.get("state") != "ready":
+                elif message["op"] == "moved":
+                    self._moved = True
+                elif message["op"] == "state" and message.get("state") == "ready":
+                    self.pid = message.get("pid", self.pid)  # the copy, after a move
+                elif message["op"] == "state":
                     reason = f"the shared engine is {message.get('state')}"
         except (ConnectionError, ValueError) as exc:
             reason = f"the shared engine's connection failed: {exc}"
-        self._closed = reason
+        if self._moved:  # the old engine left before its calls ended: they are lost, the
+            self._writer = None  # next call goes to the copy
+        else:
+            self._closed = reason
         for queue in self._pending.values():
             queue.put_nowait({"op": "closed", "message": reason})
 

@@ -23,11 +23,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from lsp_copilot.engine.base import Engine, EngineResult
 from lsp_copilot.engine.failures import explain_failure
-from lsp_copilot.engine.shared import wire
+from lsp_copilot.engine.shared import handoff, wire
 from lsp_copilot.engine.shared.runtime import EnginePlace, same_user
 from lsp_copilot.settings.layers import EngineSetup
 
@@ -46,6 +47,11 @@ UNUSED_AFTER_S = 2.0
 """No server for this long: another engine's start may stop this one to make room. (A
 server attaches, then reconnects for its requests: a gap of milliseconds.)"""
 BUSY_SHARE = 0.05
+MOVE_LIMIT_S = 60.0
+"""Servers told the engine moved finish their calls and reconnect within this long; the
+old engine then exits even if one has not (its calls end, its server reattaches)."""
+HANDOFF_CHECK_S = 1.0
+"""How often an engine whose compiled copy is loading checks whether it took over."""
 
 
 def process_tree_cpu(pid: int) -> float:
@@ -94,8 +100,9 @@ class EngineHost:
 
     def __init__(self, place: EnginePlace, settings: EngineSetup, label: str,
                  idle_minutes: float, load: Callable[[EngineSetup, Callable[[str], None]], Engine],
-                 ) -> None:
+                 *, linger: bool = True) -> None:
         self.place, self.settings, self.label = place, settings, label
+        self.linger = linger  # a failed start waits for a server to read why
         self.idle_s = idle_minutes * 60
         self._load = load
         self.engine: Engine | None = None
@@ -108,6 +115,10 @@ class EngineHost:
         self._told = asyncio.Event()  # a server has read why the start failed
         self._log_size = 0
         self.socket_inode: int | None = None  # of the socket bound for it
+        self.socket_path = place.socket  # where it listens (a successor: next_socket first)
+        self.successor_started = False  # its compiled copy (engine/shared/handoff.py)
+        self.successor_planned = False
+        self._moved_at: float | None = None
 
     # -- the load ----------------------------------------------------------------------
 
@@ -125,7 +136,7 @@ class EngineHost:
         except Exception as exc:
             log.exception("the shared engine failed to start")
             self._set_state("failed", explain_failure(exc))
-            if not self._clients:  # the server that started it connects a moment later
+            if not self._clients and self.linger:  # its starter connects a moment later
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._told.wait(), FAILED_LINGER_S)
             self._done.set()
@@ -295,30 +306,69 @@ class EngineHost:
                 "client_pids": [c.pid for c, _ in self._clients.values()],
                 "memory_mb": round(process_tree_rss(os.getpid()) / 2**20),
                 "idle_s": round(idle, 1), "idle_limit_s": self.idle_s,
-                "uptime_s": round(time.time() - self.started, 1)}
+                "uptime_s": round(time.time() - self.started, 1),
+                "compiled": self.settings.engine.enforce_eager is False,
+                "successor": handoff.describe(self.place, self.successor_started,
+                                              self.successor_planned)}
 
     async def run_until_done(self) -> None:
         """Until stopped, failed (after telling the waiting servers) or idle too long."""
         while not self._done.is_set():
+            check = HANDOFF_CHECK_S if self.successor_started else IDLE_CHECK_S
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._done.wait(), IDLE_CHECK_S)
+                await asyncio.wait_for(self._done.wait(), check)
             if self._idle_since is not None and (
                     time.monotonic() - self._idle_since >= self.idle_s):
                 log.info("no server for %g minutes: the shared engine exits", self.idle_s / 60)
                 break
-            if not self._clients and not self.owns_socket():
+            if not self.owns_socket() and self._moved():
                 log.warning("another engine took %s: this one exits", self.place.socket)
                 break
+
+    def _moved(self) -> bool:
+        """Another engine took the socket (this one's compiled copy, or a start that found
+        this one not answering): its servers move there, then this one may exit."""
+        if not self._clients:
+            return True
+        now = time.monotonic()
+        if self._moved_at is None:
+            self._moved_at = now
+            self._broadcast({"op": "moved"})  # each finishes its calls, then reconnects
+        return now - self._moved_at >= MOVE_LIMIT_S
+
+    async def compile_later(self, command: Callable[[int], list[str]]) -> None:
+        """Once loaded and the CPU is quiet: a compiled copy of this engine loads in the
+        background and takes the socket over (engine/shared/handoff.py)."""
+        self.successor_planned = True
+        if self.engine is None or self.socket_inode is None:
+            return
+        if await handoff.quiet_cpu(self._done):
+            self.successor_started = await asyncio.to_thread(
+                handoff.start, self.place, command(self.socket_inode))
+            if not self.successor_started:
+                log.warning("the compiled copy did not open its socket: this engine stays")
+                self.successor_planned = False
+
+    def take_over(self, replaces: int) -> None:
+        """This engine is the compiled copy: its socket becomes the one servers find."""
+        if self.engine is None:
+            self._done.set()  # failed to load: the engine it was to replace stays
+        elif handoff.take_over(self.place, self.socket_path, replaces):
+            self.socket_path = self.place.socket
+        else:
+            self._done.set()
 
     def owns_socket(self) -> bool:
         """Whether servers still find this engine: its socket may have been replaced (a
         start that found it not answering) or removed; then nobody new can attach."""
         try:
-            return self.place.socket.stat().st_ino == self.socket_inode
+            return self.socket_path.stat().st_ino == self.socket_inode
         except OSError:
             return False
 
     async def close(self) -> None:
+        if self.successor_started and self.owns_socket():  # a copy not yet in its place
+            await asyncio.to_thread(handoff.stop, self.place)
         for client, writer in list(self._clients.values()):
             for task in client.tasks.values():
                 task.cancel()
@@ -341,17 +391,19 @@ def _stderr_size() -> int:
         return 0
 
 
-def bind(place: EnginePlace) -> socket.socket:
-    """The engine's socket, 0600 from the start (no window where others could connect)."""
+def bind(place: EnginePlace, path: Path | None = None) -> socket.socket:
+    """The engine's socket (or ``path``), 0600 from the start (no window where others
+    could connect)."""
+    path = path or place.socket
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
         with contextlib.suppress(FileNotFoundError):
-            place.socket.unlink()  # stale: the starter found nobody answering it
-        sock.bind(str(place.socket))
+            path.unlink()  # stale: the starter found nobody answering it
+        sock.bind(str(path))
     finally:
         os.umask(old)
-    os.chmod(place.socket, 0o600)
+    os.chmod(path, 0o600)
     sock.listen(64)
     return sock
 
@@ -372,17 +424,31 @@ def detach() -> None:
 
 
 async def serve(place: EnginePlace, settings: EngineSetup, label: str, idle_minutes: float,
-                load: Callable[[EngineSetup, Callable[[str], None]], Engine]) -> int:
+                load: Callable[[EngineSetup, Callable[[str], None]], Engine], *,
+                compiled_copy: Callable[[int], list[str]] | None = None,
+                replaces: int | None = None) -> int:
+    """``compiled_copy``: the command of a compiled copy of this engine, given the inode of
+    its socket, to start once loaded; ``replaces``: this engine is such a copy, listening
+    on ``place.next_socket`` until it takes over the socket of that inode."""
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # stacks of a hung load
     os.environ.setdefault("PYTHONFAULTHANDLER", "1")  # and of the EngineCore on SIGABRT
-    sock = bind(place)
-    host = EngineHost(place, settings, label, idle_minutes, load)
-    host.socket_inode = place.socket.stat().st_ino
+    path = place.socket if replaces is None else place.next_socket
+    sock = bind(place, path)
+    host = EngineHost(place, settings, label, idle_minutes, load, linger=replaces is None)
+    host.socket_path, host.socket_inode = path, path.stat().st_ino
     server = await asyncio.start_unix_server(host.handle, sock=sock, limit=wire.MAX_LINE)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, host._done.set)
-    loader = asyncio.ensure_future(host.load())
+
+    async def load_then_hand_over() -> None:
+        await host.load()
+        if replaces is not None:
+            host.take_over(replaces)
+        elif compiled_copy is not None:
+            await host.compile_later(compiled_copy)
+
+    loader = asyncio.ensure_future(load_then_hand_over())
     try:
         await host.run_until_done()
     finally:
@@ -390,7 +456,7 @@ async def serve(place: EnginePlace, settings: EngineSetup, label: str, idle_minu
         # one going away (not the socket of another engine that replaced this one).
         if host.owns_socket():
             with contextlib.suppress(FileNotFoundError):
-                place.socket.unlink()
+                host.socket_path.unlink()
         guard = threading.Timer(CLOSE_LIMIT_S, _kill_group)  # a shutdown that hangs
         guard.daemon = True
         guard.start()

@@ -89,6 +89,12 @@ class EnginePlace:
         return self.folder / f"{self.name}.sock"
 
     @property
+    def next_socket(self) -> Path:
+        """Where a compiled copy of the engine listens while it loads, before it takes the
+        socket over (not ``*.sock``: `engine status` lists only engines servers can reach)."""
+        return self.folder / f"{self.name}.sock.next"
+
+    @property
     def lock(self) -> Path:
         """Held by the server that starts (or restarts) the engine: one start at a time."""
         return self.folder / f"{self.name}.lock"

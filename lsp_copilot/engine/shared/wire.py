@@ -5,7 +5,8 @@ Servers send ``hello``, ``generate``, ``abort``, ``health``, ``status`` and ``st
 answers with ``state`` (loading, ready, failed), ``progress``, ``tick`` (a silent sign that
 a load moves), ``text`` (a generation so far), ``done``, ``aborted`` (with the engine's
 counters, for a generation the server cut; ``stats`` brings them again a moment later),
-``error`` and replies keyed by the request's ``id``. Only generation crosses the socket:
+``error``, ``moved`` (a compiled copy took the socket over: finish the calls under way,
+then reconnect) and replies keyed by the request's ``id``. Only generation crosses the socket:
 prompts, cutting and everything the pipeline decides stay in each server (``stop_at`` is
 never sent: the server applies it to the streamed text and aborts).
 """
