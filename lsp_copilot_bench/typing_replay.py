@@ -36,7 +36,7 @@ from lsp_copilot.telemetry import percentile
 from lsp_copilot_bench.corpus import python_files, split_corpora
 from lsp_copilot_bench.metrics import median, share
 from lsp_copilot_bench.pauses import corpus_figures, pause_figures, score_pause, whole
-from lsp_copilot_bench.runtime import private_runtime
+from lsp_copilot_bench.runtime import compiled_in_place, private_runtime
 
 NAIVE = {"debounceMode": "off", "merge": False, "typingThrough": False, "cache": False,
          "prefetch": False}
@@ -217,6 +217,8 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
         await asyncio.sleep(0.5)
     if s["engine_state"] != "ready":
         raise SystemExit(f"engine failed: {s['engine_error']}")
+    if await compiled_in_place(env or dict(os.environ)):  # the counters of the engine now
+        s = _plain(await client.protocol.send_request_async(STATS, {}))
     run = Run(name)
     before = s
     ids = iter(range(1, 10**9))

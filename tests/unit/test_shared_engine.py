@@ -249,20 +249,22 @@ async def test_a_new_engine_stops_only_the_engines_no_server_uses(served: Any,
 
 async def test_an_engine_whose_socket_was_taken_exits_once_its_servers_left(
         served: Any, monkeypatch: Any) -> None:
-    host, _engine, place = served
+    host, engine, place = served
     monkeypatch.setattr(host_mod, "IDLE_CHECK_S", 0.01)
     host.socket_inode = place.socket.stat().st_ino
     client = _client(host, place)
-    await client.warm_up()
-    await asyncio.wait_for(_attached(host, 1), 5)
+    engine.step_s = 0.1
+    call = asyncio.ensure_future(client.generate(EngineRequest("r", "x", 8)))
+    await asyncio.wait_for(engine.started.wait(), 5)
     place.socket.unlink()
     bind(place).close()  # another engine's socket at the same path
     assert not host.owns_socket()
     run = asyncio.ensure_future(host.run_until_done())
     await asyncio.sleep(0.05)
-    assert not run.done()  # a server still uses it
-    await client.shutdown()
+    assert not run.done()  # a server still has a call here: told to move after it
+    assert (await asyncio.wait_for(call, 5)).text.startswith("return")
     await asyncio.wait_for(run, 5)
+    await client.shutdown()
 
 
 async def test_a_start_that_fails_at_once_waits_for_its_server_to_read_why(

@@ -67,10 +67,10 @@ async def test_servers_finish_their_calls_then_move_to_the_compiled_copy(
     assert new.owns_socket() and not old.owns_socket()
 
     assert (await asyncio.wait_for(call, 5)).text == "eager answer"  # not cut by the move
+    await asyncio.wait_for(running, 5)  # its server left when idle: the old engine exits
     assert (await client.generate(EngineRequest("b", "y", 16))).text == "copy"
     assert [r.request_id[-1] for r in compiled.requests] == ["b"]
-    await asyncio.wait_for(running, 5)  # its server left: the old engine exits
-    assert new.status()["clients"] == 1
+    assert new.status()["clients"] == 1 and client.pid == os.getpid()  # the copy's pid
     await client.shutdown()
     for host, server in ((old, old_server), (new, new_server)):
         server.close()

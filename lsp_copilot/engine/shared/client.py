@@ -224,6 +224,12 @@ class SharedEngine(Engine):
             self._reader_task = asyncio.ensure_future(self._read(reader))
         return self._writer
 
+    def _move_if_idle(self) -> None:
+        """The engine moved: with no call left on the old connection, end it now (the old
+        engine may exit; the next call connects to the copy)."""
+        if self._moved and not self._pending and self._writer is not None:
+            self._writer.close()
+
     async def _leave_old(self) -> None:
         """The engine moved (its compiled copy took the socket over) and no call is left on
         the old connection: the next one connects to the socket, which is the copy's."""
@@ -251,6 +257,7 @@ class SharedEngine(Engine):
                     queue.put_nowait(message)
                 elif message["op"] == "moved":
                     self._moved = True
+                    self._move_if_idle()
                 elif message["op"] == "state" and message.get("state") == "ready":
                     self.pid = message.get("pid", self.pid)  # the copy, after a move
                 elif message["op"] == "state":
@@ -306,6 +313,7 @@ class SharedEngine(Engine):
             raise
         finally:
             self._pending.pop(rid, None)
+            self._move_if_idle()
 
     def _send(self, message: dict[str, Any]) -> None:
         if self._writer is not None and not self._writer.is_closing():
@@ -325,6 +333,7 @@ class SharedEngine(Engine):
             reply = await queue.get()
         finally:
             self._pending.pop(hid, None)
+            self._move_if_idle()
         if reply["op"] != "health" or not reply.get("ok"):
             raise EngineUnavailable(str(reply.get("message") or "the shared engine is down"))
 

@@ -70,10 +70,13 @@ def start(place: EnginePlace, command: list[str]) -> bool:
     return True
 
 
-def describe(place: EnginePlace, started: bool, planned: bool) -> str:
-    """The copy's state for `engine status`: "" when there is none."""
+def describe(place: EnginePlace, started: bool, planned: bool, in_place: bool) -> str:
+    """The copy's state for `engine status` (``in_place``: this engine still holds the
+    socket); "" when there is none."""
     if not started:
         return "waiting for a quiet CPU to compile a faster copy" if planned else ""
+    if not in_place:
+        return "handed over to its compiled copy: exits once its servers moved"
     if place.next_socket.exists():
         return "compiling a faster copy"
     return "the compiled copy exited: see the engine's log"

@@ -309,7 +309,7 @@ class EngineHost:
                 "uptime_s": round(time.time() - self.started, 1),
                 "compiled": self.settings.engine.enforce_eager is False,
                 "successor": handoff.describe(self.place, self.successor_started,
-                                              self.successor_planned)}
+                                              self.successor_planned, self.owns_socket())}
 
     async def run_until_done(self) -> None:
         """Until stopped, failed (after telling the waiting servers) or idle too long."""
