@@ -63,7 +63,8 @@ def enforce_eager(settings: EngineSettings, device: str) -> Choice:
         return Choice(False, "CUDA graphs and torch.compile: the fastest small-batch decode "
                       "(loading takes longer once, then compiled graphs are cached)")
     return Choice(True, "CPU: torch.compile adds about 2 minutes to every load for 1.4-1.9x "
-                  "decode speed (docs/models.md)")
+                  "decode speed; the typing model gets a compiled copy in the background "
+                  "once loaded (docs/models.md)")
 
 
 def compile_later(settings: EngineSettings, device: str) -> Choice:
