@@ -39,9 +39,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         if row["state"] == "stale":
             print(f"{row['name']}: stale socket ({row['message']})")
             continue
-        print(f"{row['name']}: {row['state']}, model {row['model']}, pid {row['pid']}, "
-              f"{row['clients']} server(s), {row['memory_mb']} MB, idle "
-              f"{row['idle_s']:.0f} s of {row['idle_limit_s']:.0f} s")
+        compiled = ", compiled" if row.get("compiled") else ""
+        successor = f"; {row['successor']}" if row.get("successor") else ""
+        print(f"{row['name']}: {row['state']}{compiled}, model {row['model']}, pid "
+              f"{row['pid']}, {row['clients']} server(s), {row['memory_mb']} MB, idle "
+              f"{row['idle_s']:.0f} s of {row['idle_limit_s']:.0f} s{successor}")
     return 0
 
 

@@ -140,3 +140,22 @@ def test_the_copy_is_the_same_engine_compiled() -> None:
     assert command[command.index("--name") + 1] == args.name  # the same socket's name
     settings, problems = parse_settings(given)
     assert not problems and settings.engine_setup.engine.enforce_eager is False
+
+
+async def test_engine_status_tells_a_compiled_engine_and_a_copy_under_way(
+        place: EnginePlace, monkeypatch: Any, capsys: Any) -> None:
+    from lsp_copilot.cli.engine import cmd_status
+
+    monkeypatch.setenv("LSP_COPILOT_RUNTIME_DIR", str(place.folder))
+    old, server = await _host(place, place.socket, FakeEngine())
+    old.successor_planned = True
+    await asyncio.to_thread(cmd_status, argparse.Namespace(json=False))
+    line = capsys.readouterr().out
+    assert "ready, model fake" in line and "waiting for a quiet CPU" in line, line
+    old.settings = parse_settings({"enforceEager": False})[0].engine_setup
+    old.successor_planned = False
+    await asyncio.to_thread(cmd_status, argparse.Namespace(json=False))
+    line = capsys.readouterr().out
+    assert "ready, compiled, model fake" in line and "quiet" not in line, line
+    server.close()
+    await old.close()
