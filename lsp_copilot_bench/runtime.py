@@ -50,8 +50,7 @@ async def compiled_in_place(env: dict[str, str]) -> list[dict[str, object]]:
     deadline = time.monotonic() + HANDOFF_WAIT_S
     while True:
         rows = await asyncio.to_thread(engines, env)
-        pending = [r for r in rows if str(r.get("successor", "")).startswith(
-            ("waiting", "compiling", "handed"))]
+        pending = [r for r in rows if r.get("successor_pending")]
         if not pending:
             return rows
         if time.monotonic() > deadline:

@@ -65,6 +65,8 @@ async def test_servers_finish_their_calls_then_move_to_the_compiled_copy(
     new.take_over(old.socket_inode or 0)
     assert place.socket.stat().st_ino == new.socket_inode and not place.next_socket.exists()
     assert new.owns_socket() and not old.owns_socket()
+    old.successor_started = True  # (as compile_later sets it): the bench still waits
+    assert old.status()["successor_pending"] and not new.status()["successor_pending"]
 
     assert (await asyncio.wait_for(call, 5)).text == "eager answer"  # not cut by the move
     await asyncio.wait_for(running, 5)  # its server left when idle: the old engine exits
@@ -95,15 +97,18 @@ async def test_an_engine_stopped_before_its_copy_took_over_stops_the_copy(
         place: EnginePlace) -> None:
     old, old_server = await _host(place, place.socket, FakeEngine())
     copy, copy_server = await _host(place, place.next_socket, FakeEngine(), linger=False)
+    assert not old.status()["successor_pending"]
     old.successor_started = True
-    assert old.status()["successor"] == "compiling a faster copy"
+    status = old.status()
+    assert status["successor"] == "compiling a faster copy" and status["successor_pending"]
     old_server.close()
     await old.close()
     await asyncio.wait_for(copy._done.wait(), 5)  # told to stop: nobody would reach it
     copy_server.close()
     await copy.close()
     place.next_socket.unlink()
-    assert "exited" in old.status()["successor"]
+    status = old.status()
+    assert "exited" in status["successor"] and not status["successor_pending"]
 
 
 async def test_the_copy_waits_for_a_quiet_cpu_and_not_for_a_stopping_engine(

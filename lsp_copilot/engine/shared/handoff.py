@@ -61,13 +61,25 @@ def start(place: EnginePlace, command: list[str]) -> bool:
     children and must not end the copy that serves after it. Its output goes to this
     engine's log."""
     log.info("loading a compiled copy of this engine in the background")
-    subprocess.run(command, stdin=subprocess.DEVNULL, timeout=SOCKET_WAIT_S, check=False)
+    try:
+        subprocess.run(command, stdin=subprocess.DEVNULL, timeout=SOCKET_WAIT_S, check=False)
+    except (OSError, subprocess.SubprocessError):
+        log.exception("the compiled copy could not be started")
+        return False
     deadline = time.monotonic() + SOCKET_WAIT_S
     while not place.next_socket.exists():
         if time.monotonic() > deadline:
             return False
         time.sleep(0.1)
     return True
+
+
+def pending(place: EnginePlace, started: bool, planned: bool, in_place: bool) -> bool:
+    """Whether this engine is still to be replaced by its copy (`bench typing` waits):
+    waiting for a quiet CPU, compiling, or handed over and waiting for its servers."""
+    if started:
+        return not in_place or place.next_socket.exists()
+    return planned and in_place
 
 
 def describe(place: EnginePlace, started: bool, planned: bool, in_place: bool) -> str:

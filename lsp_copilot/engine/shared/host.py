@@ -301,6 +301,7 @@ class EngineHost:
 
     def status(self) -> dict[str, Any]:
         idle = (time.monotonic() - self._idle_since) if self._idle_since is not None else 0.0
+        copy = (self.successor_started, self.successor_planned, self.owns_socket())
         return {"name": self.place.name, "model": self.label, "state": self.state,
                 "message": self.message, "pid": os.getpid(), "clients": len(self._clients),
                 "client_pids": [c.pid for c, _ in self._clients.values()],
@@ -308,8 +309,8 @@ class EngineHost:
                 "idle_s": round(idle, 1), "idle_limit_s": self.idle_s,
                 "uptime_s": round(time.time() - self.started, 1),
                 "compiled": self.settings.engine.enforce_eager is False,
-                "successor": handoff.describe(self.place, self.successor_started,
-                                              self.successor_planned, self.owns_socket())}
+                "successor": handoff.describe(self.place, *copy),
+                "successor_pending": handoff.pending(self.place, *copy)}
 
     async def run_until_done(self) -> None:
         """Until stopped, failed (after telling the waiting servers) or idle too long."""
