@@ -164,3 +164,26 @@ async def test_engine_status_tells_a_compiled_engine_and_a_copy_under_way(
     assert "ready, compiled, model fake" in line and "quiet" not in line, line
     server.close()
     await old.close()
+
+
+async def test_a_copy_that_never_takes_over_is_stopped_and_the_engine_serves_on(
+        place: EnginePlace, monkeypatch: Any) -> None:
+    monkeypatch.setattr(handoff, "COPY_LIMIT_S", 0.05)
+    monkeypatch.setattr(host_mod, "HANDOFF_CHECK_S", 0.01)
+
+    async def quiet(done: asyncio.Event) -> bool:
+        return True
+
+    monkeypatch.setattr(handoff, "quiet_cpu", quiet)
+    monkeypatch.setattr(handoff, "start", lambda place, command: True)
+    old, old_server = await _host(place, place.socket, FakeEngine())
+    copy, copy_server = await _host(place, place.next_socket, FakeEngine(), linger=False)
+    commands: list[int] = []
+    await asyncio.wait_for(old.compile_later(lambda inode: commands.append(inode) or []), 5)
+    assert commands == [old.socket_inode]
+    await asyncio.wait_for(copy._done.wait(), 5)  # stuck (never took over): stopped
+    assert old.owns_socket() and not old._done.is_set()
+    for host, server in ((copy, copy_server), (old, old_server)):
+        server.close()
+        await host.close()
+    place.next_socket.unlink()

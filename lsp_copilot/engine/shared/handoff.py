@@ -35,6 +35,9 @@ QUIET_LIMIT_S = 300.0
 """Loaded anyway after this long: a machine that is never quiet still gets the faster
 engine."""
 SOCKET_WAIT_S = 60.0
+COPY_LIMIT_S = 900.0
+"""A copy that has not taken over after this long is stuck (a compile takes about 2
+minutes): it is stopped and the eager engine serves on."""
 
 
 async def quiet_cpu(done: asyncio.Event, tick_s: float = QUIET_TICK_S,

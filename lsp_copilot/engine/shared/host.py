@@ -349,6 +349,17 @@ class EngineHost:
             if not self.successor_started:
                 log.warning("the compiled copy did not open its socket: this engine stays")
                 self.successor_planned = False
+                return
+            deadline = time.monotonic() + handoff.COPY_LIMIT_S
+            while (self.owns_socket() and self.place.next_socket.exists()
+                   and not self._done.is_set()):
+                if time.monotonic() > deadline:  # stuck: this engine serves on
+                    log.warning("the compiled copy did not take over within %g s: stopped",
+                                handoff.COPY_LIMIT_S)
+                    await asyncio.to_thread(handoff.stop, self.place)
+                    return
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._done.wait(), HANDOFF_CHECK_S)
 
     def take_over(self, replaces: int) -> None:
         """This engine is the compiled copy: its socket becomes the one servers find."""
