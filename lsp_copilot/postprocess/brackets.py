@@ -162,10 +162,10 @@ def _open_depth(text: str, rules: LanguageConfig) -> int:
 
 
 def close_docstring_summary(text: str, rules: LanguageConfig) -> str:
-    """An answer the token limit cut inside a docstring that starts a line: its first
-    line, the summary, closed with the same quotes (what the model wrote up to there, a
-    one-line docstring); "" where the string does not start a line, its first line has no
-    words, or what comes before it is unfinished."""
+    """An answer the token limit cut inside a docstring that starts a line: its summary
+    (the rest of the quotes' line, or the line below quotes that stand alone) as a
+    one-line docstring in the model's words; "" where the string does not start a line,
+    the summary has no words, or what comes before it is unfinished."""
     quote: str | None = None
     opened = -1
     lines = text.split("\n")
@@ -178,9 +178,11 @@ def close_docstring_summary(text: str, rules: LanguageConfig) -> str:
     line = lines[opened]
     start = line.find(quote)
     summary = line[start + 3:].strip()
+    if not summary and opened + 1 < len(lines):  # the quotes alone, the summary below
+        summary = lines[opened + 1].strip()
     head = "\n".join(lines[:opened])
     if line[:start].strip() or len(re.findall(r"\w", summary)) < 3 or quote in summary:
         return ""
     if _open_depth(head, rules) or _scan_with_quote(head, rules)[1]:
         return ""
-    return "\n".join([*lines[:opened], line.rstrip() + quote])
+    return "\n".join([*lines[:opened], line[:start + 3] + summary + quote])

@@ -41,7 +41,9 @@ def test_a_docstring_that_ended_is_left_as_the_model_wrote_it() -> None:
 def test_only_a_docstring_that_starts_its_line_and_says_something_is_closed() -> None:
     rules = language_config("python")
     assert close_docstring_summary('    x = f("""abc def\n more', rules) == ""  # mid-line
-    assert close_docstring_summary('    """\n    Return the thing.\n    More', rules) == ""
+    assert close_docstring_summary('    """\n    Return the thing.\n    More', rules) == (
+        '    """Return the thing."""')  # quotes alone on their line: the summary below
+    assert close_docstring_summary('    """\n\n    Return the thing.', rules) == ""
     assert close_docstring_summary('    call(a,\n    """Doc here\n more', rules) == ""
     assert close_docstring_summary("    x = 1\n    '''Doc here\n more", rules) == (
         "    x = 1\n    '''Doc here'''")
