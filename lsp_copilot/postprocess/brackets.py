@@ -150,39 +150,8 @@ def drop_unfinished_answer(text: str, rules: LanguageConfig, truncated: bool) ->
     generation goes on, and the rest comes as the user types."""
     if not truncated:
         return text
-    unfinished = _open_depth(text, rules) or _scan_with_quote(text, rules)[1]
-    return "" if unfinished or open_triple_quote(None, text) else text
-
-
-def _open_depth(text: str, rules: LanguageConfig) -> int:
+    brackets, quote = _scan_with_quote(text, rules)
     depth = 0
-    for _, ch in scan(text, rules):
+    for _, ch in brackets:
         depth = max(0, depth - 1) if ch in rules.closers else depth + 1
-    return depth
-
-
-def close_docstring_summary(text: str, rules: LanguageConfig) -> str:
-    """An answer the token limit cut inside a docstring that starts a line: its summary
-    (the rest of the quotes' line, or the line below quotes that stand alone) as a
-    one-line docstring in the model's words; "" where the string does not start a line,
-    the summary has no words, or what comes before it is unfinished."""
-    quote: str | None = None
-    opened = -1
-    lines = text.split("\n")
-    for number, line in enumerate(lines):
-        before, quote = quote, open_triple_quote(quote, line)
-        if before is None and quote is not None:
-            opened = number
-    if quote is None or opened < 0:
-        return ""
-    line = lines[opened]
-    start = line.find(quote)
-    summary = line[start + 3:].strip()
-    if not summary and opened + 1 < len(lines):  # the quotes alone, the summary below
-        summary = lines[opened + 1].strip()
-    head = "\n".join(lines[:opened])
-    if line[:start].strip() or len(re.findall(r"\w", summary)) < 3 or quote in summary:
-        return ""
-    if _open_depth(head, rules) or _scan_with_quote(head, rules)[1]:
-        return ""
-    return "\n".join([*lines[:opened], line[:start + 3] + summary + quote])
+    return "" if depth or quote or open_triple_quote(None, text) else text

@@ -6,8 +6,7 @@ as the answer is complete, freeing the engine; only cheap text rules) and once o
 text, in the ordered checks of ``checks.py``: the stop rules again, text cleanup
 (``cleanup``), a line cut where the model loops, its brackets closed (``loops``),
 brackets and quotes (``brackets``), a statement spread over lines put on one where it
-fits (``one_line``), a docstring the token limit cut offered as its summary line
-(``brackets``) -- ``clean_text`` -- then the rules that read the
+fits (``one_line``) -- ``clean_text`` -- then the rules that read the
 document's tree with the completion inserted (``syntax``) to cut a multi-line answer where
 the block it fills ends, and to keep only what is whole: an answer that would leave the
 file worse than before the line was typed is cut to its longest whole run of lines, or not
@@ -47,8 +46,6 @@ def clean_text(text: str, mode: Mode, cursor: Cursor, rules: LanguageConfig,
     text = cleanup.drop_repeats_of_neighbours(text, mode, cursor)
     text = brackets.balance(text, mode, cursor, rules)
     text = one_line.join_spread_statement(text, cursor)  # (its first statement)
-    if truncated and brackets.open_triple_quote(None, text):  # in any mode
-        text = brackets.close_docstring_summary(text, rules)
     if mode == "multi-line":
         text = brackets.drop_unfinished_tail(text, rules)
         text = brackets.drop_unfinished_answer(text, rules, truncated)
