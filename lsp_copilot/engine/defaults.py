@@ -69,7 +69,7 @@ def enforce_eager(settings: EngineSettings, device: str) -> Choice:
 
 def compile_later(settings: EngineSettings, device: str) -> Choice:
     """Whether a shared engine that loaded eager builds a compiled copy of itself in the
-    background and hands its socket over to it (engine/shared/host.py)."""
+    background and hands its socket over to it (engine/shared/handoff.py)."""
     if settings.enforce_eager is not None:
         return Choice(False, "enforceEager set: the engine stays as loaded")
     if device != "cpu":

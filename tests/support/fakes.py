@@ -85,7 +85,6 @@ class FakeEngine(Engine):
         pass
 
 
-
 class StreamingFake(FakeEngine):
     """FakeEngine that shows each step to the host's ``watch`` (as VllmEngine does)."""
 
