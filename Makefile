@@ -28,7 +28,7 @@ lint: install-dev
 	$(BIN)/ruff check lsp_copilot lsp_copilot_bench tests
 	$(BIN)/mypy
 
-# The unit tests: no model, no engine, no editor; under a minute on 2 cores.
+# The unit tests: no model, no engine, no editor; about a minute on 2 cores.
 unit: install-dev
 	$(BIN)/pytest -q -p no:cacheprovider tests/unit
 
