@@ -9,7 +9,7 @@ import argparse
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,11 @@ async def _host(place: EnginePlace, path: Path, engine: FakeEngine, *,
     host.socket_path, host.socket_inode = path, path.stat().st_ino
     await host.load()
     return host, server
+
+
+async def _until(check: Callable[[], bool]) -> None:
+    while not check():
+        await asyncio.sleep(0.01)
 
 
 @pytest.fixture
@@ -70,9 +75,13 @@ async def test_servers_finish_their_calls_then_move_to_the_compiled_copy(
 
     assert (await asyncio.wait_for(call, 5)).text == "eager answer"  # not cut by the move
     await asyncio.wait_for(running, 5)  # its server left when idle: the old engine exits
+    # ... and joined the copy before its next call (the copy does not idle out meanwhile).
+    await asyncio.wait_for(_until(
+        lambda: new.status()["clients"] == 1 and client.pid == os.getpid()), 5)  # the copy's
+    assert not compiled.requests
     assert (await client.generate(EngineRequest("b", "y", 16))).text == "copy"
     assert [r.request_id[-1] for r in compiled.requests] == ["b"]
-    assert new.status()["clients"] == 1 and client.pid == os.getpid()  # the copy's pid
+    assert new.status()["clients"] == 1
     await client.shutdown()
     for host, server in ((old, old_server), (new, new_server)):
         server.close()

@@ -205,6 +205,7 @@ class SharedEngine(Engine):
         self._ids = itertools.count(1)
         self._closed: str | None = None
         self._moved = False  # the engine handed its socket over: reconnect when idle
+        self._reconnect: asyncio.Future[None] | None = None
         self._stats: dict[str, int] = {}
 
     async def _connection(self) -> asyncio.StreamWriter:
@@ -225,10 +226,19 @@ class SharedEngine(Engine):
         return self._writer
 
     def _move_if_idle(self) -> None:
-        """The engine moved: with no call left on the old connection, end it now (the old
-        engine may exit; the next call connects to the copy)."""
-        if self._moved and not self._pending and self._writer is not None:
-            self._writer.close()
+        """The engine moved: with no call left on the old connection, connect to the copy
+        now (the old engine may exit, and the copy counts this server among its clients
+        rather than idling out before the next call)."""
+        if self._moved and not self._pending and self._reconnect is None:
+            self._reconnect = asyncio.ensure_future(self._connect_to_copy())
+
+    async def _connect_to_copy(self) -> None:
+        try:
+            await self._connection()
+        except EngineDown:
+            pass  # the next call reports it (and the pipeline restarts the engine)
+        finally:
+            self._reconnect = None
 
     async def _leave_old(self) -> None:
         """The engine moved (its compiled copy took the socket over) and no call is left on
@@ -354,6 +364,8 @@ class SharedEngine(Engine):
     async def shutdown(self) -> None:
         """Leave the engine (it stays warm for other servers and the next start)."""
         self._closed = self._closed or "detached"
+        if self._reconnect is not None:
+            self._reconnect.cancel()
         writer, self._writer = self._writer, None
         if writer is not None:
             writer.close()
