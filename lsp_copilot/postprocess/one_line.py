@@ -6,7 +6,8 @@ the closer on a third, though the whole call fits on one line. Formatters (black
 prettier) put such a statement on one line whenever it fits the width, so that is where
 the user would have written it, and it is the form a typing pause can show: the line being
 typed ends whole. A statement that does not fit the file's width keeps the model's
-layout.
+layout. A docstring with one line of text comes as a one-line docstring for the same
+reason (PEP 257's form for it).
 """
 
 from __future__ import annotations
@@ -85,6 +86,43 @@ def join_spread_statement(text: str, cursor: Cursor) -> str:
     openers = "".join(b[0] for b in rules.brackets if len(b) == 2)
     closers = "".join(rules.closers)
     joined = _joined(start, part, openers, closers)
+    if len(joined) > cursor.line_width:
+        return text
+    rest = lines[end + 1:]
+    return text[:lead] + joined[len(start):] + "".join("\n" + line for line in rest)
+
+
+def join_docstring(text: str, cursor: Cursor) -> str:
+    """``text`` with the docstring it starts with on one line (``\"\"\"Summary.\"\"\"``)
+    where its text is one line and fits the file's width. PEP 257 writes a one-line
+    docstring so, and a typing pause can only show it so: an opening quote alone on its
+    line is never whole. A docstring with more lines of text keeps its layout."""
+    start, lead = cursor.line_before, 0
+    stripped = text.lstrip(" \t")
+    if stripped.startswith("\n") and start.strip():
+        lead, start = len(text) - len(stripped) + 1, ""  # the next line after a finished one
+    elif start.strip():
+        return text  # only a docstring that starts a line of its own
+    lines = text[lead:].split("\n")
+    first = start + lines[0]
+    quote = first.strip()[:3]
+    if quote not in ('"""', "'''") or open_triple_quote(None, first) != quote:
+        return text
+    words = [first.strip()[3:].strip()]
+    for end in range(1, len(lines)):
+        line = lines[end]
+        if quote in line:
+            if line.strip() != quote and not line.strip().endswith(quote):
+                return text  # text after the closing quote
+            words.append(line.strip()[:-3].strip())
+            break
+        words.append(line.strip())
+    else:
+        return text  # it does not close within the answer
+    said = [w for w in words if w]
+    if len(said) != 1 or quote in said[0]:
+        return text
+    joined = first[: len(first) - len(first.lstrip(" \t"))] + quote + said[0] + quote
     if len(joined) > cursor.line_width:
         return text
     rest = lines[end + 1:]

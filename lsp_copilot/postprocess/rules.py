@@ -6,11 +6,11 @@ as the answer is complete, freeing the engine; only cheap text rules) and once o
 text, in the ordered checks of ``checks.py``: the stop rules again, text cleanup
 (``cleanup``), a line cut where the model loops, its brackets closed (``loops``),
 brackets and quotes (``brackets``), a statement spread over lines put on one where it
-fits (``one_line``) -- ``clean_text`` -- then the rules that read the
-document's tree with the completion inserted (``syntax``) to cut a multi-line answer where
-the block it fills ends, and to keep only what is whole: an answer that would leave the
-file worse than before the line was typed is cut to its longest whole run of lines, or not
-shown -- ``keep_whole_answer``.
+fits and so a docstring of one line of text (``one_line``) -- ``clean_text`` -- then the
+rules that read the document's tree with the completion inserted (``syntax``) to cut a
+multi-line answer where the block it fills ends, and to keep only what is whole: an answer
+that would leave the file worse than before the line was typed is cut to its longest
+whole run of lines, or not shown -- ``keep_whole_answer``.
 
 Language knowledge (which tree-sitter nodes are blocks, the bracket pairs, the quote
 characters) comes from ``grammars/<language>/language.json``.
@@ -46,6 +46,7 @@ def clean_text(text: str, mode: Mode, cursor: Cursor, rules: LanguageConfig,
     text = cleanup.drop_repeats_of_neighbours(text, mode, cursor)
     text = brackets.balance(text, mode, cursor, rules)
     text = one_line.join_spread_statement(text, cursor)  # (its first statement)
+    text = one_line.join_docstring(text, cursor)
     if mode == "multi-line":
         text = brackets.drop_unfinished_tail(text, rules)
         text = brackets.drop_unfinished_answer(text, rules, truncated)

@@ -120,6 +120,15 @@ def opens_docstring(line: str) -> str | None:
     return open_triple_quote(None, line)
 
 
+def docstring_opener(line: str, above: str) -> str | None:
+    """``opens_docstring``, and also a quote alone on the line right under a block header
+    (``def f():``): there it starts the docstring, it cannot close one."""
+    quote = line.strip()
+    if quote in ('"""', "'''") and opens_block(above):
+        return quote
+    return opens_docstring(line)
+
+
 def quote_end(text: str, newline: int, quote: str) -> int | None:
     """The end of the line after ``newline`` that closes the triple ``quote`` (a
     docstring is offered whole or not at all), or None while it is open."""
@@ -197,7 +206,8 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
         """The line after a finished one; a block header comes with its body, a
         docstring whole."""
         newline = text.find("\n", start)
-        if newline >= 0 and (quote := opens_docstring(text[start:newline])):
+        if newline >= 0 and (
+                quote := docstring_opener(text[start:newline], cursor.line_before)):
             return quote_end(text, newline, quote)
         if newline < 0:
             return None
@@ -233,7 +243,8 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
         if newline < 0:
             return None
         first = cursor.line_before + body[:newline]
-        if not cursor.line_after.strip() and (quote := opens_docstring(first)):
+        above = cursor.line_above if not cursor.line_before.strip() else ""
+        if not cursor.line_after.strip() and (quote := docstring_opener(first, above)):
             return quote_end(text, len(text) - len(body) + newline, quote)
         if (not cursor.line_after.strip() and not _body_follows(cursor)
                 and opens_block(first)):

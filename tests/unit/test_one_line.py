@@ -109,3 +109,62 @@ def test_a_multi_line_answer_gets_its_first_statement_on_one_line() -> None:
     shown = finalize(raw, mode, cursor, snapshot, offset)
     assert shown == 'self._items.append(("lrem", (name, value), {}))\n        return self'
     assert first_line_is_whole(snapshot, offset, shown)
+
+
+DEF = "import os\n\n\ndef out_dir(root):{}\n    |\n    return root\n"
+
+
+@pytest.mark.parametrize(("document", "raw", "expected"), [
+    # At the end of the header: the next line, a docstring the model laid out over three.
+    (DEF.format("|").replace("    |\n", ""),
+     '\n    """\n    The folder the reports go to.\n    """\n    if root is None:\n',
+     '\n    """The folder the reports go to."""'),
+    # On the empty line under the header.
+    (DEF.format(""), '"""\n    The folder the reports go to.\n    """\n    if root:\n',
+     '"""The folder the reports go to."""'),
+    # The text on the opener's line, the closer alone.
+    (DEF.format(""), "'''The folder the reports go to.\n    '''\n",
+     "'''The folder the reports go to.'''"),
+])
+def test_a_docstring_of_one_line_of_text_comes_on_one_line(document: str, raw: str,
+                                                           expected: str) -> None:
+    """A lone opening quote is never a whole line: the docstring it opens is taken whole,
+    and one line of text comes as a one-line docstring, which a pause counts whole."""
+    assert _shown(document, raw) == (expected, True)
+
+
+@pytest.mark.parametrize("raw", [
+    # A summary and a description: the model's layout stays.
+    '"""\n    The folder.\n\n    None for the default.\n    """\n',
+    # Too wide for the file.
+    '"""\n    ' + "x" * 90 + '\n    """\n',
+])
+def test_a_docstring_of_more_text_keeps_its_lines(raw: str) -> None:
+    shown, whole = _shown(DEF.format(""), raw)
+    assert shown.count("\n") >= 2 and not whole
+
+
+def test_a_lone_quote_not_under_a_header_may_close_a_docstring() -> None:
+    """Only right under a block header does a quote alone start a docstring."""
+    doc = 'x = 1\n|\ny = 2\n'
+    shown, whole = _shown(doc, '"""\nmore text\n"""\n')
+    assert not whole and shown in ("", '"""')
+
+
+def test_a_docstring_that_starts_a_block_comes_on_one_line_before_its_body() -> None:
+    """On the empty line under a header with room for a block (multi-line): the
+    docstring of one line of text is put on one line, the body after it stays."""
+    document = "def out_dir(root):\n    |\n\n\nx = 1\n"
+    cut = document.index("|")
+    text = document.replace("|", "")
+    store = DocumentStore()
+    store.open("file:///w", "python", 1, text)
+    snapshot = store.snapshot("file:///w")
+    offset = len(text[:cut].encode())
+    mode = completion_mode(snapshot, offset)
+    assert mode == "multi-line"
+    raw = '"""\n    The folder.\n    """\n    return root\n'
+    cursor = replace(cursor_at(snapshot, offset), prompt_dropped_indent="")  # (raw has none)
+    shown = finalize(raw, mode, cursor, snapshot, offset)
+    assert shown == '"""The folder."""\n    return root'
+    assert first_line_is_whole(snapshot, offset, shown)
