@@ -88,6 +88,27 @@ async def test_servers_finish_their_calls_then_move_to_the_compiled_copy(
         await host.close()
 
 
+async def test_a_call_racing_the_move_shares_one_connection_to_the_copy(
+        place: EnginePlace) -> None:
+    """The server's own move to the copy and a call made at that moment open one
+    connection between them, not two (the copy would count a client that never leaves)."""
+    old, old_server = await _host(place, place.socket, FakeEngine(reply="eager"))
+    client = SharedEngine(place, old._state_message(), TokenCounters())
+    await client.warm_up()
+    new, new_server = await _host(place, place.next_socket, FakeEngine(reply="copy"),
+                                  linger=False)
+    new.take_over(old.socket_inode or 0)
+    client._moved = True  # as the old engine's `moved` sets it, at a known moment
+    client._move_if_idle()  # the move is scheduled; the call below comes first
+    assert (await client.generate(EngineRequest("a", "x", 16))).text == "copy"
+    await asyncio.wait_for(_until(lambda: client._reconnect is None), 5)
+    assert new.status()["clients"] == 1
+    await client.shutdown()
+    for host, server in ((old, old_server), (new, new_server)):
+        server.close()
+        await host.close()
+
+
 async def test_a_copy_whose_engine_is_gone_steps_aside(place: EnginePlace) -> None:
     old, old_server = await _host(place, place.socket, FakeEngine())
     new, new_server = await _host(place, place.next_socket, FakeEngine(), linger=False)

@@ -206,24 +206,26 @@ class SharedEngine(Engine):
         self._closed: str | None = None
         self._moved = False  # the engine handed its socket over: reconnect when idle
         self._reconnect: asyncio.Future[None] | None = None
+        self._connecting = asyncio.Lock()
         self._stats: dict[str, int] = {}
 
     async def _connection(self) -> asyncio.StreamWriter:
-        if self._closed is not None:
-            raise EngineDown(self._closed)
-        if self._moved and not self._pending:
-            await self._leave_old()
-        if self._writer is None:
-            try:
-                reader, writer = await asyncio.open_unix_connection(
-                    str(self.place.socket), limit=wire.MAX_LINE)
-            except OSError as exc:
-                self._closed = f"the shared engine is gone ({exc})"
-                raise EngineDown(self._closed) from None
-            writer.write(wire.encode({"op": "hello", "pid": os.getpid()}))
-            self._writer = writer
-            self._reader_task = asyncio.ensure_future(self._read(reader))
-        return self._writer
+        async with self._connecting:  # one connection, also when a call and the move race
+            if self._closed is not None:
+                raise EngineDown(self._closed)
+            if self._moved and not self._pending:
+                await self._leave_old()
+            if self._writer is None:
+                try:
+                    reader, writer = await asyncio.open_unix_connection(
+                        str(self.place.socket), limit=wire.MAX_LINE)
+                except OSError as exc:
+                    self._closed = f"the shared engine is gone ({exc})"
+                    raise EngineDown(self._closed) from None
+                writer.write(wire.encode({"op": "hello", "pid": os.getpid()}))
+                self._writer = writer
+                self._reader_task = asyncio.ensure_future(self._read(reader))
+            return self._writer
 
     def _move_if_idle(self) -> None:
         """The engine moved: with no call left on the old connection, connect to the copy
