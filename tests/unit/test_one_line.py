@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from lsp_copilot.documents.store import DocumentStore
-from lsp_copilot.language.trigger import completion_mode
+from lsp_copilot.language.trigger import Mode, completion_mode
 from lsp_copilot.pipeline.prompt import cursor_at, line_width
 from lsp_copilot.postprocess.checks import finalize
 from lsp_copilot.postprocess.whole import first_line_is_whole
@@ -17,18 +17,21 @@ METHOD = ("class P:\n    def lrem(self, name, value):\n        {}|\n\n"
           "    def x(self):\n        pass\n")
 
 
-def _shown(document: str, raw: str, language: str = "python") -> tuple[str, bool]:
+def _shown(document: str, raw: str, language: str = "python",
+           mode: Mode = "single-line") -> tuple[str, bool]:
     """What a typing pause at ``|`` shows for ``raw``, and whether the measure of a pause
-    counts it whole."""
+    counts it whole. ``mode``: the one the cursor must be in."""
     cut = document.index("|")
     text = document.replace("|", "")
     store = DocumentStore()
     store.open("file:///w", language, 1, text)
     snapshot = store.snapshot("file:///w")
     offset = len(text[:cut].encode())
-    mode = completion_mode(snapshot, offset)
-    assert mode == "single-line"
-    shown = finalize(raw, mode, cursor_at(snapshot, offset), snapshot, offset)
+    assert completion_mode(snapshot, offset) == mode
+    cursor = cursor_at(snapshot, offset)
+    if mode == "multi-line":  # (the raw answers here carry their first line's indentation)
+        cursor = replace(cursor, prompt_dropped_indent="")
+    shown = finalize(raw, mode, cursor, snapshot, offset)
     return shown, bool(shown) and first_line_is_whole(snapshot, offset, shown)
 
 
@@ -94,21 +97,11 @@ def test_a_signature_the_model_spreads_over_lines_comes_as_one_header() -> None:
 def test_a_multi_line_answer_gets_its_first_statement_on_one_line() -> None:
     """On an empty line the answer may be several statements: the first one, spread only
     for its brackets, is put on one line; the lines after it stay as they are."""
-    document = METHOD.replace("{}|", "|")
-    cut = document.index("|")
-    text = document.replace("|", "")
-    store = DocumentStore()
-    store.open("file:///w", "python", 1, text)
-    snapshot = store.snapshot("file:///w")
-    offset = len(text[:cut].encode())
-    mode = completion_mode(snapshot, offset)
-    assert mode == "multi-line"
     raw = ('self._items.append(\n            ("lrem", (name, value), {})\n        )\n'
            "        return self\n")
-    cursor = replace(cursor_at(snapshot, offset), prompt_dropped_indent="")  # (raw has none)
-    shown = finalize(raw, mode, cursor, snapshot, offset)
+    shown, whole = _shown(METHOD.replace("{}|", "|"), raw, mode="multi-line")
     assert shown == 'self._items.append(("lrem", (name, value), {}))\n        return self'
-    assert first_line_is_whole(snapshot, offset, shown)
+    assert whole
 
 
 DEF = "import os\n\n\ndef out_dir(root):{}\n    |\n    return root\n"
@@ -154,17 +147,7 @@ def test_a_lone_quote_not_under_a_header_may_close_a_docstring() -> None:
 def test_a_docstring_that_starts_a_block_comes_on_one_line_before_its_body() -> None:
     """On the empty line under a header with room for a block (multi-line): the
     docstring of one line of text is put on one line, the body after it stays."""
-    document = "def out_dir(root):\n    |\n\n\nx = 1\n"
-    cut = document.index("|")
-    text = document.replace("|", "")
-    store = DocumentStore()
-    store.open("file:///w", "python", 1, text)
-    snapshot = store.snapshot("file:///w")
-    offset = len(text[:cut].encode())
-    mode = completion_mode(snapshot, offset)
-    assert mode == "multi-line"
     raw = '"""\n    The folder.\n    """\n    return root\n'
-    cursor = replace(cursor_at(snapshot, offset), prompt_dropped_indent="")  # (raw has none)
-    shown = finalize(raw, mode, cursor, snapshot, offset)
+    shown, whole = _shown("def out_dir(root):\n    |\n\n\nx = 1\n", raw, mode="multi-line")
     assert shown == '"""The folder."""\n    return root'
-    assert first_line_is_whole(snapshot, offset, shown)
+    assert whole

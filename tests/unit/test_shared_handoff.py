@@ -9,7 +9,7 @@ import argparse
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from lsp_copilot.settings.core import Settings, parse_settings
 from lsp_copilot.settings.engine import EngineSettings
 from lsp_copilot.tokens import TokenCounters
 from tests.support.fakes import StreamingFake as FakeEngine
+from tests.support.poll import until
 
 
 async def _host(place: EnginePlace, path: Path, engine: FakeEngine, *,
@@ -38,11 +39,6 @@ async def _host(place: EnginePlace, path: Path, engine: FakeEngine, *,
     host.socket_path, host.socket_inode = path, path.stat().st_ino
     await host.load()
     return host, server
-
-
-async def _until(check: Callable[[], bool]) -> None:
-    while not check():
-        await asyncio.sleep(0.01)
 
 
 @pytest.fixture
@@ -76,8 +72,8 @@ async def test_servers_finish_their_calls_then_move_to_the_compiled_copy(
     assert (await asyncio.wait_for(call, 5)).text == "eager answer"  # not cut by the move
     await asyncio.wait_for(running, 5)  # its server left when idle: the old engine exits
     # ... and joined the copy before its next call (the copy does not idle out meanwhile).
-    await asyncio.wait_for(_until(
-        lambda: new.status()["clients"] == 1 and client.pid == os.getpid()), 5)  # the copy's
+    await until(lambda: new.status()["clients"] == 1 and client.pid == os.getpid(), 5,
+                "the server joined the copy")  # (client.pid: the copy's)
     assert not compiled.requests
     assert (await client.generate(EngineRequest("b", "y", 16))).text == "copy"
     assert [r.request_id[-1] for r in compiled.requests] == ["b"]
@@ -101,7 +97,7 @@ async def test_a_call_racing_the_move_shares_one_connection_to_the_copy(
     client._moved = True  # as the old engine's `moved` sets it, at a known moment
     client._move_if_idle()  # the move is scheduled; the call below comes first
     assert (await client.generate(EngineRequest("a", "x", 16))).text == "copy"
-    await asyncio.wait_for(_until(lambda: client._reconnect is None), 5)
+    await until(lambda: client._reconnect is None, 5, "the move to the copy ended")
     assert new.status()["clients"] == 1
     await client.shutdown()
     for host, server in ((old, old_server), (new, new_server)):
