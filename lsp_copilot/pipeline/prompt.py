@@ -19,6 +19,7 @@ from lsp_copilot.engine.base import Engine
 from lsp_copilot.engine.routes import MAIN
 from lsp_copilot.language.folders import language_config
 from lsp_copilot.language.trigger import Mode
+from lsp_copilot.postprocess.brackets import ABOVE_BYTES, open_above
 from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.privacy.redact import Redactor
 from lsp_copilot.prompts.templates import Template, template_for
@@ -62,14 +63,18 @@ def cursor_at(snapshot: Snapshot, offset: int) -> Cursor:
         nxt = data.find(b"\n", following + 1)
         following = len(data) if nxt < 0 else nxt
     before = data[start:offset].decode("utf-8", "replace")
+    rules = language_config(snapshot.grammar)
+    # (At most ABOVE_BYTES: a minified file's one line must not be read on every key.)
+    above_text = data[max(0, start - ABOVE_BYTES):start].decode("utf-8", "replace")
     return Cursor(
         line_before=before,
         line_after=data[offset:end].decode("utf-8", "replace").rstrip("\r"),
         line_above=above[above.rfind(b"\n") + 1:].decode("utf-8", "replace"),
         suffix_lines=data[end + 1:following].decode("utf-8", "replace"),
         prompt_dropped_indent=before[-1:] if before[-1:] in (" ", "\t") else "",
-        rules=language_config(snapshot.grammar),
+        rules=rules,
         line_width=line_width(data, offset),
+        open_above=open_above(above_text, rules),
     )
 
 

@@ -74,6 +74,39 @@ def open_brackets(text: str, rules: LanguageConfig) -> list[str]:
     return stack
 
 
+ABOVE_LINES = 60
+"""How far up ``open_above`` reads at most for the statement the cursor line is in."""
+ABOVE_BYTES = 8192
+"""... and how many bytes of it (a minified file's one line is not read on every key)."""
+
+
+def open_above(above: str, rules: LanguageConfig) -> tuple[str, ...]:
+    """The brackets that ``above`` (the text before the cursor line) leaves open, innermost
+    last. It is read from its last line that starts at column 0 (a statement's first
+    line), at most ``ABOVE_LINES`` up, docstrings passed over. A block's brace (``{`` where
+    ``}`` ends blocks) is not counted: a lone closer there ends a body, not a statement."""
+    lines = above.split("\n")[-ABOVE_LINES:]
+    start = max((i for i, line in enumerate(lines)
+                 if line[:1].strip() and line[:1] not in rules.closers), default=0)
+    code: list[str] = []
+    quote: str | None = None
+    for line in lines[start:]:
+        inside, quote = quote, open_triple_quote(quote, line)
+        if inside is None and quote is None:
+            code.append(line)
+    stack = open_brackets("\n".join(code), rules)
+    if rules.close == "}":
+        stack = [b for b in stack if b != "{"]
+    return tuple(stack)
+
+
+def _leading_closers(text: str, rules: LanguageConfig, skip: str = "") -> int:
+    """The closers ``text`` starts with (but those in ``skip``), whitespace between them
+    passed over."""
+    head = re.match(r"[\s" + re.escape("".join(rules.closers)) + r"]*", text)
+    return sum(1 for c in (head.group() if head else "") if c in rules.closers and c not in skip)
+
+
 def _unmatched_closers(text: str, rules: LanguageConfig) -> int:
     depth = closers = 0
     for _, ch in scan(text, rules):
@@ -95,12 +128,20 @@ def balance(text: str, mode: Mode, cursor: Cursor, rules: LanguageConfig) -> str
     if mode == "single-line" and text.lstrip(" \t").startswith("\n"):
         return text
     before = cursor.line_before
+    if _scan_with_quote(before, rules)[1]:
+        # The cursor is in a string (an f-string's `{json.`): the answer's brackets are
+        # read from outside it here; the whole check parses the line instead.
+        return text
     if mode == "multi-line":
         before = cursor.line_above + "\n" + before
-        suffix = cursor.line_after + "\n" + cursor.suffix_lines
         # The closers the following lines start with (a block's `}`, a call's `)`).
-        head = re.match(r"[\s" + re.escape("".join(rules.closers)) + r"]*", suffix)
-        suffix_closers = sum(1 for c in (head.group() if head else "") if c in rules.closers)
+        suffix_closers = _leading_closers(cursor.line_after + "\n" + cursor.suffix_lines,
+                                          rules)
+    elif cursor.open_above and not cursor.line_after.strip():
+        # A line inside brackets the lines above opened (after an argument of a call
+        # spread over lines): the answer may close them, unless the lines below do.
+        before = "".join(cursor.open_above) + before
+        suffix_closers = _leading_closers(cursor.suffix_lines, rules, skip=rules.close)
     else:
         suffix_closers = _unmatched_closers(cursor.line_after, rules)
     outer = open_brackets(before, rules)

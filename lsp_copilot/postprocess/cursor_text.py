@@ -25,6 +25,10 @@ class Cursor:
     # The widest a line of this file may be (its longest line, 79 to 100): a statement
     # the model spread over lines is put on one line when it fits (``one_line``).
     line_width: int = 88
+    # The brackets the lines above leave open at the cursor line (a call, a signature or
+    # a list spread over lines, innermost last): on the line after its last item, a
+    # closer (`)`, `] = None,`) closes one of them.
+    open_above: tuple[str, ...] = ()
 
 
 def indent(line: str) -> int:

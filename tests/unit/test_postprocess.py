@@ -222,6 +222,34 @@ def test_brackets_against_the_suffix() -> None:
     snap, off, cursor, mode = _doc("x = [a, |\n", "python")
     assert finalize(" f(')', b)]", mode, cursor, snap, off) == "f(')', b)]"  # in a string
     assert finalize(" b)]", mode, cursor, snap, off) == ""  # `x = [a, b` is no statement
+    # In an f-string's replacement field the typed line's brace is in the string: the
+    # answer closing it is judged by the parser, not cut as a closer of nothing.
+    snap, off, cursor, mode = _doc('data = f"data: {json.|\n', "python")
+    assert finalize('dumps(d)}".encode()', mode, cursor, snap, off) == 'dumps(d)}".encode()'
+    assert finalize('dumps(d)}}".encode(', mode, cursor, snap, off) == ""
+
+
+def test_a_line_inside_brackets_the_lines_above_opened_may_close_them() -> None:
+    # A signature spread over lines, after its last item and Enter: the closer is the
+    # line the user types next, not a bracket that closes nothing.
+    head = ("def scan(\n    provider: str = 'aws',\n    categories: Annotated[\n"
+            "        Optional[str], typer.Option('--categories')\n        |\n")
+    snap, off, cursor, mode = _doc(head, "python")
+    assert cursor.open_above == ("(", "[")
+    assert finalize(" ] = None,", mode, cursor, snap, off) == "] = None,"
+    assert finalize(" ) -> None:", mode, cursor, snap, off) == ""  # mismatched: `[` is open
+    # The file already closes it below: a second closer is cut.
+    snap, off, cursor, mode = _doc(head + "    ] = None,\n) -> None:\n    pass\n", "python")
+    assert finalize(" ] = None,", mode, cursor, snap, off) == ""
+    # A docstring's brackets and a finished statement above leave nothing open.
+    snap, off, cursor, mode = _doc('def f():\n    """(see\n    g)."""\n    x = h(\n'
+                                   '        1)\n    |\n', "python")
+    assert cursor.open_above == ()
+    # A function's body brace is no bracket a line of it closes.
+    snap, off, cursor, mode = _doc("function f() {\n  g(a,\n    b,\n    |\n}\n", "javascript")
+    assert cursor.open_above == ("(",)
+    assert finalize(" c);", mode, cursor, snap, off) == "c);"
+    assert finalize(" }", mode, cursor, snap, off) == ""
 
 
 def test_degenerate_repetition() -> None:
