@@ -50,6 +50,11 @@ class LanguageConfig:
     function_header: str = ""
     """A regular expression for a line that starts a function definition, its group 1
     the function's name (the function being written: its call sites are context)."""
+    compound_header: str = ""
+    """A regular expression for a line that starts a block header (``if``, ``for``)."""
+    header_end: str = ""
+    """What ends such a header where the body is indented under it (``:``); empty where
+    a brace opens the body."""
     closers: dict[str, str] = field(init=False, compare=False)
     """Closing bracket -> its opening bracket."""
 
@@ -155,6 +160,8 @@ def load_config(grammar: str | None) -> LanguageConfig:
         brackets=strings("brackets", defaults.brackets),
         quotes=strings("quotes", defaults.quotes),
         function_header=str(merged.get("function_header", defaults.function_header)),
+        compound_header=str(merged.get("compound_header", defaults.compound_header)),
+        header_end=str(merged.get("header_end", defaults.header_end)),
     )
 
 

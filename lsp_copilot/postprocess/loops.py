@@ -5,9 +5,10 @@ group over and over (``ch, ch, ch, ...``) or keys that the list already has (``"
 "lt": lt, "ch": ch, "gt": ch, "lg": ch, ...``). A repeated key or keyword argument is
 never what the user meant (Python refuses a repeated keyword; a repeated dict or object
 key overwrites the first), so the items before the repeat are the answer: the line is
-cut there and the brackets this line opened are closed, which makes it whole where the
-loop made it nothing. The generation stops as soon as the loop shows (see
-``stop.stop_rule``), so the engine is free for the next keystroke.
+cut there and the brackets this line opened are closed (a header ended, a docstring's
+quote closed), which makes it whole where the loop made it nothing. The generation stops
+as soon as the loop shows (see ``stop.stop_rule``), so the engine is free for the next
+keystroke.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from lsp_copilot.language.folders import LanguageConfig
-from lsp_copilot.postprocess.brackets import open_brackets, scan
+from lsp_copilot.postprocess.brackets import open_brackets, open_triple_quote, scan
 from lsp_copilot.postprocess.cleanup import repetition_start
 from lsp_copilot.postprocess.cursor_text import Cursor, indent
 
@@ -109,6 +110,14 @@ def close_at_loop(text: str, cursor: Cursor) -> str:
             indent(following) > indent(cursor.line_before)
             or following.lstrip()[0] in rules.closers))):
         return kept
+    quote = open_triple_quote(None, typed + kept[start:])
+    if quote is not None:  # a docstring's text looping (`a job, a job, a job`)
+        return kept + quote
     opened = open_brackets(typed + kept[start:], rules)
     closer_of = {b[0]: b[1] for b in rules.brackets if len(b) == 2}
-    return kept + "".join(closer_of[b] for b in reversed(opened))
+    closed = kept + "".join(closer_of[b] for b in reversed(opened))
+    line = typed + closed[start:]
+    if (rules.header_end and rules.compound_header and re.match(rules.compound_header, line)
+            and not line.rstrip().endswith(rules.header_end)):
+        closed += rules.header_end  # the loop was in a header (`if any(k in (a, b, b, b`)
+    return closed

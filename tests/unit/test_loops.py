@@ -40,6 +40,14 @@ def _cursor(before: str, after: str = "", suffix: str = AFTER) -> Cursor:
     ("    cmds.append((", '"zadd", name, {\n        "gt": gt,\n        "lt": lt,  # less\n'
      '        "gtg": gt,\n        "lt": lt,\n        "lg": lt,',
      '"zadd", name, {\n        "gt": gt,\n        "lt": lt,  # less\n        "gtg": gt}))'),
+    # In a block header: closed, and the header ended (its body comes after Enter).
+    ("        if any(s.get(k) for k in ('anyOf',", " 'noneOf', 'noneOf', 'noneOf', 'noneOf',",
+     " 'noneOf')):"),
+    ("    for x in (", "a, b, b, b, b, b", "a, b):"),
+    ("    match = re.search(", "p, p, p, p, p", "p)"),  # `match` names a variable here
+    # In a docstring: its first copy kept, the docstring closed.
+    ("    ", '"""Entries: a starter, a job, a job, a job, a job, a job,',
+     '"""Entries: a starter, a job"""'),
     # After a finished line, the answer's next line loops.
     ('    d = {"a": 1}', '\n    e = {"b": 2, "c": 3, "b": 4, "c": 5}',
      '\n    e = {"b": 2, "c": 3}'),
