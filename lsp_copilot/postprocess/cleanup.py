@@ -13,6 +13,12 @@ MIN_REPEATED_LINE = 4
 """A line repeating the suffix or the line above counts only with this many characters."""
 NGRAM_REPEATS = 4
 """A run of the same token group this many times over is degenerate repetition."""
+JOINERS = (",", "and", "or", "&&", "||", "+", "-", "*", "/", "%", "|", "&", "^")
+"""What joins the items of a line (a comma, `and`, `+`): a loop's copies end with one."""
+LONG_GROUP = (5, 24)
+"""A group of this many tokens (a clause: `and not isinstance(o, (M, M))`) is a loop
+already at three copies, or two and the start of a third: code never writes one three
+times over."""
 
 
 def reindent(text: str, cursor: Cursor) -> str:
@@ -72,17 +78,40 @@ def repetition_start(line: str) -> int | None:
     table of numbers) over and over, or None."""
     tokens = [(m.start(), m.group()) for m in _TOKEN.finditer(line)]
     words = [t for _, t in tokens]
+    depth, level = [], 0  # the bracket depth before each token
+    for word in words:
+        depth.append(level)
+        level += (word in "([{") - (word in ")]}")
     for start in range(len(words)):
-        for size in range(1, 5):
+        for size in range(1, LONG_GROUP[1] + 1):
             unit = words[start:start + size]
             if len(unit) < size or not any(w[0].isalpha() or w[0] == "_" for w in unit):
                 continue
             repeats = 1
             while words[start + repeats * size:start + (repeats + 1) * size] == unit:
                 repeats += 1
-            if repeats >= NGRAM_REPEATS:
-                return tokens[start + size][0]  # keep the first copy
+            rest = words[start + repeats * size:]
+            if repeats >= NGRAM_REPEATS or (
+                    size >= LONG_GROUP[0] and (repeats >= 3 or (
+                        repeats == 2 and _starts_again(rest, unit)))):
+                # Keep the first copy, up to where its item ends (`x and not` repeated
+                # is `not x` repeated: the cut comes after the next `and`).
+                cut = next((k for k in range(start + size, start + 2 * size)
+                            if words[k - 1] in JOINERS and depth[k - 1] == depth[start]),
+                           start + size)
+                return tokens[cut][0]
     return None
+
+
+def _starts_again(rest: list[str], unit: list[str]) -> bool:
+    """``rest`` (the tokens after the copies, the line's last one maybe unfinished) starts
+    another copy of ``unit``: its first 3 tokens, or 2 where the line ends."""
+    third = rest[:3]
+    if len(third) < 2 or (len(third) < 3 and len(rest) > len(third)):
+        return False
+    return third[:-1] == unit[:len(third) - 1] and (
+        third[-1] == unit[len(third) - 1]
+        or (len(rest) == len(third) and unit[len(third) - 1].startswith(third[-1])))
 
 
 def drop_repetition(text: str) -> str:

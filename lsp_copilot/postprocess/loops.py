@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from lsp_copilot.language.folders import LanguageConfig
 from lsp_copilot.postprocess.brackets import open_brackets, open_triple_quote, scan
-from lsp_copilot.postprocess.cleanup import repetition_start
+from lsp_copilot.postprocess.cleanup import JOINERS, repetition_start
 from lsp_copilot.postprocess.cursor_text import Cursor, indent
 
 _KEY = re.compile(r"""\s*(?:(?P<q>["'])(?P<s>[^"'\\\n]*)(?P=q)|(?P<n>[A-Za-z_]\w*))"""
@@ -28,6 +28,18 @@ parameter), ``k=`` (keyword argument); not ``::``, ``:=``, ``==`` or ``=>``."""
 
 _KEYED = "({"
 """Brackets whose items have keys that must differ (not ``[``: ``a[i:j, i:k]`` slices)."""
+
+
+def _drop_joiners(kept: str) -> str:
+    """``kept`` without the joiners it ends with (what joined it to the loop's next copy)."""
+    while True:
+        kept = kept.rstrip()
+        joiner = next((j for j in JOINERS if kept.endswith(j) and not (
+            j[0].isalpha() and (kept[:-len(j)][-1:].isalnum() or kept[:-len(j)][-1:] == "_"))),
+            None)
+        if joiner is None:
+            return kept
+        kept = kept[:-len(joiner)]
 
 
 @dataclass(frozen=True)
@@ -102,8 +114,8 @@ def close_at_loop(text: str, cursor: Cursor) -> str:
         return text
     start, typed = _answer_line(text, cursor)
     kept = text[:loop.start].rstrip()
-    while kept.endswith(",") and len(kept) > start:
-        kept = kept[:-1].rstrip()
+    if len(kept) > start:
+        kept = text[:start] + _drop_joiners(kept[start:])
     rules = cursor.rules
     following = next((x for x in cursor.suffix_lines.split("\n") if x.strip()), "")
     if (cursor.line_after.strip() or (following and (

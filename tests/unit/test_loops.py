@@ -45,6 +45,12 @@ def _cursor(before: str, after: str = "", suffix: str = AFTER) -> Cursor:
      " 'noneOf')):"),
     ("    for x in (", "a, b, b, b, b, b", "a, b):"),
     ("    match = re.search(", "p, p, p, p, p", "p)"),  # `match` names a variable here
+    # A clause over and over: two copies and the start of a third are a loop already.
+    ("    ", "if not isinstance(o, (M, N)) and not isinstance(o, (M, N)) and not isinstance(o,",
+     "if not isinstance(o, (M, N)):"),
+    ("    x = ", "f(a, b.c) + f(a, b.c) + f(a, b.c) + f(a,", "f(a, b.c)"),
+    ("    ", "if f(o, (M, N)) and not f(o, (M, N)) and not f(o, (M, N)) and not isinst",
+     "if f(o, (M, N)) and not f(o, (M, N)):"),  # the token limit cut the third copy
     # In a docstring: its first copy kept, the docstring closed.
     ("    ", '"""Entries: a starter, a job, a job, a job, a job, a job,',
      '"""Entries: a starter, a job"""'),
@@ -63,6 +69,7 @@ def test_a_looping_line_is_cut_and_closed(typed: str, answer: str, closed: str) 
     ("    d = {", '"a": 1, "b": {"a": 2}}'),  # the same key in another dict
     ("    s = ", '"a: 1, a: 2, a: 3"'),  # in a string
     ("    if a == b and ", "a == c:"),
+    ("    pairs = ", "[(a, b), (a, b)]"),  # a long group twice is no loop yet
 ])
 def test_code_that_only_looks_like_a_loop_stays(typed: str, answer: str) -> None:
     assert find_loop(answer, _cursor(typed)) is None
