@@ -84,6 +84,8 @@ def repetition_start(line: str) -> int | None:
         level += (word in "([{") - (word in ")]}")
     for start in range(len(words)):
         for size in range(1, LONG_GROUP[1] + 1):
+            if start + size >= len(words) or words[start + size] != words[start]:
+                continue  # no second copy starts here (every loop has one)
             unit = words[start:start + size]
             if len(unit) < size or not any(w[0].isalpha() or w[0] == "_" for w in unit):
                 continue
