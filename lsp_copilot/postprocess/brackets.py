@@ -84,7 +84,10 @@ def open_above(above: str, rules: LanguageConfig) -> tuple[str, ...]:
     """The brackets that ``above`` (the text before the cursor line) leaves open, innermost
     last. It is read from its last line that starts at column 0 (a statement's first
     line), at most ``ABOVE_LINES`` up, docstrings passed over. A block's brace (``{`` where
-    ``}`` ends blocks) is not counted: a lone closer there ends a body, not a statement."""
+    ``}`` ends blocks) is not counted: a lone closer there ends a body, not a statement.
+    Text, not the tree (``whole._inside_brackets`` asks the tree only whether): the lines
+    above are often a signature still being typed, which the parser turns into ERROR
+    nodes, and the answer's closer must match which bracket is open."""
     lines = above.split("\n")[-ABOVE_LINES:]
     start = max((i for i, line in enumerate(lines)
                  if line[:1].strip() and line[:1] not in rules.closers), default=0)
