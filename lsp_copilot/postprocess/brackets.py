@@ -62,6 +62,11 @@ def _scan_with_quote(text: str, rules: LanguageConfig, also: str = ""
     return out, quote
 
 
+def open_quote(text: str, rules: LanguageConfig) -> str:
+    """The one-line string's quote ``text`` leaves open, or ""."""
+    return _scan_with_quote(text, rules)[1]
+
+
 def open_brackets(text: str, rules: LanguageConfig) -> list[str]:
     """The brackets ``text`` leaves open, innermost last (strings and comments skipped)."""
     stack: list[str] = []

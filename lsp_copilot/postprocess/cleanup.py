@@ -15,6 +15,9 @@ NGRAM_REPEATS = 4
 """A run of the same token group this many times over is degenerate repetition."""
 JOINERS = (",", "and", "or", "&&", "||", "+", "-", "*", "/", "%", "|", "&", "^")
 """What joins the items of a line (a comma, `and`, `+`): a loop's copies end with one."""
+WORD_PART = 3
+"""A part of one word (``CALIBRATE_`` in ``_SLAM_CALIBRATE_CALIBRATE_CALIBRATE_``) this
+long or longer, written three times in a row, is a loop inside the word."""
 LONG_GROUP = (5, 24)
 """A group of this many tokens (a clause: `and not isinstance(o, (M, M))`) is a loop
 already at three copies, or two and the start of a third: code never writes one three
@@ -75,8 +78,38 @@ _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 def repetition_start(line: str) -> int | None:
     """Where a line falls into repeating one token group (with a name in it: not a
-    table of numbers) over and over, or None."""
+    table of numbers) over and over, or a part of one word, or None."""
     tokens = [(m.start(), m.group()) for m in _TOKEN.finditer(line)]
+    inside = next((pos + cut for pos, word in tokens if (cut := _word_loop(word)) is not None),
+                  None)
+    between = _group_loop(tokens)
+    return min((c for c in (inside, between) if c is not None), default=None)
+
+
+def _word_loop(word: str) -> int | None:
+    """Where, in ``word``, the first copy of a part it repeats three times in a row ends
+    (its trailing ``_`` dropped), or None. The token loop cannot see these: a name or a
+    string the model makes up by gluing the same part on (``"env_twin_env_twin_..."``)
+    is one word to it."""
+    if len(word) < 3 * WORD_PART:
+        return None
+    for start in range(len(word) - 3 * WORD_PART + 1):
+        head = word[start:start + WORD_PART]
+        second = word.find(head, start + WORD_PART)  # where a second copy may start
+        while second >= 0 and 3 * (second - start) <= len(word) - start:
+            size = second - start
+            part = word[start:second]
+            if word[second:second + 2 * size] == part * 2 and any(c.isalpha() for c in part):
+                cut = second
+                while cut > start + 1 and word[cut - 1] == "_":
+                    cut -= 1
+                return cut
+            second = word.find(head, second + 1)
+    return None
+
+
+def _group_loop(tokens: list[tuple[int, str]]) -> int | None:
+    """The token-group half of ``repetition_start``."""
     words = [t for _, t in tokens]
     depth, level = [], 0  # the bracket depth before each token
     for word in words:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from lsp_copilot.language.folders import LanguageConfig
-from lsp_copilot.postprocess.brackets import open_brackets, open_triple_quote, scan
+from lsp_copilot.postprocess.brackets import open_brackets, open_quote, open_triple_quote, scan
 from lsp_copilot.postprocess.cleanup import JOINERS, repetition_start
 from lsp_copilot.postprocess.cursor_text import Cursor, indent
 
@@ -125,6 +125,7 @@ def close_at_loop(text: str, cursor: Cursor) -> str:
     quote = open_triple_quote(None, typed + kept[start:])
     if quote is not None:  # a docstring's text looping (`a job, a job, a job`)
         return kept + quote
+    kept += open_quote(typed + kept[start:], rules)  # a string looping (`"ab_ab_ab_...`)
     opened = open_brackets(typed + kept[start:], rules)
     closer_of = {b[0]: b[1] for b in rules.brackets if len(b) == 2}
     closed = kept + "".join(closer_of[b] for b in reversed(opened))

@@ -54,6 +54,11 @@ def _cursor(before: str, after: str = "", suffix: str = AFTER) -> Cursor:
     # In a docstring: its first copy kept, the docstring closed.
     ("    ", '"""Entries: a starter, a job, a job, a job, a job, a job,',
      '"""Entries: a starter, a job"""'),
+    # Inside one word: a name or a string glued from the same part (its first copy kept,
+    # the string closed).
+    ("    mode = ", "Mode._SLAM_CALIBRATE_CALIBRATE_CALIBRATE_CALIBRATE_CALIB",
+     "Mode._SLAM_CALIBRATE"),
+    ("    names = [", '"env_twin_env_twin_env_twin_env_twin_env_', '"env_twin"]'),
     # After a finished line, the answer's next line loops.
     ('    d = {"a": 1}', '\n    e = {"b": 2, "c": 3, "b": 4, "c": 5}',
      '\n    e = {"b": 2, "c": 3}'),
@@ -70,6 +75,8 @@ def test_a_looping_line_is_cut_and_closed(typed: str, answer: str, closed: str) 
     ("    s = ", '"a: 1, a: 2, a: 3"'),  # in a string
     ("    if a == b and ", "a == c:"),
     ("    pairs = ", "[(a, b), (a, b)]"),  # a long group twice is no loop yet
+    ("    key = ", '"abcabc" + KEY_ABC_ABC'),  # a part of a word twice is no loop yet
+    ("    n = ", "0x5555555555 + 1000000000"),  # numbers, not a name looping
 ])
 def test_code_that_only_looks_like_a_loop_stays(typed: str, answer: str) -> None:
     assert find_loop(answer, _cursor(typed)) is None
