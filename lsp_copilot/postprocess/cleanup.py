@@ -88,7 +88,8 @@ def repetition_start(line: str) -> int | None:
 
 def _word_loop(word: str) -> int | None:
     """Where, in ``word``, the first copy of a part it repeats three times in a row ends
-    (its trailing ``_`` dropped), or None. The token loop cannot see these: a name or a
+    (its trailing ``_`` dropped), or None. A run of one character (``"x" * 90`` written
+    out, ``0000``) is a value, not a loop. The token loop cannot see these: a name or a
     string the model makes up by gluing the same part on (``"env_twin_env_twin_..."``)
     is one word to it."""
     if len(word) < 3 * WORD_PART:
@@ -99,7 +100,8 @@ def _word_loop(word: str) -> int | None:
         while second >= 0 and 3 * (second - start) <= len(word) - start:
             size = second - start
             part = word[start:second]
-            if word[second:second + 2 * size] == part * 2 and any(c.isalpha() for c in part):
+            if (word[second:second + 2 * size] == part * 2 and len(set(part)) > 1
+                    and any(c.isalpha() for c in part)):
                 cut = second
                 while cut > start + 1 and word[cut - 1] == "_":
                     cut -= 1

@@ -77,6 +77,7 @@ def test_a_looping_line_is_cut_and_closed(typed: str, answer: str, closed: str) 
     ("    pairs = ", "[(a, b), (a, b)]"),  # a long group twice is no loop yet
     ("    key = ", '"abcabc" + KEY_ABC_ABC'),  # a part of a word twice is no loop yet
     ("    n = ", "0x5555555555 + 1000000000"),  # numbers, not a name looping
+    ("    pad = ", '"xxxxxxxxxxxxxxxxxxxxxxxx"'),  # one character over and over: a value
 ])
 def test_code_that_only_looks_like_a_loop_stays(typed: str, answer: str) -> None:
     assert find_loop(answer, _cursor(typed)) is None
