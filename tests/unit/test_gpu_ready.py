@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -166,11 +167,36 @@ def test_cuda_engine_args_use_cuda_graphs_most_of_the_gpu_and_few_sequences() ->
     assert engine_args(Settings(), "/m", "cuda", max_queue=4)["max_num_seqs"] == 6
 
 
-def test_cpu_engine_args_are_unchanged() -> None:
+AVX512 = {"fpu", "avx2", "avx512f", "avx512_vnni", "avx512_bf16"}
+AVX2 = {"fpu", "avx", "avx2", "fma", "f16c"}
+
+
+def test_cpu_engine_args_are_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("lsp_copilot.engine.defaults.cpu_flags", lambda: AVX512)
     args = engine_args(Settings(), "/m", "cpu", max_queue=8)
     assert (args["enforce_eager"], args["dtype"], args["block_size"],
             args["gpu_memory_utilization"]) == (True, "bfloat16", 32, 0.5)
     assert "max_num_seqs" not in args
+
+
+@pytest.mark.parametrize(("flags", "given", "chosen"), [
+    (AVX512, {}, "bfloat16"),
+    (AVX512 - {"avx512_bf16"}, {}, "bfloat16"),  # AVX-512 converts bf16 itself
+    ({"fpu", "avx2", "amx_bf16", "amx_tile"}, {}, "bfloat16"),
+    (AVX2, {}, "float32"),  # AVX2 alone: bf16 prefills six times slower
+    (AVX2, {"weights": "int8"}, "bfloat16"),  # packed weights keep their bf16 kernels
+    (AVX2, {"quantization": "awq"}, "bfloat16"),
+    (AVX2, {"dtype": "bfloat16"}, "bfloat16"),  # the user's choice wins
+    (set(), {}, "bfloat16"),  # no x86 flags (Arm): as before
+])
+def test_cpu_dtype_follows_what_the_cpu_computes_fast(
+        monkeypatch: pytest.MonkeyPatch, flags: set[str], given: dict[str, Any],
+        chosen: str) -> None:
+    monkeypatch.setattr("lsp_copilot.engine.defaults.cpu_flags", lambda: flags)
+    s = parse_settings(given)[0]
+    assert engine_args(s, "/m", "cpu", max_queue=8)["dtype"] == chosen
+    assert engine_args(s, "/m", "cuda", max_queue=8)["dtype"] == (
+        given.get("dtype", "auto"))
 
 
 def test_settings_given_by_the_user_win_on_every_device() -> None:
