@@ -1,6 +1,8 @@
 """`lsp-copilot bench engine --weights bf16,int8`: the same preset with other weights, side
 by side in one run. A format followed by ``+compiled`` (``bf16+compiled``) loads with
-torch.compile (``enforceEager`` false) instead of the device's default.
+torch.compile (``enforceEager`` false) instead of the device's default; one followed by
+``+bfloat16`` or ``+float32`` (``bf16+float32``) computes in that dtype instead of the
+device's default (the ``dtype`` setting).
 
 Every format's engine is loaded at once and the holes are taken in turn by each, so that
 whatever else runs on a shared machine slows them alike; the ratios to the first format
@@ -35,13 +37,26 @@ SETTLE_S = 1.5
 
 COMPILED = "+compiled"
 """The suffix of a format loaded with torch.compile (``bf16+compiled``)."""
+DTYPES = ("bfloat16", "float32")
+"""Dtypes a format may name after ``+`` (``bf16+float32``)."""
+
+
+def _parts(label: str) -> tuple[str, bool, str | None]:
+    """``bf16+compiled+float32`` -> ("bf16", True, "float32")."""
+    name, *suffixes = label.split("+")
+    dtypes = [s for s in suffixes if s in DTYPES]
+    unknown = [s for s in suffixes if s not in DTYPES and "+" + s != COMPILED]
+    if unknown or len(dtypes) > 1:
+        raise ValueError(f"unknown weights {label!r}; a format may end in {COMPILED} "
+                         f"and one of {', '.join('+' + d for d in DTYPES)}")
+    return name, COMPILED.lstrip("+") in suffixes, dtypes[0] if dtypes else None
 
 
 def parse_weights(value: str) -> list[str]:
     """``bf16,int8`` -> the formats, checked, in order (the first is the baseline)."""
     formats = [w.strip() for w in value.split(",") if w.strip()]
     for w in formats:
-        name = w.removesuffix(COMPILED)
+        name = _parts(w)[0]
         if name not in WEIGHT_FORMATS:
             raise ValueError(f"unknown weights {name!r}; choose from "
                              f"{', '.join(WEIGHT_FORMATS)}, each optionally {COMPILED}")
@@ -51,11 +66,15 @@ def parse_weights(value: str) -> list[str]:
 
 
 def _variant(hub: SettingsHub, label: str) -> SettingsHub:
-    """The settings of one format's engine: its weights, no speculation, eager or not."""
-    if label.endswith(COMPILED):
-        return hub.replaced(weights=label.removesuffix(COMPILED), speculative_method="none",
-                            enforce_eager=False)
-    return hub.replaced(weights=label, speculative_method="none")
+    """The settings of one format's engine: its weights, no speculation, eager or not,
+    the dtype it names or the device's."""
+    name, compiled, dtype = _parts(label)
+    changes: dict[str, Any] = {"weights": name, "speculative_method": "none"}
+    if compiled:
+        changes["enforce_eager"] = False
+    if dtype:
+        changes["dtype"] = dtype
+    return hub.replaced(**changes)
 
 
 def _cpu_seconds(pids: list[int]) -> float:
@@ -116,7 +135,8 @@ def _summary(run: _Run, base: _Run, holes: list[Hole]) -> dict[str, Any]:
     return {
         "model": run.engine.info.model,
         "quantization": run.engine.info.quantization,
-        "compiled": run.weights.endswith(COMPILED),
+        "compiled": _parts(run.weights)[1],
+        "dtype": run.engine.info.dtype,
         "load_seconds": round(run.load_seconds, 1),
         "decode_tokens_per_s": round(rate, 1) if rate else None,
         "decode_speedup": round(rate / base_rate, 2) if rate and base_rate else None,

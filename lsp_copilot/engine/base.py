@@ -33,6 +33,7 @@ class EngineInfo:
     speculative: str | None
     template: str = "prefix-only"  # the prompt family detected from the model folder
     quantization: str | None = None  # vLLM's method for the weights (`weights` setting)
+    dtype: str | None = None  # what vLLM computes in (`dtype` setting; float32 on AVX2 CPUs)
     token_choices: bool = False  # lists the likeliest tokens (alternatives branch from them)
 
     def as_dict(self) -> dict[str, Any]:

@@ -224,6 +224,7 @@ class VllmEngine(Engine):
                 settings.speculative_method),
             template=detect_family(model),
             quantization=args["quantization"],
+            dtype=args["dtype"],
             token_choices=True,
         )
         encoder = PromptEncoder.for_model(model) or PromptEncoder.for_hf_tokenizer(

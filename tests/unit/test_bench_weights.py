@@ -27,6 +27,10 @@ class _Manager:
 def test_formats_are_parsed_and_checked() -> None:
     assert bench.parse_weights(" bf16, int8 ") == ["bf16", "int8"]
     assert bench.parse_weights("bf16,bf16+compiled") == ["bf16", "bf16+compiled"]
+    assert bench.parse_weights("bf16+bfloat16,bf16+compiled+float32") == [
+        "bf16+bfloat16", "bf16+compiled+float32"]
+    with pytest.raises(ValueError, match="unknown weights 'bf16\\+float32\\+bfloat16'"):
+        bench.parse_weights("bf16,bf16+float32+bfloat16")
     with pytest.raises(ValueError, match="unknown weights 'bf16\\+fast'"):
         bench.parse_weights("bf16,bf16+fast")
     with pytest.raises(ValueError, match="unknown weights 'fp4'"):
@@ -81,3 +85,18 @@ def test_a_compiled_format_loads_with_torch_compile(monkeypatch: pytest.MonkeyPa
                                         ["bf16", "bf16+compiled"]))
     assert [(s.weights, s.enforce_eager) for s in started] == [("bf16", None), ("bf16", False)]
     assert [out["weights"][w]["compiled"] for w in ("bf16", "bf16+compiled")] == [False, True]
+
+
+def test_a_format_may_name_the_dtype_it_computes_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[Settings] = []
+
+    async def start(hub: SettingsHub) -> tuple[Any, FakeEngine, float, None]:
+        started.append(hub.settings)
+        return _Manager(), FakeEngine(" a + b\n", 0.0), 1.0, None
+
+    monkeypatch.setattr(bench, "start_engine", start)
+    monkeypatch.setattr(bench, "SETTLE_S", 0.0)
+    asyncio.run(bench.bench_weights(default_corpus(), 1, SettingsHub.of(model="m"),
+                                    ["bf16+bfloat16", "bf16+compiled+float32"]))
+    assert [(s.weights, s.enforce_eager, s.dtype) for s in started] == [
+        ("bf16", None, "bfloat16"), ("bf16", False, "float32")]
