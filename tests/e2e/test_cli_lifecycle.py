@@ -16,6 +16,7 @@ import pytest
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
+from lsp_copilot.engine.device import BF16_CAPABLE, cpu_flags
 from lsp_copilot.models.presets import default_preset
 from tests.support.lsp import ROOT, engine_core_pids, expected_device, plain, serve
 
@@ -84,6 +85,9 @@ def test_complete_json_with_the_real_default_model() -> None:
         "device": expected_device(),
         "prefix_caching": True, "speculative": "ngram", "template": "qwen2.5-coder",
         "quantization": None,
+        # What this CPU computes fast: float32 where it has neither AVX-512 nor AMX.
+        "dtype": "auto" if expected_device() == "cuda" else (
+            "bfloat16" if cpu_flags() & BF16_CAPABLE or not cpu_flags() else "float32"),
     }
 
 
@@ -99,6 +103,8 @@ def test_complete_with_int8_weights_loads_the_repacked_preset() -> None:
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout)
     assert result["engine"]["quantization"] == "compressed-tensors", result["engine"]
+    # Packed weights keep bf16 activations, their kernels' type, on every CPU.
+    assert result["engine"]["dtype"] == ("auto" if expected_device() == "cuda" else "bfloat16")
     assert "math.pi" in result["completion"] and "radius" in result["completion"], result
 
 

