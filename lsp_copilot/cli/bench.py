@@ -165,8 +165,9 @@ def add_commands(sub: Subparsers) -> None:
     bench.add_argument("--weights", metavar="W1,W2",
                        help="engine: compare a preset's weights side by side in one run "
                        "(bf16,int8 or bf16,int8,int4; the first is the baseline; a format "
-                       "with +compiled loads with torch.compile: bf16,bf16+compiled) instead "
-                       "of speculation on and off")
+                       "with +compiled loads with torch.compile: bf16,bf16+compiled; with "
+                       "+float32 or +bfloat16 it computes in that dtype: "
+                       "bf16+bfloat16,bf16+float32) instead of speculation on and off")
     bench.add_argument("--settings", metavar="JSON",
                        help="typing: settings for both configurations, as an editor sends "
                        "them, e.g. '{\"enforceEager\": false}'")
