@@ -44,12 +44,12 @@ DTYPES = ("bfloat16", "float32")
 def _parts(label: str) -> tuple[str, bool, str | None]:
     """``bf16+compiled+float32`` -> ("bf16", True, "float32")."""
     name, *suffixes = label.split("+")
+    compiled = COMPILED.removeprefix("+")
     dtypes = [s for s in suffixes if s in DTYPES]
-    unknown = [s for s in suffixes if s not in DTYPES and "+" + s != COMPILED]
-    if unknown or len(dtypes) > 1:
+    if len(dtypes) > 1 or any(s not in (*DTYPES, compiled) for s in suffixes):
         raise ValueError(f"unknown weights {label!r}; a format may end in {COMPILED} "
                          f"and one of {', '.join('+' + d for d in DTYPES)}")
-    return name, COMPILED.lstrip("+") in suffixes, dtypes[0] if dtypes else None
+    return name, compiled in suffixes, dtypes[0] if dtypes else None
 
 
 def parse_weights(value: str) -> list[str]:
