@@ -72,7 +72,16 @@ def test_each_format_runs_every_hole_and_is_compared_with_the_first(
     assert figures["int4"]["same_as_first"] == 0.0
 
 
-def test_a_compiled_format_loads_with_torch_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("formats", "started_with", "compiled"), [
+    (["bf16", "bf16+compiled"], [("bf16", None, "auto"), ("bf16", False, "auto")],
+     [False, True]),
+    # A format may name the dtype it computes in (bf16 against float32 on one CPU).
+    (["bf16+bfloat16", "bf16+compiled+float32"],
+     [("bf16", None, "bfloat16"), ("bf16", False, "float32")], [False, True]),
+])
+def test_a_format_loads_compiled_or_in_a_dtype_as_its_suffixes_say(
+        monkeypatch: pytest.MonkeyPatch, formats: list[str],
+        started_with: list[tuple[str, bool | None, str]], compiled: list[bool]) -> None:
     started: list[Settings] = []
 
     async def start(hub: SettingsHub) -> tuple[Any, FakeEngine, float, None]:
@@ -82,21 +91,6 @@ def test_a_compiled_format_loads_with_torch_compile(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(bench, "start_engine", start)
     monkeypatch.setattr(bench, "SETTLE_S", 0.0)
     out = asyncio.run(bench.bench_weights(default_corpus(), 2, SettingsHub.of(model="m"),
-                                        ["bf16", "bf16+compiled"]))
-    assert [(s.weights, s.enforce_eager) for s in started] == [("bf16", None), ("bf16", False)]
-    assert [out["weights"][w]["compiled"] for w in ("bf16", "bf16+compiled")] == [False, True]
-
-
-def test_a_format_may_name_the_dtype_it_computes_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    started: list[Settings] = []
-
-    async def start(hub: SettingsHub) -> tuple[Any, FakeEngine, float, None]:
-        started.append(hub.settings)
-        return _Manager(), FakeEngine(" a + b\n", 0.0), 1.0, None
-
-    monkeypatch.setattr(bench, "start_engine", start)
-    monkeypatch.setattr(bench, "SETTLE_S", 0.0)
-    asyncio.run(bench.bench_weights(default_corpus(), 1, SettingsHub.of(model="m"),
-                                    ["bf16+bfloat16", "bf16+compiled+float32"]))
-    assert [(s.weights, s.enforce_eager, s.dtype) for s in started] == [
-        ("bf16", None, "bfloat16"), ("bf16", False, "float32")]
+                                        formats))
+    assert [(s.weights, s.enforce_eager, s.dtype) for s in started] == started_with
+    assert [out["weights"][w]["compiled"] for w in formats] == compiled
