@@ -1,14 +1,14 @@
 """A model looping inside the line it writes, and the line closed where the loop began.
 
 Small models lose track in a list of items and go on until the token limit: the same
-group over and over (``ch, ch, ch, ...``) or keys that the list already has (``"gt": gt,
-"lt": lt, "ch": ch, "gt": ch, "lg": ch, ...``). A repeated key or keyword argument is
-never what the user meant (Python refuses a repeated keyword; a repeated dict or object
-key overwrites the first), so the items before the repeat are the answer: the line is
-cut there and the brackets this line opened are closed (a header ended, a docstring's
-quote closed), which makes it whole where the loop made it nothing. The generation stops
-as soon as the loop shows (see ``stop.stop_rule``), so the engine is free for the next
-keystroke.
+group over and over (``ch, ch, ch, ...``), a part of one word (``"env_twin_env_twin_...``)
+or keys that the list already has (``"gt": gt, "lt": lt, "ch": ch, "gt": ch, ...``). A
+repeated key or keyword argument is never what the user meant (Python refuses a repeated
+keyword; a repeated dict or object key overwrites the first), so the items before the
+repeat are the answer: the line is cut there and the brackets this line opened are closed
+(a header ended, a docstring's or a string's quote closed), which makes it whole where the
+loop made it nothing. The generation stops as soon as the loop shows (see
+``stop.stop_rule``), so the engine is free for the next keystroke.
 """
 
 from __future__ import annotations
