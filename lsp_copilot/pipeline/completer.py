@@ -28,7 +28,7 @@ from lsp_copilot.engine.routes import Routes, route_kind
 from lsp_copilot.language.trigger import Mode, completion_mode, room_for_block
 from lsp_copilot.pipeline.alternatives import Alternatives, distinct
 from lsp_copilot.pipeline.completion_cache import CompletionCache, cache_key
-from lsp_copilot.pipeline.flights import BEFORE_END, Flights, whole_cut
+from lsp_copilot.pipeline.flights import BEFORE_END, Flights, Superseded, whole_cut
 from lsp_copilot.pipeline.prompt import cursor_at, prompt_for, prompt_ids
 from lsp_copilot.pipeline.scheduling import Debouncer
 from lsp_copilot.pipeline.typing_through import TypingThrough
@@ -374,13 +374,16 @@ class Completer:
                 if several:  # they start once this generation's prompt is in the engine
                     alts = Alternatives(self.flights, engine, request, settings, snapshot.uri)
                     pending += alts.pending
-                result = await self.flights.fly(
-                    engine, snapshot.uri, key, mode, request, context.at_cursor(), settings,
-                    cache, trace,
-                    deadline=0 if prefetch or explicit else settings.deadline_ms,
-                    cut_whole=whole_cut(post),
-                    continues=continuation(snapshot) if mode == "single-line"
-                    and not explicit and not cursor.line_after.strip() else None)
+                try:
+                    result = await self.flights.fly(
+                        engine, snapshot.uri, key, mode, request, context.at_cursor(),
+                        settings, cache, trace,
+                        deadline=0 if prefetch or explicit else settings.deadline_ms,
+                        cut_whole=whole_cut(post),
+                        continues=continuation(snapshot) if mode == "single-line"
+                        and not explicit and not cursor.line_after.strip() else None)
+                except Superseded as why:
+                    return _no_suggestion(mode, str(why), context)
                 waited += (time.perf_counter() - t0) * 1000
                 if result is None:
                     return _no_suggestion(mode, "engine error", context)

@@ -39,6 +39,14 @@ Continuation = Callable[[str, int], int | None]
 """Where a generation that answered up to a newline (its index) stops, or None."""
 JOIN_AHEAD_CHARS = 1
 """A request joins a generation only if it typed at most this much past its text."""
+CLOSED = "the document closed"
+REPLACED = "a newer request for the document replaced its generation"
+
+
+class Superseded(Exception):
+    """The request's generation was aborted for the document's sake (a newer request, or
+    the document closed) while the request itself was not cancelled: no answer, and no
+    engine error either."""
 
 
 @dataclass
@@ -62,6 +70,7 @@ class Flight:
     continues: Continuation | None = None
     answer: str | None = None  # its answer, once whole (set only when it ``continues``)
     answered: asyncio.Event = field(default_factory=asyncio.Event)
+    aborted_for: str = ""  # why another request or the document aborted it
 
     def publish(self, text: str) -> None:
         if self.first_text_ms is None and text:
@@ -166,6 +175,7 @@ class Flights:
         """The document closed: abort its generation."""
         flight = self._by_uri.pop(uri, None)
         if flight is not None and flight.task is not None and not flight.done:
+            flight.aborted_for = CLOSED
             flight.task.cancel()
 
     def asked_alike(self, uri: str, at_cursor: tuple[str, str]) -> bool:
@@ -310,9 +320,11 @@ class Flights:
         ``t_max_predict_ms``: never mid-line, never a fragment. ``continues``: once the
         answer ends at a line end, it is returned and the generation goes on to where
         ``continues`` says the next line ends, for the keystrokes that finish this line
-        and press Enter."""
+        and press Enter. None: the engine failed; ``Superseded``: the generation was
+        aborted for a newer request or a closed document."""
         old = self._by_uri.get(uri)
         if old is not None and old.task is not None and not old.done:
+            old.aborted_for = REPLACED
             old.task.cancel()  # superseded by a request it cannot serve: abort at once
         flight = Flight(prompt=at_cursor[0], mode=mode, tail=at_cursor[1],
                         continues=continues)
@@ -352,7 +364,7 @@ class Flights:
             if flight.task.cancelled():
                 current = asyncio.current_task()
                 if current is None or not current.cancelling():
-                    return None
+                    raise Superseded(flight.aborted_for or REPLACED) from None
             raise
         except EngineDeadline:
             # requestTimeoutMs, too, cuts only at a line end: what was whole by then.

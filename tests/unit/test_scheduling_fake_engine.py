@@ -498,3 +498,18 @@ async def test_fake_engine_disabled_language_is_answered_at_once_without_a_call(
                                   deadline_ms=0).request
     other = await completer.complete(js, len(js.data))
     assert other.source == "engine" and len(engine.prompts) == 1
+
+
+async def test_fake_engine_request_whose_document_closes_is_no_engine_error() -> None:
+    # A request still waiting when its document closes gets no answer, for that reason: an
+    # engine error would send whoever reads the log looking for a fault in the engine.
+    engine = FakeEngine(reply=" a + b + c + d + e\n", step_s=0.05)
+    completer = await completer_for(engine)
+    first = asyncio.ensure_future(completer.complete(snap(SOURCE), len(SOURCE)))
+    await engine.streamed(2)
+    completer.forget(URI)
+    outcome = await first
+    assert outcome.text == "" and outcome.reason == "the document closed"
+    engine.down = True  # a failing engine still says so
+    failed = await completer.complete(snap(SOURCE + "a"), len(SOURCE) + 1)
+    assert failed.text == "" and failed.reason == "engine error"
