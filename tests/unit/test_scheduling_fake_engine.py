@@ -513,3 +513,17 @@ async def test_fake_engine_request_whose_document_closes_is_no_engine_error() ->
     engine.down = True  # a failing engine still says so
     failed = await completer.complete(snap(SOURCE + "a"), len(SOURCE) + 1)
     assert failed.text == "" and failed.reason == "engine error"
+
+
+async def test_fake_engine_request_replaced_by_a_newer_one_says_so() -> None:
+    # A client that does not cancel the request a newer one replaces (the new prompt
+    # cannot join its generation) gets the reason, not an engine error.
+    engine = FakeEngine(reply=" a + b + c + d + e\n", step_s=0.05)
+    completer = await completer_for(engine)
+    first = asyncio.ensure_future(completer.complete(snap(SOURCE), len(SOURCE)))
+    await engine.streamed(2)
+    other = "def sub(a, b):\n    return "
+    second = await completer.complete(snap(other), len(other))
+    outcome = await first
+    assert outcome.text == "" and "newer request" in outcome.reason
+    assert second.text == "a + b + c + d + e" and len(engine.prompts) == 2
