@@ -145,6 +145,11 @@ class InprocLLM:
         done: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
         def command(engine: Any) -> None:
+            # A caller that gave up (a health check's timeout cancels its wait, and with
+            # it ``done``) wants no answer; setting one on a cancelled future would raise
+            # here, in the engine thread, and take the engine down with it.
+            if not done.set_running_or_notify_cancel():
+                return
             if engine is None:
                 done.set_exception(EngineDown("the in-process engine stopped"))
                 return

@@ -55,6 +55,8 @@ class FakeLLMEngine:
     aborted_event: threading.Event = field(default_factory=threading.Event)
     engine_core: FakeCore = field(default_factory=FakeCore)
     tokenizer: str = "tok"
+    answer_when: threading.Event | None = None
+    asked: threading.Event = field(default_factory=threading.Event)
 
     def built(self) -> FakeLLMEngine:
         self.threads.add(threading.get_ident())
@@ -96,6 +98,9 @@ class FakeLLMEngine:
 
     def is_sleeping(self) -> bool:
         self.threads.add(threading.get_ident())
+        self.asked.set()
+        if self.answer_when is not None:
+            assert self.answer_when.wait(WAIT_S)
         return False
 
 
@@ -185,6 +190,42 @@ async def test_a_failed_step_reaches_every_caller_and_the_health_check() -> None
     with pytest.raises(EngineDown):
         await collect(llm, "b")
     llm.shutdown()  # the thread is gone already: returns
+
+
+async def test_a_call_its_caller_gave_up_on_leaves_the_engine_running() -> None:
+    """A health check that times out while the engine thread answers it (a long step on
+    a loaded machine) cancels its wait; the engine must not die of the late answer."""
+    fake = FakeLLMEngine(length=3, answer_when=threading.Event())
+    llm = await asyncio.to_thread(started, fake)
+    task = asyncio.ensure_future(llm.is_sleeping())
+    assert await asyncio.to_thread(fake.asked.wait, WAIT_S)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    fake.answer_when.set()  # the engine thread answers a caller that has gone
+    assert [o.token for o in await collect(llm, "a")] == [1, 2, 3]
+    await llm.check_health()
+    assert await llm.is_sleeping() is False
+    llm.shutdown()
+
+
+async def test_a_call_given_up_before_the_engine_thread_reached_it_is_skipped() -> None:
+    permits = threading.Semaphore(0)  # the first step waits: calls queue behind it
+    fake = FakeLLMEngine(length=2, permits=permits)
+    llm = await asyncio.to_thread(started, fake)
+    running = asyncio.ensure_future(collect(llm, "a"))
+    assert await asyncio.to_thread(fake.stepping.wait, WAIT_S)
+    task = asyncio.ensure_future(llm.is_sleeping())
+    await asyncio.sleep(0)  # the call is queued for the engine thread
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    permits.release()
+    permits.release()
+    assert [o.token for o in await running] == [1, 2]
+    assert not fake.asked.is_set(), "a call nobody waits for is not run"
+    await llm.check_health()
+    llm.shutdown()
 
 
 def test_a_failed_build_raises_from_the_constructor() -> None:
