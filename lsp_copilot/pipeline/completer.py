@@ -334,10 +334,13 @@ class Completer:
                 pending += alts.pending
         else:
             t_merge = time.perf_counter()
-            got = await self.flights.join(
-                snapshot.uri, context, settings, trace,
-                deadline=0 if prefetch else settings.deadline_ms,
-                cut_whole=whole_cut(post)) if settings.merge and not explicit else None
+            try:
+                got = await self.flights.join(
+                    snapshot.uri, context, settings, trace,
+                    deadline=0 if prefetch else settings.deadline_ms,
+                    cut_whole=whole_cut(post)) if settings.merge and not explicit else None
+            except Superseded as why:
+                return _no_suggestion(mode, str(why), context)
             waited += (time.perf_counter() - t_merge) * 1000  # waiting on the engine
             checked = post.run(got) if got is not None else None  # (the answer, if kept)
             if checked is not None and not checked.text and not self.flights.asked_alike(

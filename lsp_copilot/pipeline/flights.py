@@ -194,7 +194,7 @@ class Flights:
                    trace: dict[str, Any], deadline: int = 0,
                    cut_whole: Callable[[str], int | None] | None = None) -> str | None:
         """Text for the context's prompt from the document's generation under way, if it
-        has it.
+        has it; ``Superseded`` when the generation was aborted for the document's sake.
 
         Past ``deadline`` ms of waiting (0: none) it answers with what the generation has
         written that is whole here (``cut_whole``, this request's own checks), as a
@@ -270,6 +270,8 @@ class Flights:
             self._detach(flight, settings, now=diverged)
         if result is None:
             trace["join_ended"] = "aborted"
+            if flight.aborted_for:  # asked afresh, it would abort the one that replaced it
+                raise Superseded(flight.aborted_for)
             return None
         if kind == "forward":
             text, typed = seen(result.text)

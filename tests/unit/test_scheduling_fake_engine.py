@@ -527,3 +527,28 @@ async def test_fake_engine_request_replaced_by_a_newer_one_says_so() -> None:
     outcome = await first
     assert outcome.text == "" and "newer request" in outcome.reason
     assert second.text == "a + b + c + d + e" and len(engine.prompts) == 2
+
+
+async def test_fake_engine_request_joined_to_a_generation_its_document_closed_asks_nothing(
+) -> None:
+    # Its document is closed: asking the engine afresh would be a call nobody reads.
+    engine = FakeEngine(reply=" a + b + c + d + e\n", step_s=0.05)
+    completer = await completer_for(engine, typing_through=False)
+    first = asyncio.ensure_future(completer.complete(snap(SOURCE), len(SOURCE)))
+    await engine.streamed(2)
+    joined = asyncio.Event()
+    count = completer.telemetry.count
+
+    def counting(name: str, n: int = 1) -> None:
+        count(name, n)
+        if name == "flights_joined":
+            joined.set()
+
+    completer.telemetry.count = counting  # type: ignore[method-assign]
+    typed = SOURCE + "a"
+    second = asyncio.ensure_future(completer.complete(snap(typed), len(typed)))
+    await joined.wait()
+    completer.forget(URI)
+    for outcome in await asyncio.gather(first, second):
+        assert outcome.text == "" and outcome.reason == "the document closed"
+    assert len(engine.prompts) == 1
