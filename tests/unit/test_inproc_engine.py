@@ -216,7 +216,7 @@ async def test_a_call_given_up_before_the_engine_thread_reached_it_is_skipped() 
     running = asyncio.ensure_future(collect(llm, "a"))
     assert await asyncio.to_thread(fake.stepping.wait, WAIT_S)
     task = asyncio.ensure_future(llm.is_sleeping())
-    await asyncio.sleep(0)  # the call is queued for the engine thread
+    await asyncio.sleep(0)  # one turn of the loop (no wait): the task queues its call
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
