@@ -189,6 +189,7 @@ def add_commands(sub: Subparsers) -> None:
     bench.add_argument("--examples", type=int, default=200,
                        help="robustness: hypothesis edit sequences")
     bench.add_argument("--trial", action="append",
-                       choices=["fuzz", "edits", "burst", "engine-kill", "secrets", "soak"],
+                       choices=["fuzz", "edits", "burst", "engine-kill", "secrets", "soak",
+                                "adversarial"],
                        help="robustness: run only this trial (repeatable)")
     bench.set_defaults(func=cmd_bench)

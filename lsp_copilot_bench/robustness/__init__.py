@@ -5,7 +5,8 @@ line each: (a) fuzzed LSP traffic, valid and invalid; (b) hypothesis-generated e
 sequences with non-ASCII text against a reference buffer (in-process against the
 DocumentStore: the protocol exposes no document text); (c) 200 simultaneous requests;
 (d) the engine process killed mid-stream; (e) secret files opened and typed in; (f) a soak
-with the server's RSS measured after a warm-up and at the end.
+with the server's RSS measured after a warm-up and at the end. The adversarial trial
+(``adversarial.py``: a hostile workspace and remote) starts servers of its own.
 
 The client here is a raw JSON-RPC client on purpose: pygls' client refuses to send
 malformed frames, invalid JSON or ill-typed params, which is what the fuzzer is for.
@@ -20,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from lsp_copilot_bench.robustness.adversarial import trial_adversarial
 from lsp_copilot_bench.robustness.client import RawClient
 from lsp_copilot_bench.robustness.edits import trial_edits
 from lsp_copilot_bench.robustness.fuzz import trial_fuzz
@@ -39,9 +41,14 @@ async def _run(messages: int, soak: int, examples: int, only: set[str] | None,
 
     if only is None or "edits" in only:
         report(await asyncio.to_thread(trial_edits, examples))
-    if only is not None and only <= {"edits"}:
-        return trials
     out.mkdir(parents=True, exist_ok=True)
+    if only is None or "adversarial" in only:
+        with open(out / "adversarial-servers.log", "wb") as log:
+            print(f"adversarial servers' log: {out / 'adversarial-servers.log'}",
+                  file=sys.stderr)
+            await trial_adversarial(log, report)
+    if only is not None and only <= {"edits", "adversarial"}:
+        return trials
     log_path = out / "robustness-server.log"
     with tempfile.TemporaryDirectory(prefix="lsp-copilot-robustness-") as tmp, \
             open(log_path, "wb") as log:

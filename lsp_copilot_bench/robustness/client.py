@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -34,11 +35,17 @@ class RawClient:
         self._reader = asyncio.ensure_future(self._read())
 
     @classmethod
-    async def start(cls, log: Any = None) -> RawClient:
+    async def start(cls, log: Any = None, cwd: Path | None = None,
+                    env: dict[str, str] | None = None) -> RawClient:
+        """``lsp-copilot serve``; with ``cwd``, as an editor starts it in a workspace: the
+        console script (``python -m`` would itself put ``cwd`` first on ``sys.path``)."""
+        script = Path(sys.executable).with_name("lsp-copilot")
+        command = ([str(script), "serve"] if cwd is not None and script.exists() else
+                   [sys.executable, "-m", "lsp_copilot", "serve"])
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "lsp_copilot", "serve", stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=log if log is not None else asyncio.subprocess.DEVNULL, limit=2**24)
+            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=log if log is not None else asyncio.subprocess.DEVNULL, limit=2**24,
+            cwd=cwd, env=None if env is None else {**os.environ, **env})
         return cls(proc)
 
     @property
@@ -117,9 +124,9 @@ class RawClient:
         assert self.proc.stdin is not None
         await self.proc.stdin.drain()
 
-    async def initialize(self, options: dict[str, Any]) -> None:
+    async def initialize(self, options: dict[str, Any], root: Path | None = None) -> None:
         await self.request("initialize", {
-            "processId": os.getpid(), "rootUri": None,
+            "processId": os.getpid(), "rootUri": root.as_uri() if root else None,
             "capabilities": {"window": {"workDoneProgress": True}},
             "initializationOptions": {"lspCopilot": options}})
         self.notify("initialized", {})
