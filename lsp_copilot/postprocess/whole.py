@@ -15,14 +15,22 @@ Elsewhere a file the user is still editing may not parse, and a suggestion canno
 asked to fix that: there the rule compares error counts with a baseline, the buffer with
 the cursor line's typed text taken out.
 
-tree-sitter-python accepts a line indented deeper than the one above it, so a parse alone
-cannot tell that a body already waits under the cursor line: in a language whose blocks
-are made by indentation, the line above a deeper one must be a block header (or go on into
-it with an open bracket).
+Where a block's body already waits below the cursor line, only its header fits there
+(``body_waits``): the next code line is indented deeper, and, in a language whose blocks
+end with a closer (``close`` in language.json: ``}``, ``end``), the deeper run ends at a
+closer at the cursor line's own indentation (deeper lines that end otherwise go on the
+cursor line's statement: a method chain, a call's arguments). A parse alone cannot tell:
+tree-sitter-python accepts a line indented deeper than the one above it, and a brace
+grammar pairs the body's closer with an outer block, so the file only breaks far below,
+where the baseline (the line taken out) was broken too. The completed line must then open
+a block (``opens_block``, or a ``compound_header``) or leave open the bracket the closer
+closes. And an explicit request asked for code: an answer that is a comment alone is not
+whole there, unless the user is writing that comment.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import tree_sitter
@@ -131,6 +139,7 @@ class WholeChecker:
         self._line_end = len(data) if line_end < 0 else line_end
         self._following, self._following_end = _following_line(data, self._line_end)
         self._in_brackets = _inside_brackets(snapshot, self.line_start, self._blocks)
+        self._closer = body_closer(data, self.line_start, self._line_end, self._rules)
 
     def baseline_errors(self) -> int:
         if self._baseline is None:
@@ -159,6 +168,8 @@ class WholeChecker:
         end = self.offset + len(inserted)
         if not self.header_fits(text):
             return Verdict(False, 0, 0, "a deeper line follows: only a block header fits")
+        if not self.typing and self._comment_only(tree, end):
+            return Verdict(False, 0, 0, "an explicit request on code: a comment alone")
         errors = _errors(tree)
         after = len(errors) + _empty_blocks(tree, self.line_start, end, self._blocks)
         if not after:
@@ -179,8 +190,10 @@ class WholeChecker:
         """Where the next code line is indented deeper than the cursor line, a body is
         already there: the line above it must open a block or go on into it (an open
         bracket, a ``\\``), and an answer that completes the cursor line is that one line,
-        never a header with a second copy of the body. With braces the parser sees most
-        of this; what it accepts is a finished statement (``;``) above a deeper line."""
+        never a header with a second copy of the body. With a closer (``}``, ``end``)
+        the body waits where the deeper run ends at one on the cursor line's indentation
+        (``body_closer``); deeper lines that end otherwise may go on this line's statement,
+        and only a finished statement (``;``) is known not to fit above them."""
         if not self._blocks or self._in_brackets or self._following is None:
             return True
         data = self.snapshot.data
@@ -197,9 +210,20 @@ class WholeChecker:
         if not last.strip() or deeper <= indent(last):
             return True
         code = last.rstrip()
-        if self._rules.close:
-            return not code.endswith(";")
-        return opens_block(code) or code.endswith("\\") or bool(open_brackets(line, self._rules))
+        if self._rules.close and self._closer is None:
+            return not code.endswith(";")  # deeper lines that go on this statement, maybe
+        return opens_for(line, self._closer, self._rules) or code.endswith("\\")
+
+    def _comment_only(self, tree: tree_sitter.Tree, end: int) -> bool:
+        """The answer is comments and nothing else, on a line the user is not writing a
+        comment on (the typed part of the line is code or nothing)."""
+        if end <= self.offset:
+            return False
+        leaves = _leaves(tree.root_node, self.offset, end)
+        if not leaves or not all("comment" in n.type for n in leaves):
+            return False
+        # A comment the user started on this line, which the answer goes on with.
+        return not any(n.start_byte < self.offset for n in leaves)
 
     def _broken_around(self, errors: list[tree_sitter.Node], inserted: int) -> bool:
         """An error from the cursor line to the end of the suffix's first code line, with
@@ -227,6 +251,65 @@ class WholeChecker:
 def opens_block(line: str) -> bool:
     """The line ends with a block opener (``:`` in Python, ``{`` in braces languages)."""
     return line.rstrip().endswith(BLOCK_HEADERS)
+
+
+def _leaves(root: tree_sitter.Node, start: int, end: int) -> list[tree_sitter.Node]:
+    """The tokens that overlap ``[start, end)`` (a comment counts as one token)."""
+    found = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.end_byte <= start or node.start_byte >= end:
+            continue
+        if not node.child_count or "comment" in node.type:
+            if node.end_byte > node.start_byte:
+                found.append(node)
+            continue
+        stack.extend(node.children)
+    return found
+
+
+def body_closer(data: bytes, line_start: int, line_end: int, rules: LanguageConfig
+                ) -> str | None:
+    """In a language whose blocks end with a closer: the closer (``}``, ``)``, ``end``)
+    that ends the run of lines indented deeper than the cursor line, when it stands at the
+    cursor line's indentation: the body of a block whose header is the cursor line. None
+    where no deeper line follows, where the run ends otherwise (a statement that goes on
+    over deeper lines, then a sibling), and in a language without a closer."""
+    if not rules.close:
+        return None
+    base = indent(data[line_start:line_end].decode("utf-8", "replace"))
+    closers = (rules.close, *rules.closers)
+    deeper = False
+    for raw in data[line_end + 1:].split(b"\n"):
+        line = raw.decode("utf-8", "replace").rstrip()
+        if not line.strip():
+            continue
+        if indent(line) > base:
+            deeper = True
+            continue
+        word = line.strip()
+        closer = next((c for c in closers if word.startswith(c)
+                       and (len(c) == 1 or (not (word[len(c):] + " ")[0].isalnum()
+                            and word[len(c):len(c) + 1] != "_"))), None)
+        return closer if deeper and indent(line) == base else None
+    return None
+
+
+def opens_for(line: str, closer: str | None, rules: LanguageConfig) -> bool:
+    """The completed cursor line ``line`` opens what ``closer`` ends below it: a block
+    (``opens_block``, a ``compound_header`` in a language whose headers have no opener),
+    or the bracket that ``closer`` closes, left open innermost. With no closer (blocks by
+    indentation) any block or open bracket."""
+    last = line.rsplit("\n", 1)[-1]
+    stack = open_brackets(line, rules)
+    if closer in rules.closers and closer != rules.close:
+        return bool(stack) and stack[-1] == rules.closers[closer]  # `)` of `foo(`
+    if closer is not None and closer in rules.closers:
+        stack = [b for b in stack if b == rules.closers[closer]]  # `}`: a brace, not `(`
+    headers_without_opener = rules.compound_header and not rules.header_end
+    return (opens_block(last) or bool(stack)
+            or bool(headers_without_opener and re.match(rules.compound_header, last)))
 
 
 def header_alone(checker: WholeChecker, text: str) -> str:
