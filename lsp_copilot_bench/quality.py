@@ -95,10 +95,15 @@ def _in_prose(snapshot: Snapshot, offset: int) -> bool:
     return False
 
 
-def cut_holes(index: WorkspaceIndex, count: int, seed: int = 0) -> list[Hole]:
-    """``count`` holes, half single-line and half multi-line, at most one per file."""
+def cut_holes(index: WorkspaceIndex, count: int, seed: int = 0,
+              language: str | None = None) -> list[Hole]:
+    """``count`` holes, half single-line and half multi-line, at most one per file;
+    with ``language`` (an LSP language id) only in that language's files (a package
+    ships other languages beside its sources: its build output, declarations)."""
     rng = random.Random(seed)
-    files = [f for f in index.files() if not {"test", "tests"} & set(f.split("/")[:-1])]
+    files = [f for f in index.files() if not {"test", "tests"} & set(f.split("/")[:-1])
+             and (language is None or (language_id_for_path(f) == language
+                                       and not f.endswith(".d.ts")))]
     rng.shuffle(files)
     store = DocumentStore()
     quota = {"multi-line": count // 2, "single-line": count - count // 2}
@@ -247,38 +252,60 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def bench_quality(corpus: Path, count: int, hub: SettingsHub, seed: int = 0,
-                        log: Path | None = None, split: str | None = None) -> dict[str, Any]:
+                        log: Path | None = None, split: str | None = None,
+                        languages: dict[str, Path] | None = None) -> dict[str, Any]:
     """``count`` holes in ``corpus``; with ``split``, ceil(count / packages) holes in each
-    package of ``corpus/<split>``, each package indexed as its own workspace."""
+    package of ``corpus/<split>``, each package indexed as its own workspace. With
+    ``languages`` (language id -> corpus), the same for each language's corpus, holes
+    only in that language's files, all on one engine, with figures per language."""
     started = time.perf_counter()
-    folders = split_corpora(corpus, split) if split else [(corpus.name, corpus)]
-    per_corpus = math.ceil(count / len(folders))
+    groups = list(languages.items()) if languages else [(None, corpus)]
+    folders = [(language, name, path) for language, root in groups
+               for name, path in (split_corpora(root, split) if split else [(root.name, root)])]
+    per_corpus = {language: math.ceil(count / sum(f[0] == language for f in folders))
+                  for language, _ in groups}
     manager = EngineManager()
     load = manager.start(hub.settings.engine_setup)
-    indexes = [WorkspaceIndex(path) for _, path in folders]
+    indexes = [WorkspaceIndex(path) for _, _, path in folders]
     for index in indexes:
         await asyncio.to_thread(index.build)
     result = await load
     if not result.ok:
         raise SystemExit(f"error: the engine could not start: {result.message}")
-    cut = [(name, index, cut_holes(index, per_corpus, seed))
-           for (name, _), index in zip(folders, indexes, strict=True)]
-    if not any(holes for _, _, holes in cut):
+    cut = [(language, name, index, cut_holes(index, per_corpus[language], seed, language))
+           for (language, name, _), index in zip(folders, indexes, strict=True)]
+    if not any(holes for *_, holes in cut):
         raise SystemExit(f"error: no holes could be cut in {corpus} (no code files with a "
                          "grammar in grammars/?)")
-    by_corpus: dict[str, list[dict[str, Any]]] = {}
+    by_corpus: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
     try:
-        for name, index, holes in cut:
-            by_corpus[name] = await run_holes(holes, index, hub, manager, log,
-                                              corpus=name if split else None)
+        for language, name, index, holes in cut:
+            label = name if language is None else f"{language}/{name}"
+            by_corpus[language, name] = await run_holes(holes, index, hub, manager, log,
+                                                        corpus=label if split else None)
         info = manager.info
     finally:
         await manager.shutdown()
-    records = [r for recs in by_corpus.values() for r in recs]
+    if languages:
+        out = _header(corpus, split, seed, count, info, hub, started)
+        out["languages"] = {
+            language: _figures(str(root), split, [(name, index.root, by_corpus[lang, name])
+                                                  for lang, name, index, _ in cut
+                                                  if lang == language], per_corpus[language])
+            for language, root in groups}
+        return out
+    out = _header(corpus, split, seed, count, info, hub, started)
+    out |= _figures(str(corpus), split, [(name, index.root, by_corpus[None, name])
+                                         for _, name, index, _ in cut], per_corpus[None])
+    return out
+
+
+def _header(corpus: Path, split: str | None, seed: int, count: int, info: Any,
+            hub: SettingsHub, started: float) -> dict[str, Any]:
     out: dict[str, Any] = {"corpus": str(corpus)}
     if split:
-        out |= {"split": split, "count_per_corpus": per_corpus}
-    out |= {
+        out["split"] = split
+    return out | {
         "seed": seed,
         "count": count,
         "engine": info.as_dict() if info else None,
@@ -286,20 +313,34 @@ async def bench_quality(corpus: Path, count: int, hub: SettingsHub, seed: int = 
         "budget_tokens": budgets_for(hub.settings.request, info.device if info else "cpu").explicit,
         "seconds": round(time.perf_counter() - started, 1),
     }
+
+
+def _figures(corpus: str, split: str | None, done: list[tuple[str, Path, list[dict[str, Any]]]],
+             per_corpus: int) -> dict[str, Any]:
+    """The summary of one corpus (a split's packages each, and pooled) and its holes."""
+    records = [r for *_, recs in done for r in recs]
+    out: dict[str, Any] = {"corpus": corpus}
     if split:
-        out["corpora"] = {name: {"path": str(index.root), "holes": len(by_corpus[name]),
-                                 "summary": summarize(by_corpus[name])}
-                          for name, index, _ in cut}
-    out |= {"summary": summarize(records), "holes": records}
-    return out
+        out |= {"split": split, "count_per_corpus": per_corpus,
+                "corpora": {name: {"path": str(path), "holes": len(recs),
+                                   "summary": summarize(recs)} for name, path, recs in done}}
+    return out | {"summary": summarize(records), "holes": records}
 
 
 def render(result: dict[str, Any]) -> str:
-    """The side-by-side table printed by the command."""
+    """The side-by-side table printed by the command (one per language, with
+    ``--language-corpus``)."""
     split = f", split {result['split']}" if "split" in result else ""
-    lines = [f"corpus {result['corpus']}{split} (seed {result['seed']}), model "
-             f"{(result['engine'] or {}).get('model')}, budget {result['budget_tokens']} "
-             f"tokens, {result['seconds']} s",
+    head = (f"(seed {result['seed']}), model {(result['engine'] or {}).get('model')}, budget "
+            f"{result['budget_tokens']} tokens, {result['seconds']} s")
+    if "languages" in result:
+        return "\n\n".join(f"{language}: " + _table(figures, f"{split} {head}")
+                            for language, figures in result["languages"].items())
+    return _table(result, f"{split} {head}")
+
+
+def _table(result: dict[str, Any], head: str) -> str:
+    lines = [f"corpus {result['corpus']}{head}",
              "holes        | variant     | exact match | edit sim | parses | empty | tokens "
              "| 2+ items | exact in any"]
     for kind, entry in result["summary"].items():
@@ -328,9 +369,27 @@ def render(result: dict[str, Any]) -> str:
 
 
 def run(corpus: Path | None, count: int, model: str | None, seed: int = 0,
-        log: Path | None = None, split: str | None = None) -> dict[str, Any]:
+        log: Path | None = None, split: str | None = None,
+        languages: dict[str, Path] | None = None) -> dict[str, Any]:
     # The shipped settings, minus what would make holes depend on each other; each hole
     # is an explicit request, answered as the editor's "suggest now" is.
     hub = SettingsHub.of(model=model or "", cache=False, merge=False, typing_through=False,
                          prefetch=False, engine_shared=False)  # nothing stays loaded after
-    return asyncio.run(bench_quality(corpus or default_corpus(), count, hub, seed, log, split))
+    return asyncio.run(bench_quality(corpus or default_corpus(), count, hub, seed, log, split,
+                                     languages))
+
+
+def parse_languages(values: list[str] | None) -> dict[str, Path]:
+    """``LANG=PATH`` arguments (``--language-corpus typescript=DIR/typescript``): LANG an
+    LSP language id with a grammars/ folder, PATH a corpus (with ``--split``, the folder
+    of ``scripts/fresh-corpus-languages.sh DIR``'s ``DIR/<LANG>``)."""
+    from lsp_copilot.language.folders import supported
+
+    out: dict[str, Path] = {}
+    for value in values or []:
+        key, sep, path = value.partition("=")
+        if not sep or key not in supported():
+            raise ValueError(f"expected LANG=PATH with LANG one of {', '.join(supported())}: "
+                             f"{value!r}")
+        out[key] = Path(path)
+    return out

@@ -36,13 +36,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     result: Any
     settings = typing_settings(args.settings, args.what)
+    languages = None
+    if args.what == "quality" and args.language_corpus:
+        from lsp_copilot_bench.quality import parse_languages
+
+        try:
+            languages = parse_languages(args.language_corpus)
+        except ValueError as exc:
+            raise SystemExit(f"error: {exc}") from None
     if args.split:
         if args.what not in ("quality", "typing"):
             raise SystemExit("error: --split applies to bench quality and bench typing")
         from lsp_copilot_bench.corpus import split_corpora
 
         try:  # before the engine loads: say what to run
-            split_corpora(args.corpus, args.split)
+            for root in (languages or {"": args.corpus}).values():
+                split_corpora(root, args.split)
         except ValueError as exc:
             raise SystemExit(f"error: {exc}") from None
     if args.what == "quality":  # the whole pipeline, ours against prefix-only
@@ -52,7 +61,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if log is not None:
             log.unlink(missing_ok=True)
         result = bench_quality.run(args.corpus, args.count, args.model, log=log,
-                                   split=args.split)
+                                   split=args.split, languages=languages)
         if isinstance(args.json, str):
             Path(args.json).write_text(json.dumps(result, indent=2, ensure_ascii=False))
         if args.json is True:
@@ -176,7 +185,9 @@ def add_commands(sub: Subparsers) -> None:
                        "(go, rust, cpp, java, typescript, python; a folder, .zip or .tgz; "
                        "default: where Debian's packages put it); repeatable; safety: the "
                        "same for python, site-packages, go, java, cpp, rust, javascript, "
-                       "typescript")
+                       "typescript; quality: holes in that language's files of PATH (with "
+                       "--split, PATH is scripts/fresh-corpus-languages.sh DIR's DIR/LANG), "
+                       "figures per language, instead of --corpus")
     bench.add_argument("--max-files", type=int, default=0,
                        help="safety: sample this many files per corpus (default: all)")
     bench.add_argument("--per-language", type=int, default=50,

@@ -109,3 +109,42 @@ async def test_both_variants_take_their_ids_from_one_source(tmp_path: Path) -> N
         assert record["ours"]["suggestions"] == (1 if record["ours"]["completion"] else 0)
         assert record["ours"]["alternatives"] == []
     await manager.shutdown()
+
+
+def test_holes_of_one_language_are_cut_in_its_files_alone(tmp_path: Path) -> None:
+    index = _corpus(tmp_path)
+    (tmp_path / "types.d.ts").write_text("".join(
+        f"export declare function f{i}(a: number): number;\n" for i in range(40)))
+    index.build()
+    for language, suffixes in (("go", {".go"}), ("typescript", {".ts"}), ("rust", {".rs"})):
+        holes = cut_holes(index, 4, seed=3, language=language)
+        assert holes and {Path(h.rel).suffix for h in holes} == suffixes, language
+        assert not any(h.rel.endswith(".d.ts") for h in holes)
+
+
+def test_bench_quality_takes_a_corpus_per_language() -> None:
+    from lsp_copilot.cli.main import build_parser
+    from lsp_copilot_bench.quality import parse_languages, render
+
+    args = build_parser().parse_args(["bench", "quality", "--split", "tune",
+                                      "--language-corpus", "go=/c/go",
+                                      "--language-corpus", "rust=/c/rust"])
+    assert parse_languages(args.language_corpus) == {"go": Path("/c/go"),
+                                                     "rust": Path("/c/rust")}
+    try:
+        parse_languages(["klingon=/c"])
+    except ValueError as exc:
+        assert "LANG=PATH" in str(exc)
+    else:
+        raise AssertionError("an unknown language was taken")
+    side = {"exact_match": 0.5, "edit_similarity": 0.7, "parses": 1.0, "empty": 0.0,
+            "mean_prompt_tokens": 100, "two_or_more_suggestions": 0.0, "exact_in_any": 0.5}
+    summary = {"all": {"holes": 2, "ours": side, "prefix_only": side,
+                       "exact_match_ratio": 1.0}}
+    result = {"corpus": "/c", "split": "tune", "seed": 0, "engine": {"model": "m"},
+              "budget_tokens": 1024, "seconds": 1.0,
+              "languages": {lang: {"corpus": f"/c/{lang}", "summary": summary,
+                                   "corpora": {"pkg": {"summary": summary}}}
+                            for lang in ("go", "rust")}}
+    table = render(result)
+    assert table.startswith("go: corpus /c/go, split tune") and "\n\nrust: corpus /c/rust" in table
