@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
 import logging.handlers
 import os
@@ -84,13 +85,34 @@ def _formatted(handler: logging.Handler) -> logging.Handler:
     return handler
 
 
+class PrivateRotatingFile(logging.handlers.RotatingFileHandler):
+    """A rotating log whose every file is the user's alone (0600): the first one, the one
+    each rotation opens anew (the standard handler opens it with the umask: world-readable
+    on most systems) and the older copies. Logs may hold paths, errors and, when asked
+    for, source text."""
+
+    def _open(self) -> io.TextIOWrapper:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o600)  # a file made before by something else
+        return open(fd, "a", encoding=self.encoding, errors=self.errors)
+
+    def doRollover(self) -> None:
+        super().doRollover()
+        for number in range(1, self.backupCount + 1):
+            with contextlib.suppress(OSError):
+                os.chmod(f"{self.baseFilename}.{number}", 0o600)
+
+
 def open_log_file(path: Path) -> logging.Handler:
-    """A rotating handler on ``path`` (its folder created, owner-only); raises OSError."""
+    """A rotating handler on ``path``, owner-only (its folder created 0700; the default
+    folder made 0700 even if an older version made it open); raises OSError."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    handler = logging.handlers.RotatingFileHandler(
-        path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8")
-    with contextlib.suppress(OSError):
-        os.chmod(path, 0o600)
+    if path.parent == cache_dir() / "logs":  # ours alone: a folder the user named is theirs
+        with contextlib.suppress(OSError):
+            os.chmod(path.parent, 0o700)
+    handler = PrivateRotatingFile(path, maxBytes=MAX_BYTES, backupCount=BACKUPS,
+                                  encoding="utf-8")
     return _formatted(handler)
 
 

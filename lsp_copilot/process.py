@@ -10,6 +10,19 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+SAFE_PATH_FLAGS = ("-P",) if sys.version_info >= (3, 11) else ()
+"""Python 3.11+: the child's working folder (or script's folder) is not put first on
+sys.path. Not ``-I``: that also drops PYTHONPATH, the user's site-packages (an install with
+``pip install --user``) and the PYTHON* variables (PYTHONFAULTHANDLER, which the engine
+uses for its stacks). On 3.10 the neutral working folder (paths.helper_cwd) alone keeps
+the user's files out."""
+
+
+def python_command(*args: str) -> list[str]:
+    """A helper process of the running interpreter: ``python -P ARGS`` (3.11+). Start it in
+    ``paths.helper_cwd()``, never in the user's project."""
+    return [sys.executable, *SAFE_PATH_FLAGS, *args]
+
 
 def kill_children(timeout: float = 5.0) -> None:
     """Terminate (then kill) every process we started: EngineCore, its workers."""
@@ -117,10 +130,10 @@ def install_orphan_guard() -> None:
     import subprocess
 
     try:
-        _guardian = subprocess.Popen(
-            [sys.executable, "-c", GUARD_CODE, str(os.getpid()), str(GUARD_INTERVAL_S)],
+        _guardian = subprocess.Popen(  # "/": it needs no folder, and only root writes there
+            python_command("-c", GUARD_CODE, str(os.getpid()), str(GUARD_INTERVAL_S)),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            close_fds=True)
+            close_fds=True, cwd="/")
     except OSError:
         log.warning("could not start the orphan guard: a SIGKILLed server may leave "
                     "vLLM's EngineCore running", exc_info=True)

@@ -7,23 +7,47 @@ import argparse
 import asyncio
 import json
 import os
-import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from lsp_copilot.cli.options import Subparsers, group
+from lsp_copilot.process import python_command
+
+if TYPE_CHECKING:
+    from lsp_copilot.engine.shared.runtime import EnginePlace
 
 COMPILE_LATER_ENV = "LSP_COPILOT_COMPILE_LATER"
 """``0``: no engine builds a compiled copy of itself (the tests set it: a background
 compile would take both cores from tests that time what they do)."""
 
 
-def cmd_status(args: argparse.Namespace) -> int:
+def _places() -> list[EnginePlace]:
+    """The engines of the runtime folder, checked as a start checks it: a folder or an
+    engine that is not this user's is refused with the reason, never read or trusted."""
+    from lsp_copilot.engine.shared.runtime import RuntimeDirError, places, runtime_dir
+
+    try:
+        return places(runtime_dir())
+    except RuntimeDirError as exc:
+        raise SystemExit(f"error: {exc}") from None
+
+
+def _ask(place: EnginePlace, message: dict[str, Any]) -> dict[str, Any] | None:
     from lsp_copilot.engine.shared.control import ask
-    from lsp_copilot.engine.shared.runtime import places, runtime_dir
+    from lsp_copilot.engine.shared.runtime import RuntimeDirError
+
+    try:
+        return ask(place, message)
+    except RuntimeDirError as exc:
+        raise SystemExit(f"error: {exc}") from None
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from lsp_copilot.engine.shared.runtime import runtime_dir
 
     rows = []
-    for place in places(runtime_dir()):
-        reply = ask(place, {"op": "status", "id": "status"})
+    for place in _places():
+        reply = _ask(place, {"op": "status", "id": "status"})
         if reply is None:
             rows.append({"name": place.name, "state": "stale", "message":
                          "nobody answers its socket (a crash); the next start replaces it"})
@@ -48,16 +72,15 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from lsp_copilot.engine.shared.control import ask, wait_gone
-    from lsp_copilot.engine.shared.runtime import places, runtime_dir
+    from lsp_copilot.engine.shared.control import wait_gone
 
-    chosen = [p for p in places(runtime_dir()) if args.name in (None, p.name)]
+    chosen = [p for p in _places() if args.name in (None, p.name)]
     if args.name is not None and not chosen:
         raise SystemExit(f"error: no shared engine named {args.name} (see "
                          "`lsp-copilot engine status`)")
     for place in chosen:
-        status = ask(place, {"op": "status", "id": "status"})
-        if status is None or ask(place, {"op": "stop", "id": "stop"}) is None:
+        status = _ask(place, {"op": "status", "id": "status"})
+        if status is None or _ask(place, {"op": "stop", "id": "stop"}) is None:
             place.socket.unlink(missing_ok=True)
             print(f"{place.name}: removed a stale socket")
             continue
@@ -72,10 +95,11 @@ def compiled_copy(args: argparse.Namespace, fields: dict[str, object]
     take over (engine/shared/handoff.py)."""
 
     def command(inode: int) -> list[str]:
-        return [sys.executable, "-m", "lsp_copilot", "engine", "host", "--name", args.name,
-                "--label", args.label, "--settings", json.dumps(fields | {
-                    "enforceEager": False}), "--idle-minutes", str(args.idle_minutes),
-                "--replaces", str(inode)]
+        return python_command("-m", "lsp_copilot", "engine", "host", "--name", args.name,
+                              "--label", args.label, "--settings", json.dumps(fields | {
+                                  "enforceEager": False}),
+                              "--idle-minutes", str(args.idle_minutes),
+                              "--replaces", str(inode))
 
     return command
 

@@ -24,8 +24,12 @@ def _parse_tcp(value: str) -> tuple[str, int]:
 
 
 def cmd_serve(args: argparse.Namespace, logs: Logs | None = None) -> int:
+    from lsp_copilot.paths import leave_launch_folder
     from lsp_copilot.server.app import create_server
 
+    # The editor starts us in the user's project: work (and start every process) in a
+    # folder of our own, so that no file of the project can replace a module we import.
+    leave_launch_folder()
     if args.tcp is None:
         # Keep fd 1 for JSON-RPC alone: vLLM's child process inherits our descriptors and
         # anything it (or any library) prints to stdout would corrupt the LSP stream.

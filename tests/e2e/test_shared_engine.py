@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +26,7 @@ import pytest
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient as PlainClient
 
-from tests.support.lsp import ON_CUDA, ROOT, plain, serve, shared_engines, stats
+from tests.support.lsp import ON_CUDA, ROOT, SERVER, plain, serve, shared_engines, stats
 
 pytestmark = pytest.mark.engine
 
@@ -216,3 +219,66 @@ async def test_another_user_cannot_reach_the_engine(tmp_path: Path) -> None:
                          preexec_fn=lambda: os.setuid(65534), check=False)
     assert out.returncode == 3, "another user reached the engine's socket"
     await _stop(client)
+
+
+SHADOWS = ("calendar", "textwrap", "random", "types", "queue", "token", "socket",
+           "threading", "pickle", "json", "typing")
+
+
+def _poisoned_workspace(folder: Path) -> Path:
+    """A project whose root has files named like standard modules, each of which stops
+    whatever imports it (or does not even compile)."""
+    folder.mkdir()
+    for number, name in enumerate(SHADOWS):
+        body = ("raise SystemExit('imported from the workspace')\n" if number % 2 == 0
+                else "def broken(:\n    pass\n")
+        (folder / f"{name}.py").write_text(body)
+    return folder
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared-engine", "in-process"])
+async def test_files_named_like_standard_modules_in_the_workspace_break_nothing(
+        tmp_path: Path, shared: bool) -> None:
+    """The editor starts the server in the project's folder (as `lsp-copilot serve`); the
+    engine it starts (shared host, or its own) still loads and completes."""
+    workspace = _poisoned_workspace(tmp_path / "project")
+    runtime = tempfile.mkdtemp(prefix="lc-rt-")  # a fresh engine: this test starts it
+    os.chmod(runtime, 0o700)
+    script = Path(sys.executable).parent / "lsp-copilot"
+    command = [str(script), "serve"] if script.exists() else SERVER
+    env = dict(os.environ, LSP_COPILOT_RUNTIME_DIR=runtime)
+    client = PlainClient("test", "1")
+    await client.start_io(*command, cwd=str(workspace), env=env)
+    server = client._server
+    assert server is not None and server.stderr is not None
+    client._stderr_drain = asyncio.ensure_future(server.stderr.read())  # type: ignore[attr-defined]
+    try:
+        await client.initialize_async(types.InitializeParams(
+            capabilities=types.ClientCapabilities(), root_uri=workspace.as_uri(),
+            initialization_options={**FAST, "routes": {}, "model": "smollm2-135m",
+                                    "engineShared": shared}))
+        client.initialized(types.InitializedParams())
+        deadline = time.monotonic() + 600
+        while (s := await stats(client))["engine_state"] == "loading":
+            assert time.monotonic() < deadline, "the engine never loaded"
+            await asyncio.sleep(0.5)
+        assert s["engine_state"] == "ready", s
+        assert await _suggest(client, workspace), "no suggestion"
+        assert psutil.Process(server.pid).cwd() == runtime  # the server left the project
+        out = subprocess.run([sys.executable, "-m", "lsp_copilot", "engine", "status",
+                              "--json"], env=env, capture_output=True, text=True,
+                             timeout=60, check=True)
+        engines = [psutil.Process(e["pid"]) for e in json.loads(out.stdout)]
+        assert len(engines) == (1 if shared else 0), engines
+        for engine in engines:  # started in the runtime folder, without it on sys.path
+            assert engine.cwd() == runtime
+            if sys.version_info >= (3, 11):
+                assert "-P" in engine.cmdline()
+        await _stop(client)
+    finally:
+        if client._server is not None and client._server.returncode is None:
+            client._server.kill()
+        subprocess.run([sys.executable, "-m", "lsp_copilot", "engine", "stop"], env=env,
+                       cwd=str(ROOT), capture_output=True, timeout=120, check=False)
+        shutil.rmtree(runtime, ignore_errors=True)
+

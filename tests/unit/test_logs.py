@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
+import pytest
+
+from lsp_copilot import logs
 from lsp_copilot.logs import EditorLog, Logs, default_log_file, request_scope
 from lsp_copilot.settings.core import parse_settings
 
@@ -158,3 +162,26 @@ def test_the_servers_log_follows_the_log_settings(tmp_path: Path) -> None:
     finally:
         logs.close()
         logging.getLogger().setLevel(logging.WARNING)
+
+
+def test_the_log_and_its_rotated_copies_are_the_users_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Also past a rotation (the standard handler reopens with the umask: 0644)."""
+    monkeypatch.setattr(logs, "MAX_BYTES", 2000)
+    monkeypatch.setenv("LSP_COPILOT_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "cache" / "logs").mkdir(parents=True, mode=0o755)  # made open by an old version
+    path = tmp_path / "cache" / "logs" / "lsp-copilot.log"
+    old = os.umask(0o022)
+    try:
+        handler = logs.open_log_file(path)
+        record = logging.LogRecord("t", logging.INFO, __file__, 1, "x" * 500, None, None)
+        for _ in range(30):  # three rotations and more
+            handler.handle(record)
+        handler.close()
+    finally:
+        os.umask(old)
+    files = sorted(path.parent.iterdir())
+    assert len(files) == 1 + logs.BACKUPS, files
+    modes = {p.name: oct(p.stat().st_mode & 0o777) for p in files}
+    assert set(modes.values()) == {"0o600"}, modes
+    assert path.parent.stat().st_mode & 0o777 == 0o700

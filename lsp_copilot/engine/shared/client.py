@@ -19,7 +19,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,9 @@ from lsp_copilot.engine.shared.runtime import (
     engine_fields,
     engine_name,
     private_dir,
+    same_user,
 )
+from lsp_copilot.process import python_command
 from lsp_copilot.prompts.encoder import PromptEncoder
 from lsp_copilot.settings.layers import EngineSetup
 from lsp_copilot.tokens import TokenCounter, TokenCounters
@@ -106,18 +107,22 @@ class SharedStarter:
         from lsp_copilot.logs import default_log_file
 
         logs = default_log_file().parent
-        logs.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "lsp_copilot", "engine", "host",
-                   "--name", place.name, "--label", place.name.rsplit("-", 1)[0],
-                   "--settings", json.dumps(engine_fields(settings)),
-                   "--idle-minutes", str(settings.supervision.engine_idle_minutes)]
+        logs.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # In the runtime folder, without it on sys.path: never the editor's folder (the
+        # user's project), whose calendar.py would replace the standard library's.
+        command = python_command("-m", "lsp_copilot", "engine", "host",
+                                 "--name", place.name, "--label", place.name.rsplit("-", 1)[0],
+                                 "--settings", json.dumps(engine_fields(settings)),
+                                 "--idle-minutes", str(settings.supervision.engine_idle_minutes))
         env = defaults.with_environment(dict(os.environ, PYTHONFAULTHANDLER="1"),
                                         settings.engine, device.detect(
                                             settings.engine.device).device)
         log_path = place.log(logs)
-        with open(log_path, "ab") as out:
+        fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with open(fd, "ab") as out:
             starter = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
-                                       stderr=out, start_new_session=True, env=env)
+                                       stderr=out, start_new_session=True, env=env,
+                                       cwd=place.folder)
             code = starter.wait()  # the engine detaches at once: this returns
         if code != 0:
             raise SharedEngineError(f"the shared engine did not start (exit {code}): "
@@ -222,6 +227,12 @@ class SharedEngine(Engine):
                 except OSError as exc:
                     self._closed = f"the shared engine is gone ({exc})"
                     raise EngineDown(self._closed) from None
+                peer = writer.get_extra_info("socket")
+                if peer is None or not same_user(peer):  # not ours: never send it code
+                    writer.close()
+                    self._closed = (f"the process on {self.place.socket} is not this "
+                                    "user's: refused")
+                    raise EngineDown(self._closed)
                 writer.write(wire.encode({"op": "hello", "pid": os.getpid()}))
                 self._writer = writer
                 self._reader_task = asyncio.ensure_future(self._read(reader))

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_copilot.engine.shared import wire
-from lsp_copilot.engine.shared.runtime import EnginePlace, places
+from lsp_copilot.engine.shared.runtime import EnginePlace, RuntimeDirError, check_peer, places
 
 log = logging.getLogger(__name__)
 
@@ -19,15 +19,17 @@ STOP_WAIT_S = 60.0
 
 
 def connect(path: Path, timeout: float | None = 5.0) -> socket.socket | None:
-    """A connection to a live engine, or None (no socket, or a stale one: nobody listens)."""
+    """A connection to a live engine of this user, or None (no socket, or a stale one:
+    nobody listens). A peer of another user is refused (RuntimeDirError)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         sock.connect(str(path))
+        check_peer(sock, path)
     except (FileNotFoundError, ConnectionRefusedError):
         sock.close()
         return None
-    except OSError:
+    except (OSError, RuntimeDirError):
         sock.close()
         raise
     sock.settimeout(None)
@@ -36,7 +38,8 @@ def connect(path: Path, timeout: float | None = 5.0) -> socket.socket | None:
 
 def ask(place: EnginePlace, message: dict[str, Any], timeout: float = 5.0
         ) -> dict[str, Any] | None:
-    """One question to a running engine; None if nobody answers (a stale socket)."""
+    """One question to a running engine; None if nobody answers (a stale socket).
+    RuntimeDirError if another user's process answers."""
     try:
         sock = connect(place.socket, timeout)
     except OSError:

@@ -65,7 +65,8 @@ def start(place: EnginePlace, command: list[str]) -> bool:
     engine's log."""
     log.info("loading a compiled copy of this engine in the background")
     try:
-        subprocess.run(command, stdin=subprocess.DEVNULL, timeout=SOCKET_WAIT_S, check=False)
+        subprocess.run(command, stdin=subprocess.DEVNULL, timeout=SOCKET_WAIT_S, check=False,
+                       cwd=place.folder)  # never a user's folder (engine/shared/client.py)
     except (OSError, subprocess.SubprocessError):
         log.exception("the compiled copy could not be started")
         return False

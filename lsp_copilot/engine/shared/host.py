@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lsp_copilot.engine.base import Engine, EngineResult
+from lsp_copilot.engine.base import Engine, EngineRequest, EngineResult
 from lsp_copilot.engine.failures import explain_failure
 from lsp_copilot.engine.shared import handoff, wire
 from lsp_copilot.engine.shared.runtime import EnginePlace, same_user
@@ -216,12 +216,17 @@ class EngineHost:
             _send(writer, self._state_message())
             if self.state == "failed":
                 self._told.set()
-        elif op == "generate" and isinstance(rid, str):
+        elif op == "generate":
+            try:  # checked before anything starts: every request gets an answer
+                request = wire.request_from(message, f"c{client.number}-{rid}")
+            except ValueError as exc:
+                _send(writer, {"op": "error", "id": rid, "message": str(exc)})
+                return
             if self.engine is None:
                 _send(writer, {"op": "error", "id": rid, "message": f"engine {self.state}"})
                 return
-            client.tasks[rid] = asyncio.ensure_future(
-                self._generate(client, writer, rid, message))
+            client.tasks[str(rid)] = asyncio.ensure_future(
+                self._generate(client, writer, str(rid), request))
         elif op == "abort":
             task = client.tasks.pop(str(rid), None)
             if task is not None:
@@ -241,9 +246,8 @@ class EngineHost:
             _send(writer, {"op": "error", "id": rid, "message": f"unknown op {op!r}"})
 
     async def _generate(self, client: Client, writer: asyncio.StreamWriter, rid: str,
-                        message: dict[str, Any]) -> None:
+                        request: EngineRequest) -> None:
         assert self.engine is not None
-        request = wire.request_from(message, f"c{client.number}-{rid}")
         sent = 0
 
         def watch(text: str, result: EngineResult) -> None:

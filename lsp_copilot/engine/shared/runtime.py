@@ -15,49 +15,23 @@ import json
 import os
 import re
 import socket
-import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lsp_copilot.paths import (  # noqa: F401 (where the runtime folder is, and its check)
+    RUNTIME_DIR_ENV,
+    RuntimeDirError,
+    check_private,
+    private_dir,
+    runtime_dir,
+)
 from lsp_copilot.settings.core import ENGINE_FIELDS, camel
 from lsp_copilot.settings.layers import EngineSetup
 
-RUNTIME_DIR_ENV = "LSP_COPILOT_RUNTIME_DIR"
 NOT_SHAPING = frozenset({"engine_shared", "engine_backend"})
 """Engine fields that decide whether an engine is shared, not what it computes."""
-
-
-class RuntimeDirError(RuntimeError):
-    """The runtime folder is not private to this user: nothing is shared through it."""
-
-
-def runtime_dir() -> Path:
-    """``$LSP_COPILOT_RUNTIME_DIR``, else ``$XDG_RUNTIME_DIR/lsp-copilot``, else a
-    per-user folder in the temporary directory."""
-    explicit = os.environ.get(RUNTIME_DIR_ENV)
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg and os.path.isabs(xdg) and os.path.isdir(xdg):
-        return Path(xdg) / "lsp-copilot"
-    return Path("/tmp") / f"lsp-copilot-{os.getuid()}"
-
-
-def private_dir(path: Path | None = None) -> Path:
-    """The runtime folder, created 0700; refused if another user owns it or others may
-    enter it (someone could have made it first, to listen in)."""
-    path = path or runtime_dir()
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = path.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise RuntimeDirError(f"{path} is not a folder of this user: remove it, or set "
-                              f"{RUNTIME_DIR_ENV} to a private folder")
-    if info.st_mode & 0o077:
-        raise RuntimeDirError(f"{path} may be entered by other users (mode "
-                              f"{stat.S_IMODE(info.st_mode):o}): run `chmod 700 {path}`")
-    return path
 
 
 def engine_fields(settings: EngineSetup) -> dict[str, Any]:
@@ -104,9 +78,12 @@ class EnginePlace:
 
 
 def places(folder: Path) -> list[EnginePlace]:
-    """Every engine that has a socket in ``folder`` (running or stale)."""
-    if not folder.is_dir():
+    """Every engine that has a socket in ``folder`` (running or stale). The folder is
+    checked as a start checks it: one another user could write to is refused
+    (RuntimeDirError), never read."""
+    if not os.path.lexists(folder):
         return []
+    check_private(folder)
     return [EnginePlace(folder, p.name[:-len(".sock")]) for p in sorted(folder.glob("*.sock"))]
 
 
@@ -118,5 +95,16 @@ def peer_uid(sock: socket.socket) -> int:
 
 
 def same_user(sock: socket.socket) -> bool:
-    """Only this user's processes may use the engine."""
+    """Whether the peer runs as this user (both ends check: only this user's processes may
+    use an engine, and a server talks only to an engine of its own user). Without
+    SO_PEERCRED (not Linux) the private folder is the only guard."""
+    if not hasattr(socket, "SO_PEERCRED"):
+        return True
     return peer_uid(sock) == os.getuid()
+
+
+def check_peer(sock: socket.socket, path: Path) -> None:
+    """RuntimeDirError unless the engine listening at ``path`` runs as this user."""
+    if not same_user(sock):
+        raise RuntimeDirError(f"the process listening on {path} runs as uid "
+                              f"{peer_uid(sock)}, not as this user: refused")

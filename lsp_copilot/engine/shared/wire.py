@@ -44,15 +44,28 @@ def request_message(request: EngineRequest) -> dict[str, Any]:
 
 
 def request_from(message: dict[str, Any], request_id: str) -> EngineRequest:
-    """The engine's side: the same request under a name unique across servers."""
+    """The engine's side: the same request under a name unique across servers. A field
+    missing or of the wrong type is a ``ValueError`` that says which (the host answers it
+    with ``error``: a server must never wait on silence)."""
+    if not isinstance(message.get("id"), str) or not message["id"]:
+        raise ValueError("generate needs an \"id\" (a string)")
     ids = message.get("prompt_token_ids")
-    return EngineRequest(
-        request_id=request_id, prompt=str(message.get("prompt", "")),
-        max_tokens=int(message["max_tokens"]), temperature=float(message.get("temperature", 0)),
-        priority=int(message.get("priority", 0)), stop=tuple(message.get("stop") or ()),
-        prompt_token_ids=tuple(int(i) for i in ids) if ids else None,
-        stop_token_ids=tuple(int(i) for i in message.get("stop_token_ids") or ()),
-        seed=message.get("seed"), token_choices=int(message.get("token_choices") or 0))
+    if not isinstance(message.get("prompt"), str) and not ids:
+        raise ValueError("generate needs a \"prompt\" (a string) or \"prompt_token_ids\"")
+    max_tokens = message.get("max_tokens")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise ValueError("generate needs \"max_tokens\" (a positive integer)")
+    try:
+        return EngineRequest(
+            request_id=request_id, prompt=str(message.get("prompt") or ""),
+            max_tokens=max_tokens, temperature=float(message.get("temperature") or 0),
+            priority=int(message.get("priority") or 0), stop=tuple(
+                str(s) for s in message.get("stop") or ()),
+            prompt_token_ids=tuple(int(i) for i in ids) if ids else None,
+            stop_token_ids=tuple(int(i) for i in message.get("stop_token_ids") or ()),
+            seed=message.get("seed"), token_choices=int(message.get("token_choices") or 0))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"generate has a field of the wrong type: {exc}") from None
 
 
 def choices_out(positions: tuple[tuple[TokenChoice, ...], ...]) -> list[list[list[Any]]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import uuid
 from typing import Any
@@ -13,6 +14,7 @@ from lsp_copilot import gc_timing
 from lsp_copilot.engine.device import detect
 from lsp_copilot.engine.manager import LoadResult
 from lsp_copilot.engine.validate import settings_problems
+from lsp_copilot.paths import anchored
 from lsp_copilot.process import exit_now
 from lsp_copilot.server.handlers import workspace
 from lsp_copilot.server.state import CopilotServer
@@ -21,12 +23,27 @@ from lsp_copilot.settings.core import parse_settings
 log = logging.getLogger(__name__)
 
 
+PATH_SETTINGS = ("cache_dir", "log_file", "acceptance_file", "remote_ca_bundle",
+                 "remote_tokenizer")
+MODEL_SETTINGS = ("model", "speculative_model")
+"""A folder, or a preset or hub name: only a relative path that exists is anchored."""
+
+
+def _anchored_paths(settings: object) -> dict[str, Any]:
+    """Relative paths keep the meaning they had in the folder the server started in (it
+    works in a neutral folder: paths.leave_launch_folder)."""
+    changes = {name: anchored(getattr(settings, name)) for name in PATH_SETTINGS}
+    return changes | {name: anchored(getattr(settings, name), only_existing=True)
+                      for name in MODEL_SETTINGS}
+
+
 def _apply_settings(ls: CopilotServer, raw: Any) -> bool:
     """Merge settings; report bad values; return whether the engine must restart."""
     info = ls.main_engine.info
     device = info.device if info is not None else None
     before = ls.hub.settings.engine_key(device)
     settings, problems = parse_settings(raw, ls.hub.settings)
+    settings = dataclasses.replace(settings, **_anchored_paths(settings))
     if settings.engine_backend != "remote":  # a deployment has its own engine settings
         problems += settings_problems(settings)  # combinations the engine load refuses
     ls.hub.update(settings)  # each group's subscribers hear of its change
