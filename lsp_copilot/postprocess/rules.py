@@ -6,7 +6,8 @@ as the answer is complete, freeing the engine; only cheap text rules) and once o
 text, in the ordered checks of ``checks.py``: the stop rules again, text cleanup
 (``cleanup``), a line cut where the model loops, its brackets closed (``loops``),
 brackets and quotes (``brackets``), a statement spread over lines put on one where it
-fits and so a docstring of one line of text (``one_line``) -- ``clean_text`` -- then the
+fits and so a docstring of one line of text (``one_line``), a copy of the line's typed
+part at the answer's start dropped (``restated``) -- ``clean_text`` -- then the
 rules that read the document's tree with the completion inserted (``syntax``) to cut a
 multi-line answer where the block it fills ends, and to keep only what is whole: an answer
 that would leave the file worse than before the line was typed is cut to its longest
@@ -20,7 +21,15 @@ from __future__ import annotations
 
 from lsp_copilot.language.folders import LanguageConfig
 from lsp_copilot.language.trigger import Mode
-from lsp_copilot.postprocess import brackets, cleanup, loops, one_line, stop, syntax
+from lsp_copilot.postprocess import (
+    brackets,
+    cleanup,
+    loops,
+    one_line,
+    restated,
+    stop,
+    syntax,
+)
 from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.postprocess.whole import WholeChecker
 
@@ -36,6 +45,7 @@ def clean_text(text: str, mode: Mode, cursor: Cursor, rules: LanguageConfig,
         text = text[:cut]
     text = stop.skip_leading_blank_lines(text, cursor)
     text = cleanup.drop_word_continuation(text, cursor)
+    text = restated.drop_restated_typing(text, cursor)
     if cursor.prompt_dropped_indent:
         text = cleanup.reindent(text, cursor)
     text = loops.close_at_loop(text, cursor)
