@@ -9,6 +9,9 @@
 # TypeScript and JavaScript: npm packages published in 2026 (the registry's `time` for the
 # version; the registry reachable here lists only some versions, so "first" is the earliest
 # it lists), fetched with `npm pack` and checked against the sha256 of the .tgz.
+# note-api-client (a first pick for tune) ships only stubs compiled from TypeScript (591
+# lines in 42 files): no hole could be cut in it; skills-ref and @classytic/realtime-agents
+# replaced it.
 # Rust: PyPI sdists first uploaded in 2026 and built with maturin (their `src/*.rs`), the
 # sdist's URL and sha256 from PyPI's JSON API (`pip download --no-binary` would build the
 # metadata, which needs cargo), checked after download.
@@ -37,8 +40,10 @@ NPM='typescript tune anymap-ts 0.6.2 anymap-ts-0.6.2.tgz 46924c7d4752245cb988c9c
 typescript tune @atomic-ehr/fhirpath 0.1.4 atomic-ehr-fhirpath-0.1.4.tgz b7d4ef768d4d41e3f258da23b883af159f0a63f528fa37bd1fa917db6d2f15f5
 typescript report @inconvoai/node 0.5.0 inconvoai-node-0.5.0.tgz ed17ee34da2af5823201609e092d8f801d5184af15a38bf04c3a86c07b0ef1f6
 javascript tune @clawdbot/lobster 2026.5.22 clawdbot-lobster-2026.5.22.tgz 967fa14547c8c1455273c4ed512116b644c0ed1bb2f1620dc88d6bb4b5810e6f
-javascript tune note-api-client 0.0.33 note-api-client-0.0.33.tgz 59a9b5202da7b31c4447cff82899b52e43b23bae49ff8bbe662e681d7e45c06c
-javascript report @bitwarden/mcp-server 2026.7.0 bitwarden-mcp-server-2026.7.0.tgz 65cbb47fa3623d99bfdd21e769796fc1bc4494d83f0db49b20d335ff3381658e'
+javascript tune skills-ref 0.1.5 skills-ref-0.1.5.tgz 0bc9a70d10987a2517d92b0f608fb885eeabd8efcc40ad4c2e338a1c1e8ddc6f
+javascript tune @classytic/realtime-agents 0.2.3 classytic-realtime-agents-0.2.3.tgz cb4522c8adf78b88fad03beed0867c7a29b18ffd945cb72f586e1b4542fb83a3
+javascript report @bitwarden/mcp-server 2026.7.0 bitwarden-mcp-server-2026.7.0.tgz 65cbb47fa3623d99bfdd21e769796fc1bc4494d83f0db49b20d335ff3381658e
+javascript report yologuard 0.0.4 yologuard-0.0.4.tgz 5227b2a538df58c087862bbdee90b93dd04c81f37298080e78e567059b673642'
 
 # split name version sdist sha256
 PYPI='tune aann 0.3.0 aann-0.3.0.tar.gz 494bb2a1d9fff50274fe1617b2c756a3f2dbadd4e46a621db70daf577e6d91f3
