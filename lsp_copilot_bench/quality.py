@@ -339,6 +339,12 @@ def render(result: dict[str, Any]) -> str:
     return _table(result, f"{split} {head}")
 
 
+def _share(value: float | None) -> str:
+    """A share for the table; "n/a" where no hole's file parsed before (the C++ library's
+    headers, whose macros tree-sitter does not expand)."""
+    return "n/a" if value is None else f"{value:.3f}"
+
+
 def _table(result: dict[str, Any], head: str) -> str:
     lines = [f"corpus {result['corpus']}{head}",
              "holes        | variant     | exact match | edit sim | parses | empty | tokens "
@@ -347,7 +353,7 @@ def _table(result: dict[str, Any], head: str) -> str:
         for name in ("ours", "prefix_only"):
             m = entry[name]
             lines.append(f"{kind:<12} | {name:<11} | {m['exact_match']:>11.3f} | "
-                         f"{m['edit_similarity']:>8.3f} | {m['parses'] or 0:>6.3f} | "
+                         f"{m['edit_similarity']:>8.3f} | {_share(m['parses']):>6} | "
                          f"{m['empty']:>5.3f} | {m['mean_prompt_tokens']:>6.0f} | "
                          f"{m.get('two_or_more_suggestions', 0):>8.3f} | "
                          f"{m.get('exact_in_any', 0):>12.3f}")
