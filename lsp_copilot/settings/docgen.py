@@ -30,14 +30,17 @@ VSCODE_CLIENT_SETTINGS: dict[str, dict[str, Any]] = {
     "serverPath": {
         "type": "string",
         "default": "",
-        "markdownDescription": "Path of `lsp-copilot`. Empty: `.venv/bin/lsp-copilot` (or "
-        "`venv`, `env`) in a workspace folder, else `PATH`.",
+        "markdownDescription": "Path of `lsp-copilot` (user settings only). Empty: "
+        "`.venv/bin/lsp-copilot` (or `venv`, `env`) in a trusted workspace folder, once you "
+        "agree to run it, else `PATH`.",
+        "scope": "machine",
     },
     "serverArgs": {
         "type": "array",
         "items": {"type": "string"},
         "default": ["serve"],
-        "description": "Arguments passed to the server.",
+        "description": "Arguments passed to the server (user settings only).",
+        "scope": "machine",
     },
     "trace.server": {
         "type": "string",
@@ -141,6 +144,15 @@ def _json_default(value: Any) -> Any:
     return value
 
 
+VSCODE_MACHINE = frozenset({
+    "model", "routes", "speculativeModel", "experiment",  # a model folder may run code
+    "engineBackend", "remoteUrl", "remoteApiKeyEnv", "remoteCaBundle",  # where code goes
+    "remoteTokenizer", "cacheDir", "logFile", "acceptanceFile", "logSourceText",  # files
+})
+"""Settings a repository's .vscode/settings.json must not set (VS Code reads them from the
+user's settings alone): they choose what runs, where code and the API key go, or which
+files are read and written."""
+
 VSCODE_LANGUAGE_OVERRIDABLE = frozenset({"enable"})
 """Settings VS Code users may set in a ``[language]`` scope (its native per-language switch)."""
 
@@ -166,7 +178,7 @@ def vscode_configuration() -> dict[str, Any]:
             "markdownDescription": doc,
             "order": offset + i,
         } | ({"scope": "language-overridable"} if f.name in VSCODE_LANGUAGE_OVERRIDABLE
-             else {})
+             else {"scope": "machine"} if camel(f.name) in VSCODE_MACHINE else {})
     return {"title": "lsp-copilot", "properties": properties}
 
 

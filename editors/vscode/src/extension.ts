@@ -10,8 +10,8 @@ import {
 } from 'vscode-languageclient/node';
 import { Feedback } from './feedback';
 import { FeedbackParams, lspTriggerKind } from './protocol';
-import { resolveServerCommand } from './serverPath';
-import { SECTION, settingsPayload } from './settings';
+import { Answer, chooseServer, workspaceServer } from './serverPath';
+import { machineValue, SECTION, settingsPayload } from './settings';
 import { SHOW_ERROR_COMMAND, SHOW_STATS_COMMAND, Status } from './status';
 import { attach, fetchStats, MessageType, ShowMessageParams } from './wiring';
 
@@ -48,6 +48,27 @@ function languagesOff(): string[] {
 
 function payload(): ReturnType<typeof settingsPayload> {
   return settingsPayload(config(), languagesOff());
+}
+
+export const RUN_IT = 'Run it';
+export const USE_PATH = 'Use the one on PATH';
+export const DO_NOT_RUN = 'Do not run it';
+
+/** The modal question before a server found in the workspace runs for the first time. */
+async function askWorkspaceServer(file: string, onPath: string | undefined): Promise<Answer> {
+  const choice = await vscode.window.showWarningMessage(
+    `lsp-copilot: run the server this workspace contains, ${file}?`,
+    {
+      modal: true,
+      detail:
+        'It comes with the workspace, not from your settings: a cloned repository can put any program there. ' +
+        `The answer is kept until the file changes. ${onPath ? `Otherwise: ${onPath}.` : 'There is none on PATH.'} ` +
+        'lspCopilot.serverPath (user settings) names a server without asking.',
+    },
+    RUN_IT,
+    onPath ? USE_PATH : DO_NOT_RUN,
+  );
+  return choice === RUN_IT ? 'run' : choice === undefined ? undefined : 'path';
 }
 
 function showMessage(params: ShowMessageParams): void {
@@ -139,14 +160,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const feedback = new Feedback((method, params) => void client?.sendNotification(method, params));
   context.subscriptions.push(output, item);
 
+  const folders = (): string[] => (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
   const start = async (): Promise<void> => {
-    const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
-    const command = resolveServerCommand(config().get<string>('serverPath'), folders, process.env.PATH);
+    const command = await chooseServer({
+      configured: machineValue<string>(config(), 'serverPath'),
+      workspaceFolders: folders(),
+      envPath: process.env.PATH,
+      trusted: vscode.workspace.isTrusted,
+      ask: askWorkspaceServer,
+      approved: context.globalState,
+      refused: context.workspaceState,
+    });
     if (command === undefined) {
       status.onServerStopped('lsp-copilot not found: set lspCopilot.serverPath, or pip install lsp-copilot');
       return;
     }
-    const args = config().get<string[]>('serverArgs') ?? ['serve'];
+    const args = machineValue<string[]>(config(), 'serverArgs') ?? ['serve'];
     client = createClient(command, args, output, status, feedback);
     if (config().get<boolean>('enable') === false) {
       status.onDisabled();
@@ -197,6 +226,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     vscode.commands.registerCommand(COMMANDS.accepted, (params: FeedbackParams) => feedback.accepted(params)),
     vscode.workspace.onDidCloseTextDocument(() => feedback.dismissed()),
+    // Trusted now: the workspace's own server may be offered (asked about) on a restart.
+    vscode.workspace.onDidGrantWorkspaceTrust(async () => {
+      if (!machineValue<string>(config(), 'serverPath') && workspaceServer(folders()) !== undefined) {
+        await vscode.commands.executeCommand(COMMANDS.restart);
+      }
+    }),
     vscode.workspace.onDidChangeConfiguration(async (event) => {
       if (!event.affectsConfiguration(SECTION)) {
         return;

@@ -11,7 +11,7 @@ export const CLIENT_SETTINGS: readonly string[] = ['serverPath', 'serverArgs', '
 type JsonType = 'string' | 'boolean' | 'integer' | 'number' | 'array' | 'object' | 'null';
 
 interface Manifest {
-  contributes: { configuration: { properties: Record<string, { type?: JsonType | JsonType[] }> } };
+  contributes: { configuration: { properties: Record<string, { type?: JsonType | JsonType[]; scope?: string }> } };
 }
 
 // package.json sits two folders above out/src/, in the repository and in the .vsix alike.
@@ -23,6 +23,18 @@ export const SERVER_SETTINGS: Readonly<Record<string, readonly JsonType[]>> = Ob
   Object.entries(manifest.contributes.configuration.properties)
     .map(([key, schema]): [string, JsonType[]] => [key.slice(SECTION.length + 1), [schema.type ?? []].flat()])
     .filter(([key]) => !CLIENT_SETTINGS.includes(key)),
+);
+
+/** Settings read from the user's settings alone ("scope": "machine" in package.json): they
+ * choose what runs, where code and the API key go, or which files are read and written. VS
+ * Code already drops their values from a workspace's settings.json (workspace files are
+ * parsed with the window, resource, language-overridable and machine-overridable scopes
+ * only); the extension reads them from `inspect().globalValue` as well, so that no
+ * workspace value reaches the server whatever VS Code does. */
+export const MACHINE_SETTINGS: ReadonlySet<string> = new Set(
+  Object.entries(manifest.contributes.configuration.properties)
+    .filter(([, schema]) => schema.scope === 'machine')
+    .map(([key]) => key.slice(SECTION.length + 1)),
 );
 
 export interface Inspected {
@@ -37,7 +49,16 @@ export interface Inspected {
 export interface ConfigLike {
   get<T>(key: string): T | undefined;
   /** VS Code's WorkspaceConfiguration.inspect: where a value was set, if anywhere. */
-  inspect?(key: string): Inspected | undefined;
+  inspect?(key: string): (Inspected & { defaultValue?: unknown }) | undefined;
+}
+
+/** A machine setting's value: the user's, else the default; never a workspace's. */
+export function machineValue<T>(config: ConfigLike, key: string): T | undefined {
+  if (!config.inspect) {
+    return config.get<T>(key);
+  }
+  const info = config.inspect(key);
+  return (info?.globalValue ?? info?.defaultValue) as T | undefined;
 }
 
 export type ServerSettings = Record<string, unknown>;
@@ -76,10 +97,12 @@ function userSet(info: Inspected | undefined): boolean {
 export function serverSettings(config: ConfigLike): ServerSettings {
   const out: ServerSettings = {};
   for (const [key, types] of Object.entries(SERVER_SETTINGS)) {
-    if (config.inspect ? !userSet(config.inspect(key)) : false) {
+    const machine = MACHINE_SETTINGS.has(key);
+    const info = config.inspect?.(key);
+    if (config.inspect ? !userSet(machine ? { globalValue: info?.globalValue } : info) : false) {
       continue;
     }
-    const value = config.get<unknown>(key);
+    const value = machine ? machineValue<unknown>(config, key) : config.get<unknown>(key);
     if (value === null || value === undefined || (!config.inspect && value === '')) {
       continue;
     }

@@ -66,13 +66,17 @@ export class FakeClient {
 }
 
 export class FakeConfig {
-  constructor(readonly values: Record<string, unknown>) {}
+  /** `workspace`: values a workspace's settings.json sets, over the user's `values`. */
+  constructor(readonly values: Record<string, unknown>, readonly workspace: Record<string, unknown> = {}) {}
   get<T>(key: string): T | undefined {
-    return this.values[key] as T | undefined;
+    return (key in this.workspace ? this.workspace[key] : this.values[key]) as T | undefined;
   }
-  /** As VS Code: where the value was set (here: globally, if at all). */
-  inspect(key: string): { globalValue?: unknown } | undefined {
-    return key in this.values ? { globalValue: this.values[key] } : {};
+  /** As VS Code: where the value was set, if at all. */
+  inspect(key: string): { globalValue?: unknown; workspaceValue?: unknown } | undefined {
+    return {
+      ...(key in this.values ? { globalValue: this.values[key] } : {}),
+      ...(key in this.workspace ? { workspaceValue: this.workspace[key] } : {}),
+    };
   }
   async update(key: string, value: unknown): Promise<void> {
     this.values[key] = value;
@@ -83,8 +87,27 @@ export class FakeConfig {
   }
 }
 
+/** VS Code's Memento (globalState, workspaceState), in memory. */
+export class FakeMemento {
+  readonly data = new Map<string, unknown>();
+  get<T>(key: string): T | undefined {
+    return this.data.get(key) as T | undefined;
+  }
+  async update(key: string, value: unknown): Promise<void> {
+    this.data.set(key, value);
+  }
+  keys(): string[] {
+    return [...this.data.keys()];
+  }
+}
+
 export const vscodeMock = {
   config: new FakeConfig({}),
+  isTrusted: true,
+  /** What showWarningMessage answers (the button's title), first in, first out. */
+  answers: [] as Array<string | undefined>,
+  /** The modal questions asked: message, options and buttons. */
+  asked: [] as Array<{ text: string; options: any; items: string[] }>,
   commands: new Map<string, (...args: any[]) => unknown>(),
   executed: [] as string[],
   items: [] as FakeItem[],
@@ -92,8 +115,11 @@ export const vscodeMock = {
   opened: [] as Array<{ language: string; content: string }>,
   listeners: { config: [] as Array<(event: any) => unknown>, close: [] as Array<() => void> },
   workspaceFolders: [] as Array<{ uri: { fsPath: string } }>,
-  reset(values: Record<string, unknown>): void {
-    this.config = new FakeConfig(values);
+  reset(values: Record<string, unknown>, workspace: Record<string, unknown> = {}): void {
+    this.config = new FakeConfig(values, workspace);
+    this.isTrusted = true;
+    this.answers.length = 0;
+    this.asked.length = 0;
     this.commands.clear();
     this.executed.length = 0;
     this.items.length = 0;
@@ -131,7 +157,14 @@ const vscode = {
       return item;
     },
     showErrorMessage: async (text: string) => { vscodeMock.messages.push({ level: 'error', text }); return undefined; },
-    showWarningMessage: async (text: string) => { vscodeMock.messages.push({ level: 'warning', text }); return undefined; },
+    showWarningMessage: async (text: string, ...rest: any[]) => {
+      if (typeof rest[0] === 'object' && rest[0]?.modal) {
+        vscodeMock.asked.push({ text, options: rest[0], items: rest.slice(1) });
+        return vscodeMock.answers.shift();
+      }
+      vscodeMock.messages.push({ level: 'warning', text });
+      return undefined;
+    },
     showInformationMessage: async (text: string) => { vscodeMock.messages.push({ level: 'info', text }); return undefined; },
     showTextDocument: async () => undefined,
   },
@@ -149,6 +182,10 @@ const vscode = {
     get workspaceFolders() {
       return vscodeMock.workspaceFolders;
     },
+    get isTrusted() {
+      return vscodeMock.isTrusted;
+    },
+    onDidGrantWorkspaceTrust: () => disposable,
     getConfiguration: () => vscodeMock.config,
     onDidChangeConfiguration: (listener: (event: any) => unknown) => {
       vscodeMock.listeners.config.push(listener);

@@ -13,15 +13,16 @@ import * as extension from '../src/extension';
 import { Feedback } from '../src/feedback';
 import { createConverter } from 'vscode-languageclient/lib/common/codeConverter';
 import { Rpc, Stats } from '../src/protocol';
-import { resolveServerCommand } from '../src/serverPath';
+import { pathServer, workspaceServer } from '../src/serverPath';
 import { settingsPayload } from '../src/settings';
 import { Item, ProgressValue, Status } from '../src/status';
 import { attach, fetchStats, ShowMessageParams, waitForEngine } from '../src/wiring';
 
 const ROOT = path.resolve(__dirname, '../../../..');
 // The server as the extension finds it: LSP_COPILOT_SERVER stands for the serverPath
-// setting, then a .venv of the repository this folder is in (the workspace), then PATH.
-const FOUND = resolveServerCommand(process.env.LSP_COPILOT_SERVER, [ROOT], process.env.PATH);
+// setting, then a .venv of the repository this folder is in (the workspace: running the tests
+// is the yes the extension would ask for), then PATH.
+const FOUND = process.env.LSP_COPILOT_SERVER || workspaceServer([ROOT]) || pathServer(process.env.PATH);
 if (FOUND === undefined) {
   throw new Error('lsp-copilot not found: put it on PATH, in ../../.venv, or set LSP_COPILOT_SERVER');
 }

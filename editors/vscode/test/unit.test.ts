@@ -1,13 +1,14 @@
 // Unit tests: pure modules, and the extension's activate() against a mocked `vscode`.
-import { FakeClient, vscodeMock } from './mocks'; // must come first: installs the mocks
+import { FakeClient, FakeMemento, vscodeMock } from './mocks'; // must come first: installs the mocks
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { beforeEach, describe, test } from 'node:test';
 import { Feedback } from '../src/feedback';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import { DID_ACCEPT, DID_REJECT, DID_SHOW, FeedbackParams, lspTriggerKind, Stats } from '../src/protocol';
-import { resolveServerCommand } from '../src/serverPath';
-import { CLIENT_SETTINGS, SERVER_SETTINGS, serverSettings, settingsPayload } from '../src/settings';
+import { Answer, APPROVED_KEY, chooseServer, Memory, pathServer, REFUSED_KEY, workspaceServer } from '../src/serverPath';
+import { CLIENT_SETTINGS, MACHINE_SETTINGS, SERVER_SETTINGS, serverSettings, settingsPayload } from '../src/settings';
 import { Item, Status } from '../src/status';
 import * as extension from '../src/extension';
 
@@ -81,16 +82,135 @@ describe('trigger kinds', () => {
 
 describe('server path', () => {
   const exists = (files: string[]) => (file: string) => files.includes(file);
-  test('the setting wins', () => {
-    assert.equal(resolveServerCommand('/opt/lsp-copilot', ['/ws'], '/usr/bin', exists(['/ws/.venv/bin/lsp-copilot']), 'linux'), '/opt/lsp-copilot');
+  test('a virtual environment in a workspace folder, or PATH (absolute entries only)', () => {
+    assert.equal(workspaceServer(['/a', '/ws'], exists(['/ws/venv/bin/lsp-copilot', '/usr/bin/lsp-copilot']), 'linux'), '/ws/venv/bin/lsp-copilot');
+    assert.equal(workspaceServer(['/ws'], exists([]), 'linux'), undefined);
+    const envPath = ['.venv/bin', '/bin', '/usr/local/bin'].join(path.delimiter);
+    assert.equal(pathServer(envPath, exists(['.venv/bin/lsp-copilot', '/usr/local/bin/lsp-copilot']), 'linux'), '/usr/local/bin/lsp-copilot');
+    assert.equal(pathServer(envPath, exists([]), 'linux'), undefined);
   });
-  test('then a virtual environment in a workspace folder', () => {
-    assert.equal(resolveServerCommand('', ['/a', '/ws'], '/usr/bin', exists(['/ws/venv/bin/lsp-copilot', '/usr/bin/lsp-copilot']), 'linux'), '/ws/venv/bin/lsp-copilot');
+
+  /** chooseServer with a workspace server /ws/.venv/bin/lsp-copilot and /usr/bin's on PATH. */
+  function choice(answers: Answer[], memories: { approved: Memory; refused: Memory }, more: Partial<Parameters<typeof chooseServer>[0]> = {}) {
+    const asked: Array<[string, string | undefined]> = [];
+    const run = chooseServer({
+      workspaceFolders: ['/ws'],
+      envPath: '/usr/bin',
+      trusted: true,
+      ask: async (file, onPath) => {
+        asked.push([file, onPath]);
+        return answers.shift();
+      },
+      exists: exists(['/ws/.venv/bin/lsp-copilot', '/usr/bin/lsp-copilot']),
+      fingerprintOf: () => 'v1',
+      platform: 'linux',
+      ...memories,
+      ...more,
+    });
+    return { run, asked };
+  }
+  const LOCAL = '/ws/.venv/bin/lsp-copilot';
+  const ON_PATH = '/usr/bin/lsp-copilot';
+
+  test('the serverPath setting wins, unasked', async () => {
+    const { run, asked } = choice([], { approved: new FakeMemento(), refused: new FakeMemento() }, { configured: '/opt/lsp-copilot' });
+    assert.equal(await run, '/opt/lsp-copilot');
+    assert.deepEqual(asked, []);
   });
-  test('then PATH, else nothing', () => {
-    const envPath = ['/bin', '/usr/local/bin'].join(path.delimiter);
-    assert.equal(resolveServerCommand(undefined, [], envPath, exists(['/usr/local/bin/lsp-copilot']), 'linux'), '/usr/local/bin/lsp-copilot');
-    assert.equal(resolveServerCommand(undefined, ['/ws'], envPath, exists([]), 'linux'), undefined);
+  test("a workspace server is not run without a yes: refused, PATH's runs, and the no is kept", async () => {
+    const memories = { approved: new FakeMemento(), refused: new FakeMemento() };
+    const first = choice(['path'], memories);
+    assert.equal(await first.run, ON_PATH);
+    assert.deepEqual(first.asked, [[LOCAL, ON_PATH]]);
+    assert.equal(memories.approved.get(APPROVED_KEY), undefined);
+    const again = choice([], memories);
+    assert.equal(await again.run, ON_PATH);
+    assert.deepEqual(again.asked, [], 'a no is not asked again in this workspace');
+  });
+  test('a dismissed question runs PATH\'s and is asked again next time', async () => {
+    const memories = { approved: new FakeMemento(), refused: new FakeMemento() };
+    assert.equal(await choice([undefined], memories).run, ON_PATH);
+    const again = choice([undefined], memories);
+    assert.equal(await again.run, ON_PATH);
+    assert.equal(again.asked.length, 1);
+  });
+  test('a yes is remembered globally, for this file as it is', async () => {
+    const approved = new FakeMemento();
+    const first = choice(['run'], { approved, refused: new FakeMemento() });
+    assert.equal(await first.run, LOCAL);
+    assert.equal(first.asked.length, 1);
+    assert.deepEqual(approved.get(APPROVED_KEY), { [LOCAL]: 'v1' });
+    // Another workspace window (its own workspaceState), the same file: not asked.
+    const again = choice([], { approved, refused: new FakeMemento() });
+    assert.equal(await again.run, LOCAL);
+    assert.deepEqual(again.asked, []);
+    // The file changed (a pull replaced it): asked again.
+    const changed = choice(['path'], { approved, refused: new FakeMemento() }, { fingerprintOf: () => 'v2' });
+    assert.equal(await changed.run, ON_PATH);
+    assert.equal(changed.asked.length, 1);
+  });
+  test('an untrusted workspace never runs its own server, nor asks', async () => {
+    const approved = new FakeMemento();
+    await approved.update(APPROVED_KEY, { [LOCAL]: 'v1' });
+    const { run, asked } = choice(['run'], { approved, refused: new FakeMemento() }, { trusted: false });
+    assert.equal(await run, ON_PATH);
+    assert.deepEqual(asked, []);
+  });
+  test('with none on PATH, a no leaves no server', async () => {
+    const { run, asked } = choice(['path'], { approved: new FakeMemento(), refused: new FakeMemento() }, { envPath: '' });
+    assert.equal(await run, undefined);
+    assert.deepEqual(asked, [[LOCAL, undefined]]);
+  });
+});
+
+describe('settings a repository must not choose', () => {
+  const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8'));
+  const properties: Record<string, any> = manifest.contributes.configuration.properties;
+  // Each runs a program, loads a model (a model folder may run code), sends code or the API
+  // key somewhere, or reads or writes a file at a path it names.
+  const RUN_OR_SEND = [
+    'serverPath', 'serverArgs', 'model', 'routes', 'speculativeModel', 'experiment',
+    'engineBackend', 'remoteUrl', 'remoteApiKeyEnv', 'remoteCaBundle', 'remoteTokenizer',
+    'cacheDir', 'logFile', 'acceptanceFile', 'logSourceText',
+  ];
+  // Reviewed: they mention a file, folder, header or command, but name none to use.
+  const REVIEWED = [
+    'weights', 'deadlineMs', 'remoteRoutingHeader', 'engineMaxRestarts', 'secretFilePatterns',
+    'excludedFolders', 'logLevel', 'acceptanceMaxRows',
+  ];
+  test('every setting that runs or sends is machine-scoped (user settings only)', () => {
+    const wrong = RUN_OR_SEND.filter((name) => properties[`lspCopilot.${name}`]?.scope !== 'machine');
+    assert.deepEqual(wrong, []);
+  });
+  test('a setting that names a path, URL or variable is machine-scoped or reviewed', () => {
+    const words = /\b(path|folder|file|url|hub id|environment variable|bundle|header|executable|command)\b/i;
+    const unreviewed = Object.entries(properties)
+      .filter(([key, schema]) => words.test(schema.markdownDescription ?? schema.description ?? '') && schema.scope !== 'machine'
+        && !REVIEWED.includes(key.slice('lspCopilot.'.length)))
+      .map(([key]) => key);
+    assert.deepEqual(unreviewed, []);
+  });
+  test('restricted in untrusted workspaces too; the extension reads them as machine settings', () => {
+    const untrusted = manifest.capabilities?.untrustedWorkspaces;
+    assert.equal(untrusted?.supported, 'limited');
+    for (const name of RUN_OR_SEND) {
+      assert.ok(untrusted.restrictedConfigurations.includes(`lspCopilot.${name}`), name);
+      assert.ok(MACHINE_SETTINGS.has(name), name);
+    }
+  });
+  test("a workspace's value of a machine setting is never sent to the server", () => {
+    const user: Record<string, unknown> = { temperature: 0.1, remoteUrl: 'https://mine.example' };
+    const workspace: Record<string, unknown> = {
+      temperature: 0.3, remoteUrl: 'https://theirs.example', remoteApiKeyEnv: 'GITHUB_TOKEN', engineBackend: 'remote',
+      logFile: '/tmp/x.log', model: '/ws/model',
+    };
+    const config = {
+      get: <T>(key: string) => (key in workspace ? workspace[key] : user[key]) as T,
+      inspect: (key: string) => ({
+        ...(key in user ? { globalValue: user[key] } : {}), ...(key in workspace ? { workspaceValue: workspace[key] } : {}),
+      }),
+    };
+    assert.deepEqual(serverSettings(config), { temperature: 0.3, remoteUrl: 'https://mine.example' });
   });
 });
 
@@ -250,6 +370,51 @@ describe('activate() with a mocked vscode', () => {
     assert.equal(vscodeMock.items[0].command, 'lspCopilot.showError');
     assert.match(String(vscodeMock.items[0].tooltip), /lspCopilot\.serverPath/);
     await extension.deactivate();
+  });
+
+  test('a workspace .venv server runs only after a yes, which is remembered; serverPath from a workspace is ignored', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'lsp-copilot-trust-'));
+    const ws = path.join(root, 'ws');
+    const bin = path.join(root, 'bin');
+    const local = path.join(ws, '.venv', 'bin', 'lsp-copilot');
+    const onPath = path.join(bin, 'lsp-copilot');
+    for (const file of [local, onPath]) {
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      fs.writeFileSync(file, '#!/bin/sh\n', { mode: 0o755 });
+    }
+    const savedPath = process.env.PATH;
+    process.env.PATH = bin;
+    const context = { subscriptions: [], globalState: new FakeMemento(), workspaceState: new FakeMemento() };
+    const launched = async (answer?: string): Promise<string | undefined> => {
+      // The workspace's settings.json names a server of its own: VS Code drops it (machine
+      // scope), and the extension reads only the user's value anyway.
+      vscodeMock.reset({ enable: true }, { serverPath: local, serverArgs: ['serve', '--evil'] });
+      vscodeMock.answers.push(answer);
+      await extension.activate(context as any);
+      await extension.deactivate();
+      return FakeClient.instances[0]?.serverOptions.command;
+    };
+    try {
+      vscodeMock.workspaceFolders = [{ uri: { fsPath: ws } }];
+      assert.equal(await launched('Use the one on PATH'), onPath);
+      assert.equal(vscodeMock.asked.length, 1, 'asked before running the workspace server');
+      assert.match(vscodeMock.asked[0].text, /lsp-copilot/);
+      assert.ok(vscodeMock.asked[0].options.modal);
+      assert.deepEqual(FakeClient.instances[0].serverOptions.args, ['serve']);
+      assert.ok(context.workspaceState.get(REFUSED_KEY));
+      context.workspaceState.data.clear(); // another workspace window, the same folder
+      assert.equal(await launched('Run it'), local);
+      assert.equal(vscodeMock.asked.length, 1);
+      assert.equal(await launched(undefined), local, 'a yes is remembered');
+      assert.equal(vscodeMock.asked.length, 0);
+      fs.appendFileSync(local, 'echo changed\n');
+      assert.equal(await launched(undefined), onPath, 'a changed file is asked about again');
+      assert.equal(vscodeMock.asked.length, 1);
+    } finally {
+      process.env.PATH = savedPath;
+      vscodeMock.workspaceFolders = [];
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 
   test('toggle sends enable through didChangeConfiguration', async () => {
