@@ -81,6 +81,11 @@ echo "$NPM" | while read -r lang split name version tgz sha; do
     dest="$DIR/$lang/$split/$(echo "$name" | tr -d @ | tr / -)"
     mkdir -p "$dest"
     tar xzf "$DIR/downloads/$tgz" -C "$dest" --strip-components=1
+    # A JavaScript package's code is its dist/ folder, which a workspace index leaves out
+    # as build output: the code is moved to code/ (for TypeScript, dist/ is the build).
+    if [ "$lang" = javascript ] && [ -d "$dest/dist" ]; then
+        mv "$dest/dist" "$dest/code"
+    fi
 done
 
 echo "$PYPI" | while read -r split name version sdist sha; do
