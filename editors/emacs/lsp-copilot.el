@@ -36,10 +36,14 @@
   :group 'tools
   :prefix "lsp-copilot-")
 
+(require 'lsp-copilot-trust)
+
 (defcustom lsp-copilot-server-command nil
   "Command that starts the server, e.g. (\"/path/to/.venv/bin/lsp-copilot\" \"serve\").
-Nil: `lsp-copilot' on `exec-path', else in a .venv above the file, with \"serve\"."
-  :type '(choice (const :tag "Find it" nil) (repeat string)))
+Nil: `lsp-copilot' on `exec-path', else in a .venv above the file once you
+agree to run it (`lsp-copilot-confirm-server-function'), with \"serve\"."
+  :type '(choice (const :tag "Find it" nil) (repeat string))
+  :risky t)
 
 (defcustom lsp-copilot-modes
   '(python-mode python-ts-mode js-mode js-ts-mode typescript-mode typescript-ts-mode
@@ -53,7 +57,10 @@ They are registered in `eglot-server-programs'."
   "Server settings, a plist in the server's camelCase spelling.
 For example (:model \"/models/qwen2.5-coder-1.5b\" :maxTokensSingleLine 32
 :temperature 0.0).  Sent as initializationOptions, under `lspCopilot'."
-  :type 'plist)
+  :type 'plist
+  ;; Settings choose the model, where code goes and the API key's variable: never from a
+  ;; project's .dir-locals.el without the question Emacs asks for a risky variable.
+  :risky t)
 
 (defcustom lsp-copilot-enable t
   "Whether the server answers completions (toggle with `lsp-copilot-toggle')."
@@ -88,17 +95,25 @@ Eglot's own default, 1.5 s, is too short: the server would be killed mid-way."
 
 ;;;; Server registration
 
-(defun lsp-copilot--find-command ()
+(defun lsp-copilot--find-command (&optional no-ask)
   "The server command: the setting, else `lsp-copilot' found.
-Looked for on `exec-path', then in a .venv above `default-directory'."
+Looked for in the absolute entries of `exec-path' (a relative one would name the
+project), then in a .venv above `default-directory', which runs only once
+allowed (`lsp-copilot--server-allowed-p'; not asked when NO-ASK)."
   (or lsp-copilot-server-command
-      (let ((exe (or (executable-find "lsp-copilot")
-                     (cl-loop for venv in '(".venv" "venv" "env")
-                              for dir = (locate-dominating-file
-                                         default-directory
-                                         (concat venv "/bin/lsp-copilot"))
-                              when dir return (expand-file-name
-                                               (concat venv "/bin/lsp-copilot") dir)))))
+      (let* ((on-path (locate-file "lsp-copilot" (cl-remove-if-not #'file-name-absolute-p exec-path)
+                                   exec-suffixes #'file-executable-p))
+             (local (unless on-path
+                      (cl-loop for venv in '(".venv" "venv" "env")
+                               for dir = (locate-dominating-file
+                                          default-directory
+                                          (concat venv "/bin/lsp-copilot"))
+                               when dir return (expand-file-name
+                                                (concat venv "/bin/lsp-copilot") dir))))
+             (exe (or on-path
+                      (and local (file-executable-p local)
+                           (lsp-copilot--server-allowed-p local no-ask)
+                           local))))
         (and exe (list exe "serve")))))
 
 (defun lsp-copilot--settings ()
@@ -112,7 +127,7 @@ Looked for on `exec-path', then in a .venv above `default-directory'."
   "Eglot contact for lsp-copilot.
 \(CLASS PROGRAM ARGS... :initializationOptions FN)."
   (let ((cmd (or (lsp-copilot--find-command)
-                 (user-error "lsp-copilot: `lsp-copilot' not found; set `lsp-copilot-server-command'"))))
+                 (user-error "lsp-copilot: `lsp-copilot' not found (or the project's own not allowed); set `lsp-copilot-server-command'"))))
     `(lsp-copilot-server ,@cmd :initializationOptions ,(lambda (_server) (lsp-copilot--settings)))))
 
 ;;;###autoload

@@ -16,9 +16,9 @@ function M.check()
     health.error('Neovim ' .. version .. ' is too old', { 'lsp-copilot needs Neovim 0.10 or later' })
   end
 
-  local cmd = copilot.options.cmd or copilot.find_cmd()
+  local cmd = copilot.options.cmd or copilot.find_cmd(false)
   if not cmd then
-    health.error('`lsp-copilot` not found', {
+    health.error('`lsp-copilot` not found (a project\'s own .venv server runs only once you agree)', {
       'pip install it (or `make install` in its repository)',
       'or pass setup({ cmd = { "/path/to/lsp-copilot", "serve" } })',
     })

@@ -6,13 +6,16 @@
 --   textDocument/inlineCompletion requested as the user types.
 local feedback = require('lsp_copilot.feedback')
 local ghost = require('lsp_copilot.ghost')
+local trust = require('lsp_copilot.trust')
 
 local M = {}
 
 M.name = 'lsp_copilot'
 
 ---@class lsp_copilot.Options
----@field cmd? string[] server command (default: lsp-copilot on PATH or in a .venv above the cwd, with `serve`)
+---@field cmd? string[] server command (default: lsp-copilot on PATH, else in a .venv above the cwd once you agree, with `serve`)
+---@field confirm_server? fun(path: string): boolean? asks whether a project's own server may run (default: a dialog; true: run, false: never, nil: not now)
+---@field trust_file? string where the answers are kept (default: stdpath('data')/lsp_copilot/trusted_servers.json)
 ---@field filetypes? string[] filetypes to attach to (default: M.default_filetypes)
 ---@field root_markers? string[]
 ---@field settings? table server settings, camelCase (enable, model, maxPromptTokens, ...)
@@ -48,20 +51,12 @@ function M.is_stopped(client)
   return client.is_stopped() ---@diagnostic disable-line
 end
 
---- The server command: lsp-copilot on PATH, else in a virtual environment above the cwd.
+--- The server command: lsp-copilot on PATH, else in a virtual environment above the cwd
+--- once the user agreed to run that file (lsp_copilot.trust).
+---@param ask? boolean false: only an answer already kept counts (:checkhealth)
 ---@return string[]?
-function M.find_cmd()
-  local exe = vim.fn.exepath('lsp-copilot')
-  if exe == '' then
-    for _, venv in ipairs({ '.venv', 'venv', 'env' }) do
-      local found = vim.fs.find(venv .. '/bin/lsp-copilot', { upward = true, path = vim.fn.getcwd() })[1]
-      if found and vim.fn.executable(found) == 1 then
-        exe = found
-        break
-      end
-    end
-  end
-  return exe ~= '' and { exe, 'serve' } or nil
+function M.find_cmd(ask)
+  return trust.find_cmd(ask ~= false and (M.options.confirm_server or trust.confirm) or nil, M.options.trust_file)
 end
 
 function M.native()
@@ -435,7 +430,8 @@ function M.setup(opts)
   }, opts or {})
   local cmd = M.options.cmd or M.find_cmd()
   if not cmd then
-    vim.notify('lsp-copilot: `lsp-copilot` not found; pass setup({ cmd = { "/path/to/lsp-copilot", "serve" } })',
+    vim.notify('lsp-copilot: `lsp-copilot` not found (or the project\'s own not allowed to run); '
+      .. 'pass setup({ cmd = { "/path/to/lsp-copilot", "serve" } })',
       vim.log.levels.ERROR)
     return
   end
