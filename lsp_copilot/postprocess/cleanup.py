@@ -61,6 +61,19 @@ def drop_word_continuation(text: str, cursor: Cursor) -> str:
     return "" if word or (last in _JOINING and first in _JOINING) else text
 
 
+INVISIBLE = dict.fromkeys(map(ord, "\u061c\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c"
+                                  "\u202d\u202e\u2060\u2061\u2062\u2063\u2064\u2066\u2067"
+                                  "\u2068\u2069\ufeff"))
+"""Bidirectional controls and zero-width characters: in code they make text read other
+than it runs (Trojan Source, CVE-2021-42574), and a model has no business writing them.
+(A zero-width joiner inside an emoji sequence goes too: the emoji stays, split.)"""
+
+
+def drop_invisible(text: str) -> str:
+    """``text`` without :data:`INVISIBLE` characters."""
+    return text.translate(INVISIBLE)
+
+
 def trim(text: str) -> str:
     """No trailing spaces, no trailing blank lines; whitespace alone is no suggestion."""
     lines = [line.rstrip() for line in text.split("\n")]

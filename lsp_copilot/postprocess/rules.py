@@ -40,6 +40,7 @@ def clean_text(text: str, mode: Mode, cursor: Cursor, rules: LanguageConfig,
     is left. ``truncated``: the generation ended at its token limit."""
     if mode == "none":
         return ""
+    text = cleanup.drop_invisible(text)
     cut = stop.stop_rule(mode, cursor)(text + "\n")
     if cut is not None:
         text = text[:cut]

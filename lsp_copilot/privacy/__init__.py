@@ -12,6 +12,7 @@ are compiled once into a :class:`Privacy`; ``secretContentPatterns`` are redacte
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
@@ -24,6 +25,8 @@ SECRET_NAMES = (
     "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.ppk", ".netrc", "_netrc", ".pgpass",
     ".pypirc", ".npmrc", ".git-credentials", "credentials", "credentials.*",
     "*credentials*.json", "secrets.*", "*.secret", "*.secrets", ".htpasswd", "*.kdbx",
+    ".envrc", "*.tfstate", "*.tfstate.backup", "*.tfvars", "*.tfvars.json", ".vault-token",
+    ".my.cnf", ".s3cfg", ".boto", ".kube/config", ".docker/config.json", ".aws/config",
 )
 
 SECRET_CONTENT = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
@@ -54,11 +57,27 @@ class Privacy:
         self.ignores = ignores
         # Folder names ("secrets") match any path component; paths ("/srv/keys", "a/b")
         # match that folder and below.
-        self.excluded_folders = tuple(f.rstrip("/") for f in excluded_folders if f.strip("/"))
+        folders = [f.rstrip("/") for f in excluded_folders if f.strip("/")]
+        # An absolute folder also by its resolved path (documents are checked both ways).
+        folders += [os.path.realpath(f) for f in folders if f.startswith("/")]
+        self.excluded_folders = tuple(dict.fromkeys(folders))
 
     def reason(self, uri: str, data: bytes) -> str | None:
-        """Why this document must stay private, or None."""
+        """Why this document must stay private, or None. The path is checked as given and
+        with its symlinks resolved: a workspace opened through a link, or a link to an
+        ignored file, is held to the rules of what it points at."""
         path = _path(uri)
+        real = os.path.realpath(path) if path.startswith("/") else path
+        for candidate in (path, real) if real != path else (path,):
+            why = self._path_reason(candidate)
+            if why is not None:
+                return why
+        if (any(marker in data for marker in SECRET_MARKERS)
+                and SECRET_CONTENT.search(data) is not None):
+            return "content holds a private key"
+        return None
+
+    def _path_reason(self, path: str) -> str | None:
         posix = PurePosixPath(path)
         name = posix.name.lower()
         for pattern in self.file_patterns:
@@ -75,13 +94,7 @@ class Privacy:
                     return f"in excluded folder {folder!r}"
             elif folder in posix.parts[:-1]:
                 return f"in excluded folder {folder!r}"
-        ignored = self.ignores.reason(path) if self.ignores is not None else None
-        if ignored is not None:
-            return ignored
-        if (any(marker in data for marker in SECRET_MARKERS)
-                and SECRET_CONTENT.search(data) is not None):
-            return "content holds a private key"
-        return None
+        return self.ignores.reason(path) if self.ignores is not None else None
 
 
 DEFAULT = Privacy()  # (no ignore files: those come with a server's workspace roots)

@@ -13,11 +13,14 @@ the cache. The redactor belongs to its owner (the completer); nothing here is sh
 
 from __future__ import annotations
 
+import base64
+import binascii
+import bisect
 import itertools
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 PLACEHOLDER = "<redacted:{}>"
@@ -30,9 +33,29 @@ OWN_RULES: tuple[tuple[str, str], ...] = (
     ("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}"),
     # Fine-grained GitHub tokens; detect-secrets knows ghp_/gho_/ghu_/ghs_/ghr_ only.
     ("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
-    # Its basic-auth plugin refuses a password with a reserved character (p&ss, p#ss);
-    # stand-ins ({password}, ***, $PASS) are not taken (see _placeholder).
-    ("password", r"(?<=[a-zA-Z0-9+.-]://)[^\s:/@'\"`]+:(?P<value>[^\s/@'\"`]+)@"),
+    # Its basic-auth plugin refuses a password with a reserved character (p&ss, p#ss) or
+    # an empty user (redis://:pw@host); stand-ins ({password}, ***, $PASS) are not taken
+    # (see _placeholder).
+    ("password", r"(?<=[a-zA-Z0-9+.-]://)[^\s:/@'\"`]*:(?P<value>[^\s/@'\"`]+)@"),
+    # A credential in a URL's query string (?password=..., &access_token=..., &sig=...).
+    ("password", r"(?i)[?&;](?:password|passwd|pwd|pass|token|access_token|api_?key|secret|"
+                 r"client_secret|sig|auth)=(?P<value>[^&\s'\"`#;<>]+)"),
+    # JDBC and ADO.NET connection strings: Password=...; / Pwd=...; (no quotes, no spaces).
+    ("password", r"(?i)(?:^|[;\s\"'])(?:password|pwd)=(?P<value>[^;\s'\"`]+);"),
+    ("password", r"(?i);\s*(?:password|pwd)\s*=\s*(?P<value>[^;\s'\"`]+)"),
+    # Go's MySQL DSN: user:password@tcp(host:port)/db.
+    ("password", r"(?<![\w/:])[\w.-]+:(?P<value>[^\s/@'\"`:]+)@(?:tcp|udp|unix)\("),
+    # curl -u user:password / --user=user:password.
+    ("password", r"(?:^|\s)(?:-u|--user)(?:\s+|=)[\"']?[^\s:'\"]*:(?P<value>[^\s'\"]+)"),
+    # An Authorization header's credentials, in code and in curl -H.
+    ("token", r"(?i)\b(?:proxy-)?authorization[\"'\]]*\s*[:=,]\s*[\"']?(?:bearer|basic|token|"
+              r"digest)\s+(?P<value>[A-Za-z0-9._~+/-]{8,}=*)"),
+    ("token", r"[\"'`]Bearer\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)"),
+    # An unquoted NAME=value whose name says secret (Dockerfile ENV, YAML, Makefiles, .py
+    # that embeds shell): upper-case names only, a value with a letter and a digit.
+    ("secret", r"\b[A-Z0-9_]*(?:SECRET|PASSWORD|PASSWD|TOKEN|API_KEY|APIKEY|PRIVATE_KEY|"
+               r"ACCESS_KEY)[A-Z0-9_]*\s*[=:]\s*(?P<value>(?=[^\s'\"]*\d)(?=[^\s'\"]*[A-Za-z])"
+               r"[^\s'\"`$<>{}()\[\],;]{8,})(?=$|[\s'\",;])"),
     # Slack app-level and config tokens (xapp-, xoxe-), beside its Slack plugin.
     ("slack-token", r"\bx(?:app|oxe)-[0-9A-Za-z-]{20,}"),
 )
@@ -85,6 +108,19 @@ FILE_TYPES = {
 }
 """File name detect-secrets' keyword plugin reads a language's assignments by (it knows
 a few extensions; shell scripts assign without quotes, like config files)."""
+
+MAX_SCANNED_CHARS = 4000
+"""A line longer than this (once its runs of blanks are shortened) is not scanned but
+withheld whole (``<redacted:long-line>``): minified code and data, which no model
+completes from, and where a scan's cost grows with the length. Below it a scan takes a
+few milliseconds."""
+BLANK_RUN = re.compile(r"[^\S\n]{3,}")
+"""Runs of blanks, shortened to two before a scan: several detect-secrets patterns
+(IBM Cloud IAM's ``(?: *)(?:=|:|:=|=>| +|::)(?: *)``) backtrack in cubic time over a
+long run of spaces (``password`` + 1,000 spaces + ``x`` took 4 s)."""
+LONG_LINE = "long-line"
+PEM_BASE64 = re.compile(r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{8,}={0,2}")
+"""Base64 of ``-----BEGIN``: a PEM block inside a kubeconfig or a JSON secret."""
 
 MAX_CACHED_LINES = 50_000
 MAX_CACHED_TEXTS = 512
@@ -193,7 +229,13 @@ class Redactor:
         if found is None:
             if len(self._lines) >= MAX_CACHED_LINES:
                 self._lines.clear()
-            found = self._lines[key] = tuple(_merge(self._scan(line, name)))
+            short, back = _shorten_blanks(line)
+            if len(short) > MAX_SCANNED_CHARS:
+                found = (Span(0, len(line), LONG_LINE),)
+            else:
+                found = tuple(Span(back(s.start), back(s.end), s.kind)
+                              for s in _merge(self._scan(short, name)))
+            self._lines[key] = found
             self.scanned += 1
         return found
 
@@ -225,6 +267,9 @@ class Redactor:
                 while at >= 0:
                     yield Span(at, at + len(value), kind)
                     at = line.find(value, at + len(value))
+        for match in PEM_BASE64.finditer(line):
+            if _decodes_to_private_key(match.group(0)):
+                yield Span(*match.span(), "private-key")
         for kind, pattern in self._own:
             for match in pattern.finditer(line):
                 start, end = match.span("value") if "value" in pattern.groupindex else (
@@ -307,7 +352,7 @@ class Redactor:
             cut = len(before) if i == 0 else 0
             spans = self._spans(before + line if i == 0 else line, name)
             for span in spans:
-                if span.end > cut:
+                if span.end > cut and span.kind != LONG_LINE:
                     return span.kind
         return None
 
@@ -346,3 +391,39 @@ def _replace(line: str, spans: Iterable[Span]) -> str:
         pos = span.end
     out.append(line[pos:])
     return "".join(out)
+
+
+def _shorten_blanks(line: str) -> tuple[str, Callable[[int], int]]:
+    """``line`` with each run of 3 or more blanks cut to its first two, and a map from
+    positions in it back to positions in ``line`` (linear: one regex without nesting)."""
+    cuts: list[tuple[int, int]] = []  # (position in the short line, chars removed so far)
+    parts, pos, removed = [], 0, 0
+    for run in BLANK_RUN.finditer(line):
+        parts.append(line[pos:run.start() + 2])
+        removed += run.end() - run.start() - 2
+        cuts.append((run.start() + 2 - (removed - (run.end() - run.start() - 2)), removed))
+        pos = run.end()
+    if not cuts:
+        return line, _same
+    parts.append(line[pos:])
+    starts = [c[0] for c in cuts]
+
+    def back(p: int) -> int:
+        i = bisect.bisect_right(starts, p) - 1
+        return p if i < 0 else p + cuts[i][1]
+
+    return "".join(parts), back
+
+
+def _same(p: int) -> int:
+    return p
+
+
+def _decodes_to_private_key(text: str) -> bool:
+    """Whether base64 ``text`` starts with a PEM private key's header (a certificate's
+    ``BEGIN CERTIFICATE`` is public and stays)."""
+    head = text[:96]
+    try:
+        return b"PRIVATE KEY" in base64.b64decode(head[:len(head) // 4 * 4])
+    except (ValueError, binascii.Error):
+        return False

@@ -107,6 +107,7 @@ class WorkspaceIndex:
         """Workspace-relative paths of files worth indexing, in a stable order."""
         ignore = _Ignore()
         count = 0
+        real_root = os.path.realpath(self.root)
         for dirpath, dirnames, filenames in os.walk(self.root):
             rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
             rel_dir = "" if rel_dir == "." else rel_dir
@@ -122,6 +123,8 @@ class WorkspaceIndex:
                 grammar = language_for(None, name)
                 if grammar is None or queries_for(grammar) is None or ignore.ignored(rel, False):
                     continue
+                if _leaves(os.path.join(dirpath, name), real_root):
+                    continue  # a link to a file outside: not the workspace's to index
                 count += 1
                 if count > self.max_files:
                     return
@@ -334,3 +337,11 @@ def watched_globs() -> list[str]:
     queries): what the server asks the client to watch."""
     exts = [ext[1:] for ext in extensions() if queries_for(language_for(None, "f" + ext))]
     return [f"**/*.{{{','.join(exts)}}}"] if exts else []
+
+
+def _leaves(path: str, real_root: str) -> bool:
+    """Whether ``path`` is a symlink whose target lies outside ``real_root``."""
+    if not os.path.islink(path):
+        return False
+    target = os.path.realpath(path)
+    return os.path.commonpath([target, real_root]) != real_root
