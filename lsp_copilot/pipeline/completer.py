@@ -402,9 +402,9 @@ class Completer:
                 truncated = result.finish_reason == "length"
         first = checked if checked is not None else post.run(raw, truncated)
         self._count_checks(first, prefetch)
-        if raw and not first.text:  # why nothing shows, for a user reading the log
-            log.debug("no suggestion at %s v%d: the %s check left nothing of %r%s",
-                      snapshot.uri, snapshot.version, first.dropped_by, raw[:200],
+        if raw and not first.text:  # why nothing shows (never the text: it is the user's code)
+            log.debug("no suggestion at %s v%d: the %s check left nothing of %d characters%s",
+                      snapshot.uri, snapshot.version, first.dropped_by, len(raw),
                       " (cut at the token limit)" if truncated else "")
         text, warned, unsafe = first.text, first.warned, first.reason
         alternatives: list[str] = []

@@ -185,3 +185,19 @@ def test_the_log_and_its_rotated_copies_are_the_users_alone(
     modes = {p.name: oct(p.stat().st_mode & 0o777) for p in files}
     assert set(modes.values()) == {"0o600"}, modes
     assert path.parent.stat().st_mode & 0o777 == 0o700
+
+
+async def test_a_dropped_answer_is_logged_without_its_text(caplog: pytest.LogCaptureFixture
+                                                            ) -> None:
+    """At debug level, with logSourceText off (the default), the log says why nothing
+    showed but never what the model wrote: that is the user's code."""
+    from tests.support.fakes import FakeEngine
+    from tests.support.pipeline import completer_for, snap
+
+    source = "def add(a, b):\n    return "
+    completer = await completer_for(FakeEngine(reply=" self.MODEL_TEXT_91c4.("))
+    with caplog.at_level(logging.DEBUG):
+        outcome = await completer.complete(snap(source), len(source))
+    assert outcome.text == ""
+    assert "left nothing" in caplog.text
+    assert "MODEL_TEXT_91c4" not in caplog.text
