@@ -192,6 +192,25 @@ def test_p4_similar_snippets_from_open_buffers(
     assert p4 and "height_total = rect.height" in p4[0].text and "other.py" in p4[0].source
 
 
+
+def test_p4_skips_an_open_buffer_larger_than_the_index_reads(
+    workspace: tuple[Path, WorkspaceIndex], cl100k: TiktokenCounter,
+) -> None:
+    """A buffer of megabytes (a log, a data dump opened in the editor) is not searched for
+    snippets nor shown: the index leaves such files out on disk, open they stay out too."""
+    root, index = workspace
+    other = (root / "dump.py").as_uri()
+    similar = ("def report(rect):\n    width_total = rect.width * 3\n"
+               "    height_total = rect.height\n")
+    big = "x = 1\n" * 200_000 + similar
+    snap = _snapshot(root, "app.py", "def area(rect):\n    width_total = rect.width\n    ")
+    ws = Workspace(index, lambda: [(other, big), (snap.uri, snap.text)])
+    ws.edited(other, None, 200_001)
+    ctx = build_context(snap, len(snap.data), cl100k, template_for(None), 512,
+                        workspace=ws)
+    assert "height_total" not in ctx.prompt and "dump.py" not in ctx.prompt
+
+
 CODEC = ("import codecs\n\n"
          "class Codec(codecs.Codec):\n"
          "    def encode(self, text, errors='strict'):\n"

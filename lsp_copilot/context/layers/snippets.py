@@ -4,6 +4,7 @@ cursor from open buffers, this file out of the window's sight and the files next
 from __future__ import annotations
 
 from lsp_copilot.context.index.workspace import uri_to_path
+from lsp_copilot.context.index.workspace_index import MAX_FILE_BYTES
 from lsp_copilot.context.layers.blocks import Block, line_start
 from lsp_copilot.context.layers.layer_inputs import LayerInputs
 from lsp_copilot.context.layers.similarity import QUERY_LINES, Windows, similar_snippets
@@ -24,8 +25,8 @@ def candidates(r: LayerInputs, first_line: int) -> list[Block]:
     texts: dict[str, tuple[str, str]] = {}
     open_rels = set()
     for uri, text in r.documents():
-        if uri == r.snapshot.uri:
-            continue
+        if uri == r.snapshot.uri or len(text) > MAX_FILE_BYTES:
+            continue  # (a buffer larger than the index takes from disk: data, not code)
         rel = r.workspace.relative(uri)
         if rel is None:
             path = uri_to_path(uri)
