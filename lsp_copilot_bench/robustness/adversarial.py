@@ -83,7 +83,7 @@ async def _ask(client: RawClient, uri: str, line: int, col: int,
     """An explicit request: (suggestion, seconds, error or None)."""
     t = time.monotonic()
     try:
-        result = await asyncio.wait_for(client.inline(uri, line, col), timeout)
+        result = await asyncio.wait_for(client.inline(uri, line, col, trigger=1), timeout)
         return suggestion(result), time.monotonic() - t, None
     except (TimeoutError, RpcError, ConnectionError) as exc:
         return "", time.monotonic() - t, f"{type(exc).__name__}: {exc}"[:120]

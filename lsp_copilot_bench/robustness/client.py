@@ -149,10 +149,12 @@ class RawClient:
         self.notify("textDocument/didOpen", {"textDocument": {
             "uri": uri, "languageId": language, "version": version, "text": text}})
 
-    def inline(self, uri: str, line: int, character: int) -> asyncio.Future[Any]:
+    def inline(self, uri: str, line: int, character: int, trigger: int = 2
+               ) -> asyncio.Future[Any]:
+        """An inline completion request: ``trigger`` 2 a typing pause, 1 the user asked."""
         return self.send("textDocument/inlineCompletion", {
             "textDocument": {"uri": uri}, "position": {"line": line, "character": character},
-            "context": {"triggerKind": 2}})
+            "context": {"triggerKind": trigger}})
 
     async def stop(self) -> None:
         with contextlib.suppress(Exception):

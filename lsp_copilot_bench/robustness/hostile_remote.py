@@ -22,11 +22,13 @@ BIDI = "\u202e\u2066\u200b\u200d\ufeff\u2069\u202c"
 """Trojan-source characters: right-to-left override, isolates, zero-width ones."""
 
 ANSWERS = {
-    "ok": "radius * radius\n",
-    "bidi": f"radius {BIDI[0]}* radius{BIDI[1:4]} # {BIDI[4:]}ok\n",
-    "secret": 'radius * 2  # "AKIAQYLPMN5HHHFPZAM2"\n',
+    "ok": " radius * radius\n",
+    "bidi": f" radius {BIDI[0]}* radius{BIDI[1:4]} # {BIDI[4:]}ok\n",
+    "secret": ' radius * 2  # "AKIAQYLPMN5HHHFPZAM2"\n',
 }
-"""What each well-formed mode streams (a bidi answer hides characters in an expression)."""
+"""What each well-formed mode streams (a bidi answer hides characters in an expression).
+Each starts with a space: the server's prompt ends before the space typed after
+``return``, as a BPE model's tokens expect."""
 
 HUGE_EVENT_BYTES = 64 * 1024 * 1024
 """One server-sent event this long, with no newline: a client must stop reading it."""
@@ -86,8 +88,9 @@ class HostileRemote:
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                      b"connection: close\r\n\r\n")
         if self.mode in ANSWERS:
-            for piece in ANSWERS[self.mode].split(" "):
-                writer.write(_event(piece + " "))
+            answer = ANSWERS[self.mode]
+            for at in range(0, len(answer), 4):
+                writer.write(_event(answer[at:at + 4]))
             writer.write(_event(None, finish="stop") + b"data: [DONE]\n\n")
         elif self.mode == "garbage":
             writer.write(b"data: {not json\n\ndata: [1, 2]\n\n\x00\xff\xfe garbage\n\n"
