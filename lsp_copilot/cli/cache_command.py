@@ -9,10 +9,18 @@ from lsp_copilot.cli.options import Subparsers, group
 
 
 def cmd_cache_clear(args: argparse.Namespace) -> int:
-    from lsp_copilot.pipeline.completion_cache import cache_root, clear_all
+    """Only what the completion cache made goes (a workspace's folder, known by its name
+    and its diskcache file): never another folder, whatever ``--dir`` names."""
+    from lsp_copilot.pipeline.completion_cache import NotACacheFolder, cache_root, clear_all
 
     root = args.dir or cache_root()
-    print(f"removed the completion caches of {clear_all(root)} workspace(s) in {root}")
+    try:
+        removed, left = clear_all(root)
+    except NotACacheFolder as exc:
+        raise SystemExit(f"error: {exc}") from None
+    print(f"removed the completion caches of {removed} workspace(s) in {root}")
+    if left:
+        print(f"left alone (not a completion cache): {', '.join(left)}")
     return 0
 
 

@@ -127,14 +127,37 @@ class CompletionCache:
             self._disk = None
 
 
-def clear_all(root: Path | None = None) -> int:
-    """Remove every workspace's cache; returns how many folders were removed."""
+CACHE_FILE = "cache.db"
+"""What diskcache keeps in each workspace's folder: with the name, how a folder is known
+to be a completion cache (``clear_all`` removes nothing else)."""
+
+
+class NotACacheFolder(ValueError):
+    """``clear_all`` was pointed at a folder that holds no completion cache."""
+
+
+def is_workspace_cache(path: Path) -> bool:
+    """A folder ``workspace_folder`` made: 16 hex digits, not a link, with diskcache's file."""
+    return (len(path.name) == 16 and all(c in "0123456789abcdef" for c in path.name)
+            and not path.is_symlink() and path.is_dir() and (path / CACHE_FILE).is_file())
+
+
+def clear_all(root: Path | None = None) -> tuple[int, list[str]]:
+    """Remove every workspace's cache under ``root``, and nothing else: returns how many
+    were removed and the names of what was left alone. A folder that holds something but
+    no workspace cache (the cache folder itself, with logs/ and models/, or any other
+    folder) is refused with ``NotACacheFolder``: nothing is removed."""
     root = root or cache_root()
     if not root.is_dir():
-        return 0
-    removed = 0
-    for child in root.iterdir():
-        if child.is_dir():
-            shutil.rmtree(child, ignore_errors=True)
-            removed += 1
-    return removed
+        return 0, []
+    children = sorted(root.iterdir())
+    caches = [c for c in children if is_workspace_cache(c)]
+    others = [c.name for c in children if c not in caches]
+    if not caches and others:
+        shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
+        raise NotACacheFolder(
+            f"{root} holds no completion cache ({shown}): nothing removed. The completion "
+            f"caches are in {cache_root()} (or the cacheDir setting)")
+    for child in caches:
+        shutil.rmtree(child, ignore_errors=True)
+    return len(caches), others

@@ -91,13 +91,31 @@ def test_engine_key_changes_only_for_engine_settings() -> None:
 
 def test_cache_clear_command(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from lsp_copilot.cli.main import main
-    from lsp_copilot.pipeline.completion_cache import CompletionCache
+    from lsp_copilot.pipeline.completion_cache import CompletionCache, workspace_folder
 
-    cache = CompletionCache(tmp_path / "ws1")
+    folder = workspace_folder(tmp_path, "/work/project")
+    cache = CompletionCache(folder)
     cache.put("k", "v")
     cache.close()
+    (tmp_path / "notes").mkdir()  # not a cache: stays
     assert main(["cache", "clear", "--dir", str(tmp_path)]) == 0
-    assert CompletionCache(tmp_path / "ws1").get("k") is None
+    assert CompletionCache(folder).get("k") is None
+    assert (tmp_path / "notes").is_dir()
+
+
+def test_cache_clear_refuses_a_folder_that_holds_no_cache(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``--dir ~/.cache/lsp-copilot`` (logs, models) or any other folder: nothing goes."""
+    import pytest
+
+    from lsp_copilot.cli.main import main
+
+    for name in ("logs", "models", "0123456789abcdef"):  # the last: a name alone is not enough
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "keep.txt").write_text("x")
+    with pytest.raises(SystemExit, match="holds no completion cache"):
+        main(["cache", "clear", "--dir", str(tmp_path)])
+    assert all((tmp_path / n / "keep.txt").exists() for n in ("logs", "models",
+                                                                "0123456789abcdef"))
 
 
 def test_configuration_doc_is_current() -> None:
