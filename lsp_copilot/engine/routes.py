@@ -21,6 +21,7 @@ from typing import Any
 
 from lsp_copilot.engine.base import Engine, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager, Reporter
+from lsp_copilot.engine.remote.config import shown_url
 from lsp_copilot.models.presets import default_preset, typing_preset
 from lsp_copilot.settings.engine import ROUTE_KINDS, EngineSettings
 from lsp_copilot.settings.layers import EngineSetup
@@ -207,7 +208,7 @@ class Routes:
             return f"the {kind} ({info.model})"
         main = self.main.settings
         if route == MAIN and main.remote.engine_backend == "remote":
-            return f"the remote backend ({main.remote.remote_url})"
+            return f"the remote backend ({shown_url(main.remote.remote_url)})"
         return f"the embedded engine ({main.engine.model or 'default model'})" if (
             route == MAIN) else f"the embedded engine ({route})"
 

@@ -187,7 +187,8 @@ class RemoteEngine(Engine):
         # Closing the response (also on cancel) drops the connection: vLLM aborts.
         try:
             if response.status_code != 200:
-                answer = await self._within(response.aread(), first_deadline, "the error")
+                answer = await self._within(transport.read_capped(response.aiter_bytes()),
+                                            first_deadline, "the error")
                 message = transport.describe_status(response.status_code, answer, self.config)
                 if response.status_code in transport.RETRY_STATUS:
                     raise RemoteRetryable(message, transport.retry_after(response))
@@ -195,7 +196,7 @@ class RemoteEngine(Engine):
                         "priority" in message.lower()):
                     raise PriorityRejected(message)
                 raise RemoteError(message)
-            lines = response.aiter_lines()
+            lines = transport.bounded_lines(response.aiter_bytes())
             while True:
                 try:
                     line = await self._within(

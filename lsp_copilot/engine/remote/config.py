@@ -16,7 +16,7 @@ import socket
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from lsp_copilot.engine.remote.errors import RemoteError
 from lsp_copilot.settings.remote import RemoteSettings
@@ -37,6 +37,7 @@ class RemoteConfig:
     ca_bundle: str
     routing_header: str
     tokenizer: str
+    basic_auth: tuple[str, str] | None = None  # user:password taken out of remoteUrl
 
     @classmethod
     def from_settings(cls, settings: RemoteSettings) -> RemoteConfig:
@@ -48,8 +49,10 @@ class RemoteConfig:
             )
         if url.endswith("/v1"):
             url = url[: -len("/v1")]
+        url, basic_auth = split_userinfo(url)
         return cls(
             base_url=url,
+            basic_auth=basic_auth,
             model=settings.remote_model,
             api_key_env=settings.remote_api_key_env,
             connect_timeout_s=settings.remote_connect_timeout_ms / 1000,
@@ -110,3 +113,19 @@ def routing_key() -> str:
         user = str(os.getuid()) if hasattr(os, "getuid") else "user"
     digest = hashlib.sha256(f"lsp-copilot:{user}@{socket.gethostname()}".encode())
     return digest.hexdigest()[:16]
+
+
+def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``url`` without ``user:password@``, and the two (sent as basic auth): the URL then
+    goes into logs and messages (httpx logs every request's) with no credential in it."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    return urlunsplit(parts._replace(netloc=host)), (unquote(user), unquote(password))
+
+
+def shown_url(url: str) -> str:
+    """``url`` as it may be shown: any ``user:password@`` left out."""
+    return split_userinfo(url)[0]

@@ -38,6 +38,9 @@ def client_args(config: RemoteConfig) -> dict[str, Any]:
             pool=config.connect_timeout_s,
         ),
         "follow_redirects": False,  # a redirect would carry the key somewhere else
+        # remoteUrl's user:password, as httpx would have sent them (its basic auth wins over
+        # the key's header), but out of the URL that every log line shows.
+        **({"auth": httpx.BasicAuth(*config.basic_auth)} if config.basic_auth else {}),
     }
 
 
@@ -136,6 +139,48 @@ def connect_message(exc: BaseException, config: RemoteConfig) -> str:
 
 
 # -- server-sent events ---------------------------------------------------------------
+
+
+MAX_EVENT_BYTES = 1 << 20
+"""One server-sent event longer than this (vLLM's carry a few tokens: hundreds of bytes)
+is not a completion: the stream is dropped rather than buffered."""
+MAX_STREAM_BYTES = 16 << 20
+"""A whole answer larger than this is dropped too: a server that streams forever must not
+grow the editor's server without bound (the token limit ends a real answer far sooner)."""
+MAX_ERROR_BYTES = 64 << 10
+
+
+class TooLarge(RemoteError):
+    """The server sent more than an answer can be."""
+
+
+async def bounded_lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
+    """The lines of a streamed body, each at most MAX_EVENT_BYTES and all together at most
+    MAX_STREAM_BYTES (``TooLarge`` past either); ``response.aiter_lines`` has no limit."""
+    pending = b""
+    total = 0
+    async for chunk in chunks:
+        total += len(chunk)
+        if total > MAX_STREAM_BYTES:
+            raise TooLarge(f"the answer passed {MAX_STREAM_BYTES >> 20} MB: dropped")
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        if len(pending) > MAX_EVENT_BYTES:
+            raise TooLarge(f"one event passed {MAX_EVENT_BYTES >> 20} MB: dropped")
+        for line in lines:
+            yield line.rstrip(b"\r").decode("utf-8", "replace")
+    if pending:
+        yield pending.rstrip(b"\r").decode("utf-8", "replace")
+
+
+async def read_capped(chunks: AsyncIterator[bytes], limit: int = MAX_ERROR_BYTES) -> bytes:
+    """At most ``limit`` bytes of a body (an error's): the rest is not read."""
+    out = b""
+    async for chunk in chunks:
+        out += chunk
+        if len(out) >= limit:
+            return out[:limit]
+    return out
 
 
 async def next_line(lines: AsyncIterator[str]) -> str:
