@@ -103,6 +103,10 @@ PATHOLOGICAL = {
 }
 """Lines that cost some regexes super-linear time; each must be redacted in under 50 ms."""
 
+BIG_LINE = 500_000
+"""Lines this long go in files of their own, opened beside the cursor's (a document over
+maxDocumentBytes, 2 MB, is not completed at all, which would test nothing)."""
+
 MARKERS = {"ignored": "IGNORED_MARKER_7f3b9c", "outside": "OUTSIDE_MARKER_4e8a2d",
            "excluded": "EXCLUDED_MARKER_2c6d1f"}
 """Text that lives only in ignored or excluded files or outside the workspace: no prompt
@@ -139,9 +143,12 @@ def build(base: Path) -> dict[str, Path]:
         (work / name).write_text(secret_file(name))
     for name, text in WITHHELD.items():
         (work / name).write_text(text)
+    small = {k: v for k, v in PATHOLOGICAL.items() if len(v) < BIG_LINE}
     (work / "long_lines.py").write_text(
-        "".join(f"# {line}\n" for line in PATHOLOGICAL.values())
+        "".join(f"# {line}\n" for line in small.values())
         + "\n\ndef circle_area(radius):\n    return ")
+    for i, line in enumerate(v for v in PATHOLOGICAL.values() if len(v) >= BIG_LINE):
+        (work / f"big_line_{i}.py").write_text(f"DATA = {line!r}\n")  # one per file
     (work / ".lspcopilotignore").write_text("private/\n")
     (work / "private" / "keys.py").write_text(
         f'def sign(x, key="{MARKERS["ignored"]}"):\n    return ')
