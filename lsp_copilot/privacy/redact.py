@@ -399,9 +399,10 @@ def _shorten_blanks(line: str) -> tuple[str, Callable[[int], int]]:
     cuts: list[tuple[int, int]] = []  # (position in the short line, chars removed so far)
     parts, pos, removed = [], 0, 0
     for run in BLANK_RUN.finditer(line):
-        parts.append(line[pos:run.start() + 2])
-        removed += run.end() - run.start() - 2
-        cuts.append((run.start() + 2 - (removed - (run.end() - run.start() - 2)), removed))
+        kept_end = run.start() + 2  # in ``line``; in the short line, ``removed`` less
+        parts.append(line[pos:kept_end])
+        cuts.append((kept_end - removed, removed + run.end() - kept_end))
+        removed += run.end() - kept_end
         pos = run.end()
     if not cuts:
         return line, _same
