@@ -25,16 +25,27 @@ SECRET_NAMES = (
     "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.ppk", ".netrc", "_netrc", ".pgpass",
     ".pypirc", ".npmrc", ".git-credentials", "credentials", "credentials.*",
     "*credentials*.json", "secrets.*", "*.secret", "*.secrets", ".htpasswd", "*.kdbx",
-    ".envrc", "*.tfstate", "*.tfstate.backup", "*.tfvars", "*.tfvars.json", ".vault-token",
-    ".my.cnf", ".s3cfg", ".boto", ".kube/config", ".docker/config.json", ".aws/config",
+    ".envrc", "*.tfstate", "*.tfstate.*", "*.tfvars", "*.tfvars.json", ".terraformrc",
+    "terraform.rc", ".vault-token", ".my.cnf", ".mylogin.cnf", ".s3cfg", ".boto",
+    ".dockercfg", "kubeconfig", "kubeconfig.yaml", "kubeconfig.yml", "*.kubeconfig",
+    # Path-shaped: the file name alone (config, hosts.yml, auth.json) says nothing.
+    ".kube/config", ".docker/config.json", "containers/auth.json", ".aws/config",
+    ".config/gh/hosts.yml", ".config/hub", ".composer/auth.json", "composer/auth.json",
+    ".azure/accessTokens.json", ".azure/msal_token_cache.json",
+    ".config/gcloud/legacy_credentials/*", ".m2/settings-security.xml",
 )
+"""Credential files by name (case-insensitive). A pattern with a ``/`` matches the end of
+the path, at any depth (``.kube/config`` matches ``/home/u/.kube/config``, not
+``src/config``); one without matches the file name."""
 
-SECRET_CONTENT = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-"""A private-key block: its body lines are plain base64, so only the whole file is safe."""
+SECRET_CONTENT = re.compile(rb"-----BEGIN (?:(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?"
+                            rb"|OpenVPN Static key V1)-----")
+"""A private-key block (or an OpenVPN static key): its body lines are plain base64 or hex,
+so only the whole file is safe."""
 
-# The literal every SECRET_CONTENT match contains: checking it first (memchr-fast) spares
+# The literals SECRET_CONTENT's matches contain: checking them first (memchr-fast) spares
 # the regex scan on every keystroke of every clean file.
-SECRET_MARKERS = (b"PRIVATE KEY",)
+SECRET_MARKERS = (b"PRIVATE KEY", b"OpenVPN Static key")
 
 
 def _path(uri: str) -> str:
@@ -52,6 +63,10 @@ class Privacy:
         ignores: RepoIgnores | None = None,
     ) -> None:
         self.file_patterns = SECRET_NAMES + tuple(file_patterns)
+        # (pattern, what it is matched against: "name", "path" anchored at /, "tail")
+        self._globs = tuple(
+            (p, p.lower(), "name" if "/" not in p else "path" if p.startswith("/") else "tail")
+            for p in self.file_patterns)
         self.content_patterns = tuple(content_patterns)  # redacted (redact.Redactor)
         # The workspace roots' `.lspcopilotignore` files (the server's, kept across settings).
         self.ignores = ignores
@@ -63,12 +78,12 @@ class Privacy:
         self.excluded_folders = tuple(dict.fromkeys(folders))
 
     def reason(self, uri: str, data: bytes) -> str | None:
-        """Why this document must stay private, or None. The path is checked as given and
-        with its symlinks resolved: a workspace opened through a link, or a link to an
-        ignored file, is held to the rules of what it points at."""
+        """Why this document must stay private, or None. The path is checked as given, as
+        the link it may be (its folder resolved) and as what it resolves to: a workspace
+        opened through a link, a link to an ignored file or an ignored link are held to
+        the rules of each. (Called once per document version: the completer caches it.)"""
         path = _path(uri)
-        real = os.path.realpath(path) if path.startswith("/") else path
-        for candidate in (path, real) if real != path else (path,):
+        for candidate in spellings(path):
             why = self._path_reason(candidate)
             if why is not None:
                 return why
@@ -80,12 +95,15 @@ class Privacy:
     def _path_reason(self, path: str) -> str | None:
         posix = PurePosixPath(path)
         name = posix.name.lower()
-        for pattern in self.file_patterns:
-            if "/" not in pattern:
-                hit = fnmatch.fnmatchcase(name, pattern.lower())
-            else:  # a path glob: anchored at / when absolute, else at any folder
-                hit = fnmatch.fnmatchcase(path, pattern if pattern.startswith("/") else
-                                          "*/" + pattern)
+        lowered = path.lower()
+        for pattern, glob, kind in self._globs:
+            if kind == "name":
+                hit = fnmatch.fnmatchcase(name, glob)
+            elif kind == "path":  # a path glob: anchored at / when absolute...
+                hit = fnmatch.fnmatchcase(lowered, glob)
+            else:  # ... else ending the path at any depth
+                hit = (fnmatch.fnmatchcase(lowered, "*/" + glob)
+                       or fnmatch.fnmatchcase(lowered, glob))
             if hit:
                 return f"file name matches {pattern!r}"
         for folder in self.excluded_folders:
@@ -95,6 +113,22 @@ class Privacy:
             elif folder in posix.parts[:-1]:
                 return f"in excluded folder {folder!r}"
         return self.ignores.reason(path) if self.ignores is not None else None
+
+
+def spellings(path: str) -> tuple[str, ...]:
+    """``path`` as given, with its folder resolved (the link itself, if it is one, in the
+    resolved workspace's terms) and fully resolved (the link's target); a path that does
+    not exist (an unsaved buffer) resolves as far as its folders do. Relative paths and
+    other schemes' paths are checked as given."""
+    if not path.startswith("/"):
+        return (path,)
+    folder, name = os.path.split(path)
+    if name in ("", ".", ".."):
+        link = os.path.realpath(path)
+    else:
+        link = os.path.join(os.path.realpath(folder), name)
+    real = os.path.realpath(link) if os.path.islink(link) else link
+    return tuple(dict.fromkeys((path, link, real)))
 
 
 DEFAULT = Privacy()  # (no ignore files: those come with a server's workspace roots)

@@ -56,7 +56,9 @@ class RepoIgnores:
         return spec
 
     def reason(self, path: str) -> str | None:
-        """Why ``path`` (absolute) is excluded by its root's ``.lspcopilotignore``, or None."""
+        """Why ``path`` (absolute) is excluded by its root's ``.lspcopilotignore``, or None.
+        Roots are kept resolved: a caller checks the resolved spellings of a path too
+        (``privacy.spellings``), or a workspace opened through a link escapes its rules."""
         if not self._roots or not path.startswith("/"):
             return None
         for root in self._roots:

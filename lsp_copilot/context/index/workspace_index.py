@@ -124,7 +124,7 @@ class WorkspaceIndex:
                 if grammar is None or queries_for(grammar) is None or ignore.ignored(rel, False):
                     continue
                 if _leaves(os.path.join(dirpath, name), real_root):
-                    continue  # a link to a file outside: not the workspace's to index
+                    continue  # a link out of the workspace, or into what it skips
                 count += 1
                 if count > self.max_files:
                     return
@@ -174,7 +174,7 @@ class WorkspaceIndex:
         if data is None:
             try:
                 full = self.root / rel
-                if full.stat().st_size > MAX_FILE_BYTES:
+                if _leaves(str(full), str(self.root)) or full.stat().st_size > MAX_FILE_BYTES:
                     self.skipped += 1
                     self.remove(rel)
                     return False
@@ -340,8 +340,13 @@ def watched_globs() -> list[str]:
 
 
 def _leaves(path: str, real_root: str) -> bool:
-    """Whether ``path`` is a symlink whose target lies outside ``real_root``."""
+    """Whether ``path`` is a symlink whose target lies outside ``real_root`` (a file of the
+    user's elsewhere), or inside a folder the walk does not enter (``.git``, ``.ssh``,
+    ``node_modules``): either would be indexed under the link's name."""
     if not os.path.islink(path):
         return False
     target = os.path.realpath(path)
-    return os.path.commonpath([target, real_root]) != real_root
+    if os.path.commonpath([target, real_root]) != real_root:
+        return True
+    folders = os.path.relpath(target, real_root).split(os.sep)[:-1]
+    return any(d in SKIP_DIRS or d.startswith(".") for d in folders)

@@ -25,7 +25,7 @@ def candidates(r: LayerInputs, first_line: int) -> list[Block]:
     texts: dict[str, tuple[str, str]] = {}
     open_rels = set()
     for uri, text in r.documents():
-        if uri == r.snapshot.uri or len(text) > MAX_FILE_BYTES:
+        if uri == r.snapshot.uri or _too_large(text):
             continue  # (a buffer larger than the index takes from disk: data, not code)
         rel = r.workspace.relative(uri)
         if rel is None:
@@ -75,3 +75,11 @@ def candidates(r: LayerInputs, first_line: int) -> list[Block]:
     query = r.data[start:end].decode("utf-8", "replace")
     snippets = similar_snippets(query, docs)
     return blocks + [Block(s.name, s.start_line, s.text) for s in snippets]
+
+
+def _too_large(text: str) -> bool:
+    """Whether a buffer is over the index's size limit (bytes, as the file would be on
+    disk; encoded only when its characters alone cannot tell)."""
+    if len(text) > MAX_FILE_BYTES:
+        return True
+    return len(text) * 4 > MAX_FILE_BYTES and len(text.encode("utf-8", "replace")) > MAX_FILE_BYTES
