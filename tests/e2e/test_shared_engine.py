@@ -26,7 +26,16 @@ import pytest
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient as PlainClient
 
-from tests.support.lsp import ON_CUDA, ROOT, SERVER, plain, serve, shared_engines, stats
+from tests.support.lsp import (
+    ON_CUDA,
+    ROOT,
+    SERVER,
+    plain,
+    serve,
+    shared_engines,
+    stats,
+    wait_loaded,
+)
 
 pytestmark = pytest.mark.engine
 
@@ -258,11 +267,7 @@ async def test_files_named_like_standard_modules_in_the_workspace_break_nothing(
             initialization_options={**FAST, "routes": {}, "model": "smollm2-135m",
                                     "engineShared": shared}))
         client.initialized(types.InitializedParams())
-        deadline = time.monotonic() + 600
-        while (s := await stats(client))["engine_state"] == "loading":
-            assert time.monotonic() < deadline, "the engine never loaded"
-            await asyncio.sleep(0.5)
-        assert s["engine_state"] == "ready", s
+        await wait_loaded(client)
         assert await _suggest(client, workspace), "no suggestion"
         assert psutil.Process(server.pid).cwd() == runtime  # the server left the project
         out = subprocess.run([sys.executable, "-m", "lsp_copilot", "engine", "status",

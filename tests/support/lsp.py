@@ -146,12 +146,18 @@ async def serve(options: dict[str, object], root: Path = ROOT) -> PlainClient:
                                initialization_options=options)
     )
     client.initialized(types.InitializedParams())
-    deadline = time.monotonic() + 600
+    await wait_loaded(client)
+    return client
+
+
+async def wait_loaded(client: Any, timeout: float = 600) -> dict[str, Any]:
+    """The stats once the engine has left "loading"; it must be ready."""
+    deadline = time.monotonic() + timeout
     while (s := await stats(client))["engine_state"] == "loading":
         assert time.monotonic() < deadline, "the engine never loaded"
         await asyncio.sleep(0.5)
     assert s["engine_state"] == "ready", s
-    return client
+    return s
 
 
 def fixture_uri(name: str) -> str:
