@@ -68,6 +68,14 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8", _CODEC)
 
 
+def units(chunk: bytes, encoding: Encoding) -> int:
+    """How many position units (an LSP ``character`` count) the bytes of one line take."""
+    if encoding == "utf-8" or chunk.isascii():
+        return len(chunk)
+    text = decode(chunk)
+    return len(text) if encoding == "utf-32" else len(text.encode("utf-16-le", _CODEC)) // 2
+
+
 def _is_continuation(byte: int) -> bool:
     return 0x80 <= byte <= 0xBF
 

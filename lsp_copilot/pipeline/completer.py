@@ -32,6 +32,7 @@ from lsp_copilot.pipeline.flights import BEFORE_END, Flights, Superseded, whole_
 from lsp_copilot.pipeline.prompt import cursor_at, prompt_for, prompt_ids
 from lsp_copilot.pipeline.scheduling import Debouncer
 from lsp_copilot.pipeline.typing_through import TypingThrough
+from lsp_copilot.postprocess.brackets import covered
 from lsp_copilot.postprocess.checks import Candidate, PostProcessor, Target
 from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.postprocess.safety import Finding, SafetyChecker
@@ -85,6 +86,9 @@ class Outcome:
     id: str = ""  # the suggestion's id in feedback (set when it is offered to the editor)
     alternatives: list[str] = field(default_factory=list)  # explicit requests' other items
     alternative_ids: list[str] = field(default_factory=list)  # their ids in feedback
+    # Per item (text, then alternatives): the characters right of the cursor it takes over
+    # (closers the editor inserted that it writes again, ``brackets.covered``).
+    replaces: tuple[int, ...] = ()
 
 
 def _no_suggestion(mode: Mode, reason: str, context: Context | None = None) -> Outcome:
@@ -288,7 +292,8 @@ class Completer:
                 self.telemetry.server_time((time.perf_counter() - started) * 1000)
                 if mode == "none":
                     mode = "multi-line" if "\n" in through else "single-line"
-                return self._typed_through_outcome(through, mode, started)
+                return self._typed_through_outcome(
+                    through, mode, started, covered(through, cursor, cursor.rules))
         if mode == "none":
             self.telemetry.count("empty_mode")
             return _no_suggestion(mode, "no completion at this position")
@@ -440,7 +445,8 @@ class Completer:
             context=context, source=source, raw=raw, safety=warned,
             warnings=tuple(f.message() for f in warned
                            if not prefetch and self.safety.first_warning(snapshot.uri, f)),
-            route=route, template=template.name, arm=arm, alternatives=alternatives)
+            route=route, template=template.name, arm=arm, alternatives=alternatives,
+            replaces=tuple(post.covered(t) for t in (text, *alternatives)))
 
     def _count_checks(self, candidate: Candidate, prefetch: bool) -> None:
         """What the checks did to the first answer, in the stats (a prefetched answer is
@@ -481,9 +487,11 @@ class Completer:
             stop_token_ids=encoded.stop_ids if encoded is not None else (),
         )
 
-    def _typed_through_outcome(self, text: str, mode: Mode, started: float) -> Outcome:
+    def _typed_through_outcome(self, text: str, mode: Mode, started: float,
+                               replaces: int) -> Outcome:
         self.telemetry.count("typed_through")
         ms = round((time.perf_counter() - started) * 1000, 2)
         return Outcome(text=text, mode=mode,
                        timings_ms={"context": 0.0, "engine": 0.0, "total": ms},
-                       reason=None, context=None, source="typed_through")
+                       reason=None, context=None, source="typed_through",
+                       replaces=(replaces,))

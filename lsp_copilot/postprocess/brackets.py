@@ -1,5 +1,6 @@
 """Brackets and quotes in an answer: cut at a closer that closes nothing (or what the
-suffix closes), and at what the token limit left open."""
+suffix closes), and at what the token limit left open; the closers right of the cursor
+that an answer writes again (``covered``)."""
 
 from __future__ import annotations
 
@@ -128,14 +129,58 @@ def _unmatched_closers(text: str, rules: LanguageConfig) -> int:
     return closers
 
 
+def _unpaired(text: str, quote: str, rules: LanguageConfig) -> str:
+    """The closers and the closing quote in ``text`` that close what was open before it
+    (``quote``: the string the cursor is in), in order."""
+    out = ""
+    if quote:
+        i = 0
+        while i < len(text) and text[i] not in (quote, "\n"):
+            i += 2 if text[i] == "\\" else 1
+        if i >= len(text) or text[i] != quote:
+            return ""
+        out, text = quote, text[i + 1:]
+    depth = 0
+    for _, ch in scan(text, rules):
+        if ch not in rules.closers:
+            depth += 1
+        elif depth:
+            depth -= 1
+        else:
+            out += ch
+    return out
+
+
+def covered(text: str, cursor: Cursor, rules: LanguageConfig) -> int:
+    """How many characters right of the cursor the answer writes again: the closers and
+    quotes an editor put there as the user typed their openers (``foo(|)`` answered
+    ``x, y)``, ``print("|")`` answered ``hi")``). The suggestion takes them over, so
+    that accepting it leaves one ``)``, and it may go on past them (``a) + 1``). Only a
+    run of closers and quotes right at the cursor counts, and only when the answer's own
+    unpaired closers are that run, or begin with it (then they close more)."""
+    right = cursor.line_after
+    end = 0
+    while end < len(right) and (right[end] in rules.closers or right[end] in rules.quotes):
+        end += 1
+    if not end or not text:
+        return 0
+    unpaired = _unpaired(text, open_quote(cursor.line_before, rules), rules)
+    run = right[:end]
+    if unpaired and run.startswith(unpaired):
+        return len(unpaired)
+    return end if unpaired.startswith(run) else 0
+
+
 def balance(text: str, mode: Mode, cursor: Cursor, rules: LanguageConfig) -> str:
-    """Cut at a closing bracket that closes nothing, or that the suffix already has.
+    """Cut at a closing bracket that closes nothing, or that the suffix already has (but
+    the closers the answer takes over, see ``covered``).
 
     The next line after a finished one may close what lines above opened (``}`` of a
     dict): only the syntax check, which sees the whole buffer, can judge it."""
     if mode == "single-line" and text.lstrip(" \t").startswith("\n"):
         return text
     before = cursor.line_before
+    after = cursor.line_after[covered(text, cursor, rules):]
     if _scan_with_quote(before, rules)[1]:
         # The cursor is in a string (an f-string's `{json.`): the answer's brackets are
         # read from outside it here; the whole check parses the line instead.
@@ -143,15 +188,14 @@ def balance(text: str, mode: Mode, cursor: Cursor, rules: LanguageConfig) -> str
     if mode == "multi-line":
         before = cursor.line_above + "\n" + before
         # The closers the following lines start with (a block's `}`, a call's `)`).
-        suffix_closers = _leading_closers(cursor.line_after + "\n" + cursor.suffix_lines,
-                                          rules)
-    elif cursor.open_above and not cursor.line_after.strip():
+        suffix_closers = _leading_closers(after + "\n" + cursor.suffix_lines, rules)
+    elif cursor.open_above and not after.strip():
         # A line inside brackets the lines above opened (after an argument of a call
         # spread over lines): the answer may close them, unless the lines below do.
         before = "".join(cursor.open_above) + before
         suffix_closers = _leading_closers(cursor.suffix_lines, rules, skip=rules.close)
     else:
-        suffix_closers = _unmatched_closers(cursor.line_after, rules)
+        suffix_closers = _unmatched_closers(after, rules)
     outer = open_brackets(before, rules)
     may_close = max(0, len(outer) - suffix_closers)
     inner: list[str] = []

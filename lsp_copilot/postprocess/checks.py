@@ -17,7 +17,9 @@ from dataclasses import dataclass, replace
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.language.folders import language_config
 from lsp_copilot.language.trigger import Mode
+from lsp_copilot.postprocess.brackets import covered
 from lsp_copilot.postprocess.cursor_text import Cursor
+from lsp_copilot.postprocess.insertion import Insertion
 from lsp_copilot.postprocess.rules import clean_text, keep_whole_answer
 from lsp_copilot.postprocess.safety import Finding, SafetyChecker
 from lsp_copilot.postprocess.whole import WholeChecker
@@ -64,8 +66,14 @@ class PostProcessor:
         self.target = target
         snapshot = target.snapshot
         self.rules = language_config(snapshot.grammar if snapshot is not None else None)
-        self.whole = (WholeChecker(snapshot, target.offset, typing=target.typing)
+        self.whole = (WholeChecker(snapshot, target.offset, Insertion(
+            snapshot, target.offset, self.covered), typing=target.typing)
                       if snapshot is not None and target.offset is not None else None)
+
+    def covered(self, text: str) -> int:
+        """The characters right of the cursor that ``text`` takes over (``brackets.covered``;
+        closers and quotes: as many bytes)."""
+        return covered(text, self.target.cursor, self.rules)
 
     def run(self, raw: str, truncated: bool = False, until: str = "") -> Candidate:
         """``raw`` through the checks in order (up to and with ``until``, when given)."""

@@ -8,6 +8,8 @@ line by line through the same object, so the final answer is usually parsed alre
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import tree_sitter
 
 from lsp_copilot.documents.store import Snapshot
@@ -44,13 +46,23 @@ def edited_tree(snapshot: Snapshot, start: int, old_end: int, new: bytes
 
 
 class Insertion:
-    """``snapshot`` with candidate texts inserted at ``offset``; each parsed once."""
+    """``snapshot`` with candidate texts inserted at ``offset``; each parsed once. A text
+    takes over ``covers(text)`` bytes right of the cursor (closers the editor put there
+    that the text writes again, ``brackets.covered``): the document is read as the editor
+    leaves it when the suggestion is accepted."""
 
-    def __init__(self, snapshot: Snapshot, offset: int) -> None:
+    def __init__(self, snapshot: Snapshot, offset: int,
+                 covers: Callable[[str], int] = lambda text: 0) -> None:
         self.snapshot = snapshot
         self.offset = offset
+        self.covers = covers
         self._trees: dict[str, tree_sitter.Tree | None] = {}
         self.parses = 0  # re-parses done (tests read it: one per distinct text)
+
+    def shift(self, text: str) -> int:
+        """How far the text after the insertion moves: bytes inserted, less those taken
+        over."""
+        return len(text.encode("utf-8")) - self.covers(text)
 
     def tree(self, text: str) -> tree_sitter.Tree | None:
         """The document's tree with ``text`` inserted; None without a grammar."""
@@ -58,11 +70,13 @@ class Insertion:
             if len(self._trees) >= KEPT_TREES:
                 del self._trees[next(iter(self._trees))]
             self.parses += 1
-            self._trees[text] = edited_tree(self.snapshot, self.offset, self.offset,
+            self._trees[text] = edited_tree(self.snapshot, self.offset,
+                                            self.offset + self.covers(text),
                                             text.encode("utf-8"))
         return self._trees[text]
 
     def data(self, text: str) -> bytes:
         """The document's bytes with ``text`` inserted."""
         data = self.snapshot.data
-        return data[: self.offset] + text.encode("utf-8") + data[self.offset:]
+        return (data[: self.offset] + text.encode("utf-8")
+                + data[self.offset + self.covers(text):])

@@ -175,7 +175,7 @@ class WholeChecker:
         if not after:
             return Verdict(True, 0, 0)
         before = self.baseline_errors()
-        if self._broken_around(errors, len(inserted)):
+        if self._broken_around(errors, self.insertion.shift(text)):
             return Verdict(False, before, after, "the file does not parse around it")
         # A broken region that takes the answer in is the answer's doing, unless the same
         # region (same start, before this line) was broken without it.
@@ -198,7 +198,8 @@ class WholeChecker:
             return True
         data = self.snapshot.data
         before = data[self.line_start:self.offset].decode("utf-8", "replace")
-        after = data[self.offset:self._line_end].decode("utf-8", "replace")
+        after = data[self.offset + self.insertion.covers(text):self._line_end].decode(
+            "utf-8", "replace")
         if open_brackets(before, self._rules) or before.rstrip().endswith("\\"):
             return True  # the deeper lines are the rest of this line's statement
         deeper = indent(self._following)
@@ -227,9 +228,10 @@ class WholeChecker:
 
     def _broken_around(self, errors: list[tree_sitter.Node], inserted: int) -> bool:
         """An error from the cursor line to the end of the suffix's first code line, with
-        the answer in. One the file had before the line was typed does not count when it
-        lies wholly above the cursor line's start (an open call the user is filling in)
-        or below its end (a line further down that the user has yet to fix)."""
+        the answer in (``inserted``: how far it moved the text after it). One the file
+        had before the line was typed does not count when it lies wholly above the cursor
+        line's start (an open call the user is filling in) or below its end (a line
+        further down that the user has yet to fix)."""
         self.baseline_errors()
         line_end = self._line_end + inserted
         for e in errors:

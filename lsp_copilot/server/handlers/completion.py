@@ -13,7 +13,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from lsp_copilot import gc_timing
 from lsp_copilot.acceptance.tracker import keys_for
-from lsp_copilot.documents.buffer import PositionError
+from lsp_copilot.documents.buffer import Encoding, PositionError, units
 from lsp_copilot.documents.store import DocumentError, Snapshot
 from lsp_copilot.pipeline.completer import Outcome
 from lsp_copilot.pipeline.scheduling import Superseded
@@ -25,11 +25,27 @@ log = logging.getLogger(__name__)
 
 class _Answer(NamedTuple):
     """The pipeline's outcome and the document it answered: an item's edit is made
-    against that buffer (the prompt's prefix may differ from it, see ``cursor_at``)."""
+    against that buffer (the prompt's prefix may differ from it, see ``cursor_at``).
+    ``ends``: per item, where its edit ends (the cursor, or past the closers right of it
+    that the item writes again), converted once from the outcome's byte counts."""
 
     outcome: Outcome
     snapshot: Snapshot
     offset: int
+    ends: tuple[types.Position, ...]
+
+    def items(self) -> zip[tuple[str, types.Position]]:
+        """(text, end of its edit) per item, the first answer first."""
+        outcome = self.outcome
+        return zip((outcome.text, *outcome.alternatives), self.ends, strict=True)
+
+
+def _ends(outcome: Outcome, snapshot: Snapshot, offset: int, position: types.Position,
+          encoding: Encoding) -> tuple[types.Position, ...]:
+    count = 1 + len(outcome.alternatives)
+    replaces = (*outcome.replaces, *[0] * count)[:count]
+    return tuple(types.Position(position.line, position.character + units(
+        snapshot.data[offset:offset + n], encoding)) for n in replaces)
 
 
 async def _complete(ls: CopilotServer, uri: str, position: types.Position,
@@ -69,7 +85,8 @@ async def _complete(ls: CopilotServer, uri: str, position: types.Position,
         outcome.id = _track(ls, snapshot, offset, position, outcome, explicit, started)
     else:
         outcome.alternative_ids = [""] * len(outcome.alternatives)
-    return _Answer(outcome, snapshot, offset)
+    return _Answer(outcome, snapshot, offset,
+                   _ends(outcome, snapshot, offset, position, ls.encoding))
 
 
 def _track(ls: CopilotServer, snapshot: Snapshot, offset: int, position: types.Position,
@@ -108,7 +125,7 @@ async def inline_completion(
     return types.InlineCompletionList(items=[
         types.InlineCompletionItem(
             insert_text=text,
-            range=types.Range(params.position, params.position),
+            range=types.Range(params.position, end),
             command=types.Command(
                 title="lsp-copilot: accepted",
                 command=ACCEPT_COMMAND,
@@ -121,8 +138,8 @@ async def inline_completion(
                 }],
             ),
         )
-        for text, item_id in zip((outcome.text, *outcome.alternatives),
-                                 (outcome.id, *outcome.alternative_ids), strict=True)
+        for (text, end), item_id in zip(answer.items(),
+                                        (outcome.id, *outcome.alternative_ids), strict=True)
     ])
 
 
@@ -147,7 +164,8 @@ async def completion(ls: CopilotServer, params: types.CompletionParams) -> types
     """An item per suggestion, for clients without inline completion (eglot).
 
     Each item's ``textEdit`` replaces the word before the cursor, as the buffer has it,
-    with that word and the suggestion: clients filter items by that word. The word comes
+    with that word and the suggestion (and the closers right of the cursor that the
+    suggestion writes again): clients filter items by that word. The word comes
     from the request's snapshot, never from the prompt (which ends before a typed space)
     nor from an earlier request's answer (the cache, typing-through, a shared generation).
     """
@@ -164,8 +182,8 @@ async def completion(ls: CopilotServer, params: types.CompletionParams) -> types
     # (Alternatives are offered only when the safety check has nothing to say.)
     warned = "lsp-copilot" + "".join(f" (warning: {f.rule})" for f in outcome.safety)
     return types.CompletionList(is_incomplete=True, items=[
-        _item(word + text, types.Range(start, pos), "lsp-copilot" if rank else warned, rank)
-        for rank, text in enumerate((outcome.text, *outcome.alternatives))])
+        _item(word + text, types.Range(start, end), "lsp-copilot" if rank else warned, rank)
+        for rank, (text, end) in enumerate(answer.items())])
 
 
 def _item(new_text: str, where: types.Range, detail: str, rank: int) -> types.CompletionItem:
