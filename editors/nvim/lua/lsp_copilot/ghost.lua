@@ -14,6 +14,8 @@ M.ns = vim.api.nvim_create_namespace('lsp_copilot.ghost')
 ---@field col integer 0-based byte column
 ---@field text string the item shown
 ---@field items string[] every item answered
+---@field covers integer[] per item, the bytes right of the cursor it takes over (closers
+--- the editor auto-inserted that the item writes again: its range ends past them)
 ---@field index integer which one is shown
 ---@field position { line: integer, character: integer } where they start (LSP)
 ---@field client_id integer
@@ -109,12 +111,16 @@ function M.request(client, bufnr, kind, select)
     if vim.api.nvim_buf_get_changedtick(bufnr) ~= tick then
       return -- the user typed on: a newer request is on its way
     end
-    local texts, ids = {}, {}
+    local texts, ids, covers = {}, {}, {}
     for _, item in ipairs(result and (result.items or result) or {}) do
       local text = type(item.insertText) == 'string' and item.insertText or item.insertText.value
       if text and text ~= '' then
         table.insert(texts, text)
         ids[#texts] = feedback.id(item) -- (nil for a server without ids)
+        -- (what a range covers is closers and quotes: one byte per LSP character)
+        local range = item.range
+        covers[#texts] = range and range['end'].line == params.position.line
+          and math.max(0, range['end'].character - params.position.character) or 0
       end
     end
     if #texts == 0 then
@@ -124,7 +130,7 @@ function M.request(client, bufnr, kind, select)
     end
     local index = ((select or 1) - 1) % #texts + 1 -- (wrapping: -1 + 1 is the last)
     local g = { bufnr = bufnr, row = row, col = col, text = texts[index], items = texts, index = index,
-      ids = ids, position = params.position, client_id = client.id }
+      ids = ids, covers = covers, position = params.position, client_id = client.id }
     show(g)
     shown(g)
   end, bufnr)
@@ -217,7 +223,8 @@ function M.accept()
   end
   M.clear()
   local lines = vim.split(g.text, '\n', { plain = true })
-  vim.api.nvim_buf_set_text(g.bufnr, g.row, g.col, g.row, g.col, lines)
+  local covered = g.covers and g.covers[g.index] or 0
+  vim.api.nvim_buf_set_text(g.bufnr, g.row, g.col, g.row, g.col + covered, lines)
   local last = #lines == 1 and g.col + #lines[1] or #lines[#lines]
   vim.api.nvim_win_set_cursor(0, { g.row + #lines, last })
   local client = vim.lsp.get_client_by_id(g.client_id)

@@ -267,6 +267,9 @@ function M._accept_native(item, what)
   if item.range then
     row, col = item.range.start.row, item.range.start.col
     end_row, end_col = item.range.end_.row, item.range.end_.col
+    if #text < #full then -- a part: the closers the item covers stay (its rest covers them)
+      end_row, end_col = row, col
+    end
   else
     local cursor = vim.api.nvim_win_get_cursor(0)
     row, col, end_row, end_col = cursor[1] - 1, cursor[2], cursor[1] - 1, cursor[2]
