@@ -14,7 +14,6 @@ import itertools
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from lsp_copilot.acceptance.experiment import Experiment
@@ -22,11 +21,12 @@ from lsp_copilot.context.builder import build_context
 from lsp_copilot.context.index.workspace import Workspace
 from lsp_copilot.context.result import Context
 from lsp_copilot.documents.store import Snapshot
-from lsp_copilot.engine.base import Engine, EngineRequest, EngineResult, EngineUnavailable
+from lsp_copilot.engine.base import EngineRequest, EngineResult, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.routes import Routes, route_kind
 from lsp_copilot.language.trigger import Mode, completion_mode, room_for_block
 from lsp_copilot.pipeline.alternatives import Alternatives, distinct
+from lsp_copilot.pipeline.ask import Ask, Outcome, Raw, Spent, Spot, no_suggestion
 from lsp_copilot.pipeline.completion_cache import CompletionCache, cache_key
 from lsp_copilot.pipeline.flights import BEFORE_END, Flights, Superseded, whole_cut
 from lsp_copilot.pipeline.prompt import cursor_at, prompt_for, prompt_ids
@@ -35,11 +35,11 @@ from lsp_copilot.pipeline.typing_through import TypingThrough
 from lsp_copilot.postprocess.brackets import covered
 from lsp_copilot.postprocess.checks import Candidate, PostProcessor, Target
 from lsp_copilot.postprocess.cursor_text import Cursor
-from lsp_copilot.postprocess.safety import Finding, SafetyChecker
+from lsp_copilot.postprocess.safety import SafetyChecker
 from lsp_copilot.postprocess.stop import continuation, stop_rule
 from lsp_copilot.privacy import Privacy
+from lsp_copilot.privacy.documents import PrivateDocuments
 from lsp_copilot.privacy.redact import Redactor
-from lsp_copilot.prompts.templates import Template
 from lsp_copilot.settings.completion import CompletionSettings
 from lsp_copilot.settings.context import ContextSettings
 from lsp_copilot.settings.engine import EngineSettings
@@ -64,36 +64,6 @@ class RequestIds:
         """``lsp-copilot-7``; ``lsp-copilot-warm-8`` for ``kind="warm"``."""
         number = next(self._next)
         return f"lsp-copilot-{kind}-{number}" if kind else f"lsp-copilot-{number}"
-
-
-@dataclass(kw_only=True)
-class Outcome:
-    """A finished completion; ``reason`` says why ``text`` is empty when it is. Built with
-    keywords only: a dozen fields in a row are easy to misplace."""
-
-    text: str
-    mode: Mode
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    reason: str | None = None
-    context: Context | None = None
-    source: str = "engine"  # engine | cache | typed_through | merged | none
-    raw: str = ""  # the model's text before post-processing (for `bench quality`)
-    safety: tuple[Finding, ...] = ()  # findings shown with a warning (`safety`)
-    warnings: tuple[str, ...] = ()  # messages the editor has not shown for them yet
-    route: str | None = None  # "main" or the model of the route that answered
-    template: str = ""  # the prompt family used (acceptance is broken down by it)
-    arm: str = ""  # the `experiment` arm whose settings answered ("" without one)
-    id: str = ""  # the suggestion's id in feedback (set when it is offered to the editor)
-    alternatives: list[str] = field(default_factory=list)  # explicit requests' other items
-    alternative_ids: list[str] = field(default_factory=list)  # their ids in feedback
-    # Per item (text, then alternatives): the characters right of the cursor it takes over
-    # (closers the editor inserted that it writes again, ``brackets.covered``).
-    replaces: tuple[int, ...] = ()
-
-
-def _no_suggestion(mode: Mode, reason: str, context: Context | None = None) -> Outcome:
-    """No suggestion, for ``reason``."""
-    return Outcome(text="", mode=mode, reason=reason, context=context, source="none")
 
 
 def _line_before(snapshot: Snapshot, offset: int) -> str:
@@ -147,10 +117,9 @@ class Completer:
         self.debouncer = Debouncer(clock)
         self.flights = Flights(telemetry)
         self.typing_through = TypingThrough()
-        self._secret: dict[tuple[str, int], str | None] = {}
         self._last_ids: tuple[int, ...] = ()  # the last engine prompt (for the trace)
         self.request_ids = request_ids or RequestIds()  # the warm-up takes its ids here too
-        self.privacy = Privacy()  # the server installs the user's rules
+        self.private = PrivateDocuments()  # the server installs the user's rules
         # Secrets in prompts become placeholders; it keeps each line's answer.
         self.redactor = Redactor()
         self.flights.cacheable_text = lambda text: self.redactor.holds_secret(text) is None
@@ -182,27 +151,18 @@ class Completer:
         """The document closed: free what we keep for it."""
         self.typing_through.forget(uri)
         self.debouncer.forget(uri)
-        self._secret = {k: v for k, v in self._secret.items() if k[0] != uri}
+        self.private.forget(uri)
         self.flights.forget(uri)
-
-    def secret_reason(self, uri: str, version: int, data: bytes) -> str | None:
-        """Why the document must stay private (cached per version: content is scanned)."""
-        key = (uri, version)
-        if key not in self._secret:
-            if len(self._secret) > 256:
-                self._secret.clear()
-            self._secret[key] = self.privacy.reason(uri, data)
-        return self._secret[key]
 
     def set_privacy(self, privacy: Privacy) -> None:
         """Install new rules (the server's settings changed); the redactor follows when the
         user's content patterns changed."""
-        if privacy.content_patterns != self.privacy.content_patterns:
+        if privacy.content_patterns != self.private.rules.content_patterns:
             self.redactor = Redactor(privacy.content_patterns)
-        self.privacy, self._secret = privacy, {}
+        self.private.install(privacy)
 
     def is_private(self, uri: str, version: int, data: bytes) -> bool:
-        return self.secret_reason(uri, version, data) is not None
+        return self.private.reason(uri, version, data) is not None
 
     def settings_for(self, snapshot: Snapshot, offset: int) -> tuple[str, RequestSettings]:
         """The `experiment` arm ("" without one) that answers at ``offset``, and its
@@ -244,37 +204,62 @@ class Completer:
     def _refusal(self, snapshot: Snapshot, settings: GeneralSettings) -> Outcome | None:
         """Why no completion is asked for in this document at all, if so."""
         if not settings.enable:
-            return _no_suggestion("none", "disabled by the `enable` setting")
+            return no_suggestion("none", "disabled by the `enable` setting")
         if not settings.language_enabled(snapshot.language_id):
             self.telemetry.count("disabled_language")
-            return _no_suggestion("none", f"completions are off for {snapshot.language_id} "
+            return no_suggestion("none", f"completions are off for {snapshot.language_id} "
                                   "(`disabledLanguages`)")
         if snapshot.binary or snapshot.too_large:
             self.telemetry.count("rejected_input")
-            return _no_suggestion("none", "binary document" if snapshot.binary
+            return no_suggestion("none", "binary document" if snapshot.binary
                                   else "larger than maxDocumentBytes")
         if snapshot.out_of_sync is not None:
             self.telemetry.count("out_of_sync")
-            return _no_suggestion("none", f"document out of sync: {snapshot.out_of_sync}")
-        secret = self.secret_reason(snapshot.uri, snapshot.version, snapshot.data)
+            return no_suggestion("none", f"document out of sync: {snapshot.out_of_sync}")
+        secret = self.private.reason(snapshot.uri, snapshot.version, snapshot.data)
         if secret is not None:
             self.telemetry.count("secret_skipped")
-            return _no_suggestion("none", f"private file: {secret}")
+            return no_suggestion("none", f"private file: {secret}")
         return None
 
     async def _complete(
         self, snapshot: Snapshot, offset: int, prefetch: bool, explicit: bool,
         trace: dict[str, Any], pending: list[asyncio.Task[Any]],
     ) -> Outcome:
-        arm, arm_settings = self.settings_for(snapshot, offset)
-        settings = arm_settings.completion
-        started = time.perf_counter()
-        waited = 0.0  # debounce and engine time, excluded from server time
+        """The stages in order; each returns an ``Outcome`` or passes the request on."""
+        spent = Spent()
+        spot = self._spot(snapshot, offset, prefetch, explicit, spent)
+        if isinstance(spot, Outcome):
+            return spot
+        trace["mode"] = spot.mode
+        ask = self._ask(spot, trace, spent)
+        if isinstance(ask, Outcome):
+            return ask
+        cache = self._cache() if ask.completion.cache else None
+        cached = cache.get(ask.key) if cache is not None else None
+        got: Raw | Outcome | None
+        if cached is not None:
+            self.telemetry.count("cache_hits")
+            got = Raw(cached, "cache", alternatives=self._alternatives(
+                ask, self._request(ask), None, pending) if ask.several else None)
+        else:
+            got = await self._joined(ask)
+            if got is None:
+                got = await self._generated(ask, cache, pending)
+        if isinstance(got, Outcome):
+            return got
+        return await self._finish(ask, got)
+
+    def _spot(self, snapshot: Snapshot, offset: int, prefetch: bool, explicit: bool,
+              spent: Spent) -> Spot | Outcome:
+        """The arm, the mode and the cursor; no suggestion here at all (a refusal, no
+        mode), or the rest of the suggestion on screen (typing-through)."""
+        arm, settings = self.settings_for(snapshot, offset)
         if not prefetch and not explicit:
             # Every request is a keystroke for the debounce, also those that typing-through,
             # the cache or a shared generation answer (else the next looks like a pause).
             self.debouncer.note(snapshot.uri)
-        refused = self._refusal(snapshot, arm_settings.general)
+        refused = self._refusal(snapshot, settings.general)
         if refused is not None:
             return refused
         mode = completion_mode(snapshot, offset)
@@ -284,136 +269,146 @@ class Completer:
                 snapshot.data, offset + len(cursor.line_after.encode("utf-8")),
                 max(0, len(cursor.line_before) - 1)):
             mode = "multi-line"  # asked on an empty line with room: what the block wants
-        if settings.typing_through and not prefetch and not explicit:
+        if settings.completion.typing_through and not prefetch and not explicit:
             # The rest of the suggestion on screen stays on offer, also where a new one
             # would not be asked for (after a word of it accepted inside a string).
             through = self.typing_through.rest(snapshot, offset)
             if through is not None:
-                self.telemetry.server_time((time.perf_counter() - started) * 1000)
+                self.telemetry.server_time(spent.since_start_ms())
                 if mode == "none":
                     mode = "multi-line" if "\n" in through else "single-line"
                 return self._typed_through_outcome(
-                    through, mode, started, covered(through, cursor, cursor.rules))
+                    through, mode, spent, covered(through, cursor, cursor.rules))
         if mode == "none":
             self.telemetry.count("empty_mode")
-            return _no_suggestion(mode, "no completion at this position")
-        trace["mode"] = mode
+            return no_suggestion(mode, "no completion at this position")
+        return Spot(snapshot, offset, explicit, prefetch, arm, settings, mode, cursor)
 
+    def _ask(self, spot: Spot, trace: dict[str, Any], spent: Spent) -> Ask | Outcome:
+        """The engine that answers, the prompt for it and the checks its answer takes."""
         try:
-            engine, route = self.routes.engine_for(route_kind(mode, explicit, prefetch),
-                                                   arm=arm)
+            engine, route = self.routes.engine_for(
+                route_kind(spot.mode, spot.explicit, spot.prefetch), arm=spot.arm)
         except EngineUnavailable as exc:
             self.telemetry.count("not_ready")
-            return _no_suggestion(mode, f"engine not ready: {exc}")
-
+            return no_suggestion(spot.mode, f"engine not ready: {exc}")
+        snapshot, offset = spot.snapshot, spot.offset
         template, context = prompt_for(
-            engine, route, arm_settings, snapshot, offset, cursor, mode, explicit=explicit,
-            workspace=self.workspace, build=self.context_builder, redactor=self.redactor)
+            engine, route, spot.settings, snapshot, offset, spot.cursor, spot.mode,
+            explicit=spot.explicit, workspace=self.workspace, build=self.context_builder,
+            redactor=self.redactor)
         if context.redacted:
             self.telemetry.count("secrets_redacted", len(context.redacted))
         self.telemetry.context_built((layer.name, layer.tokens, layer.truncated)
                                      for layer in context.layers)
-        cursor = dataclasses.replace(cursor, prompt_headers=context.headers)
+        cursor = dataclasses.replace(spot.cursor, prompt_headers=context.headers)
         post = PostProcessor(Target(
-            mode, cursor, snapshot, offset, self.safety, arm_settings.privacy.safety,
+            spot.mode, cursor, snapshot, offset, self.safety, spot.settings.privacy.safety,
             secret=lambda text: self.redactor.holds_secret(
-                text, snapshot.uri, _line_before(snapshot, offset)), typing=not explicit))
-        max_tokens = _max_tokens(settings, mode, cursor)
-        key = cache_key(engine.info.model, template.name, mode, max_tokens,
+                text, snapshot.uri, _line_before(snapshot, offset)), typing=not spot.explicit))
+        settings = spot.settings.completion
+        max_tokens = _max_tokens(settings, spot.mode, cursor)
+        key = cache_key(engine.info.model, template.name, spot.mode, max_tokens,
                         settings.temperature, context.prompt)
-        cache = self._cache() if settings.cache else None
-        context_ms = (time.perf_counter() - started) * 1000
+        return Ask(dataclasses.replace(spot, cursor=cursor), route, engine, template, context,
+                   post, key, max_tokens, trace, spent, spent.since_start_ms())
 
-        raw: str | None = cache.get(key) if cache is not None else None
-        checked: Candidate | None = None  # a merged answer, already through the checks
-        source = "cache"
-        truncated = False  # (known for the engine's own answers only)
-        several = explicit and settings.max_suggestions > 1
-        alts: Alternatives | None = None
-        if raw is not None:
-            self.telemetry.count("cache_hits")
-            if several:
-                alts = Alternatives(self.flights, engine, self._request(
-                    engine, template, context, mode, cursor, max_tokens, settings, prefetch,
-                    trace), settings, None)
-                pending += alts.pending
+    def _alternatives(self, ask: Ask, request: EngineRequest, uri: str | None,
+                      pending: list[asyncio.Task[Any]]) -> Alternatives | None:
+        """An explicit request's other items, under way (``pending`` holds their tasks)."""
+        if not ask.several:
+            return None
+        alts = Alternatives(self.flights, ask.engine, request, ask.completion, uri)
+        pending += alts.pending
+        return alts
+
+    async def _joined(self, ask: Ask) -> Raw | Outcome | None:
+        """The answer of the document's generation under way, if it serves this request;
+        None: ask the engine."""
+        if not ask.completion.merge or ask.spot.explicit:
+            return None
+        began = time.perf_counter()
+        try:
+            got = await self.flights.join(
+                ask.uri, ask.context, ask.completion, ask.trace,
+                deadline=0 if ask.spot.prefetch else ask.completion.deadline_ms,
+                cut_whole=whole_cut(ask.post))
+        except Superseded as why:
+            return no_suggestion(ask.spot.mode, str(why), ask.context)
+        ask.spent.waited_ms += (time.perf_counter() - began) * 1000  # waiting on the engine
+        if got is None:
+            return None
+        checked = ask.post.run(got)
+        if not checked.text and not self.flights.asked_alike(ask.uri, ask.context.at_cursor()):
+            # What the shared generation wrote is no answer here (a fragment, a loop it
+            # ended in): the user is still waiting, so ask the engine afresh with what was
+            # typed since.
+            self.telemetry.count("merged_unusable")
+            ask.trace["join_ended"] = "unusable"
+            return None
+        self.telemetry.count("merged")
+        return Raw(got, "merged", checked=checked)
+
+    async def _generated(self, ask: Ask, cache: CompletionCache | None,
+                         pending: list[asyncio.Task[Any]]) -> Raw | Outcome:
+        """A generation of its own, after the debounce."""
+        settings, spot, trace = ask.completion, ask.spot, ask.trace
+        if self.queue_depth >= settings.max_queue:
+            self.telemetry.count("overloaded")
+            return no_suggestion(spot.mode, "too many requests in flight; try again",
+                                  ask.context)
+        began = time.perf_counter()
+        if spot.typing:
+            delay = self.debouncer.delay_ms(
+                ask.uri, settings.debounce_mode, settings.debounce_ms,
+                settings.debounce_max_ms, spot.cursor.line_before, spot.cursor.line_after,
+                noted=True)
+            trace["debounce_ms"] = round(delay, 1)
+            if delay > 0:
+                self.telemetry.count("debounced")
+                await asyncio.sleep(delay / 1000)  # a newer keystroke cancels us here
+        t_ids = time.perf_counter()
+        request = self._request(ask)
+        encode_ms = (time.perf_counter() - t_ids) * 1000
+        ask.spent.waited_ms -= encode_ms  # our own work (vLLM would tokenize here too)
+        trace["encode_ms"] = round(encode_ms, 2)
+        # (They start once this generation's prompt is in the engine.)
+        alts = self._alternatives(ask, request, ask.uri, pending)
+        try:
+            result = await self.flights.fly(
+                ask.engine, ask.uri, ask.key, spot.mode, request, ask.context.at_cursor(),
+                settings, cache, trace, deadline=settings.deadline_ms if spot.typing else 0,
+                cut_whole=whole_cut(ask.post),
+                continues=continuation(spot.snapshot) if spot.mode == "single-line"
+                and not spot.explicit and not spot.cursor.line_after.strip() else None)
+        except Superseded as why:
+            return no_suggestion(spot.mode, str(why), ask.context)
+        ask.spent.waited_ms += (time.perf_counter() - began) * 1000
+        if result is None:
+            return no_suggestion(spot.mode, "engine error", ask.context)
+        if result.extra.get(BEFORE_END):
+            trace["before_end"] = True  # the counts below come with the end
         else:
-            t_merge = time.perf_counter()
-            try:
-                got = await self.flights.join(
-                    snapshot.uri, context, settings, trace,
-                    deadline=0 if prefetch else settings.deadline_ms,
-                    cut_whole=whole_cut(post)) if settings.merge and not explicit else None
-            except Superseded as why:
-                return _no_suggestion(mode, str(why), context)
-            waited += (time.perf_counter() - t_merge) * 1000  # waiting on the engine
-            checked = post.run(got) if got is not None else None  # (the answer, if kept)
-            if checked is not None and not checked.text and not self.flights.asked_alike(
-                    snapshot.uri, context.at_cursor()):
-                # What the shared generation wrote is no answer here (a fragment, a loop
-                # it ended in): the user is still waiting, so ask the engine afresh with
-                # what was typed since.
-                self.telemetry.count("merged_unusable")
-                trace["join_ended"] = "unusable"
-                got = checked = None
-            if got is not None:
-                raw, source = got, "merged"
-                self.telemetry.count("merged")
-            else:
-                if self.queue_depth >= settings.max_queue:
-                    self.telemetry.count("overloaded")
-                    return _no_suggestion(mode, "too many requests in flight; try again", context)
-                t0 = time.perf_counter()
-                if not prefetch and not explicit:
-                    delay = self.debouncer.delay_ms(
-                        snapshot.uri, settings.debounce_mode, settings.debounce_ms,
-                        settings.debounce_max_ms, cursor.line_before, cursor.line_after,
-                        noted=True)
-                    trace["debounce_ms"] = round(delay, 1)
-                    if delay > 0:
-                        self.telemetry.count("debounced")
-                        await asyncio.sleep(delay / 1000)  # a newer keystroke cancels us here
-                t_ids = time.perf_counter()
-                request = self._request(engine, template, context, mode, cursor, max_tokens,
-                                        settings, prefetch, trace)
-                encode_ms = (time.perf_counter() - t_ids) * 1000
-                waited -= encode_ms  # our own work (vLLM would tokenize in this process too)
-                trace["encode_ms"] = round(encode_ms, 2)
-                if several:  # they start once this generation's prompt is in the engine
-                    alts = Alternatives(self.flights, engine, request, settings, snapshot.uri)
-                    pending += alts.pending
-                try:
-                    result = await self.flights.fly(
-                        engine, snapshot.uri, key, mode, request, context.at_cursor(),
-                        settings, cache, trace,
-                        deadline=0 if prefetch or explicit else settings.deadline_ms,
-                        cut_whole=whole_cut(post),
-                        continues=continuation(snapshot) if mode == "single-line"
-                        and not explicit and not cursor.line_after.strip() else None)
-                except Superseded as why:
-                    return _no_suggestion(mode, str(why), context)
-                waited += (time.perf_counter() - t0) * 1000
-                if result is None:
-                    return _no_suggestion(mode, "engine error", context)
-                if result.extra.get(BEFORE_END):
-                    trace["before_end"] = True  # the counts below come with the end
-                else:
-                    trace.update(prompt_tokens=result.prompt_tokens,
-                                 uncached=result.prompt_tokens - result.cached_prompt_tokens,
-                                 generated_tokens=result.generated_tokens,
-                                 first_token_ms=result.first_token_ms and round(
-                                     result.first_token_ms, 1))
-                raw, source = result.text, "engine"
-                truncated = result.finish_reason == "length"
-        first = checked if checked is not None else post.run(raw, truncated)
-        self._count_checks(first, prefetch)
-        if raw and not first.text:  # why nothing shows (never the text: it is the user's code)
+            trace.update(prompt_tokens=result.prompt_tokens,
+                         uncached=result.prompt_tokens - result.cached_prompt_tokens,
+                         generated_tokens=result.generated_tokens,
+                         first_token_ms=result.first_token_ms and round(
+                             result.first_token_ms, 1))
+        return Raw(result.text, "engine", result.finish_reason == "length",
+                   alternatives=alts)
+
+    async def _finish(self, ask: Ask, got: Raw) -> Outcome:
+        """The answer through the checks, the alternatives beside it, the outcome."""
+        spot, post = ask.spot, ask.post
+        first = got.checked if got.checked is not None else post.run(got.text, got.truncated)
+        self._count_checks(first, spot.prefetch)
+        if got.text and not first.text:  # why nothing shows (never the text: the user's code)
             log.debug("no suggestion at %s v%d: the %s check left nothing of %d characters%s",
-                      snapshot.uri, snapshot.version, first.dropped_by, len(raw),
-                      " (cut at the token limit)" if truncated else "")
+                      ask.uri, spot.snapshot.version, first.dropped_by, len(got.text),
+                      " (cut at the token limit)" if got.truncated else "")
         text, warned, unsafe = first.text, first.warned, first.reason
         alternatives: list[str] = []
-        if alts is not None:
+        if got.alternatives is not None:
             def usable(result: EngineResult) -> str:
                 """Through the same checks as the first; offered only when the safety
                 check has nothing to say."""
@@ -423,29 +418,30 @@ class Completer:
             # They start when the first has ended and run side by side (see
             # ALTERNATIVES_MIN_WAIT_S for how long they get).
             t_alt = time.perf_counter()
-            offered = await alts.texts(t_alt - started, trace, text, usable)
-            waited += (time.perf_counter() - t_alt) * 1000
-            texts = distinct([text, *offered], settings.max_suggestions)
+            offered = await got.alternatives.texts(t_alt - ask.spent.started, ask.trace, text,
+                                                   usable)
+            ask.spent.waited_ms += (time.perf_counter() - t_alt) * 1000
+            texts = distinct([text, *offered], ask.completion.max_suggestions)
             if texts and texts[0] != text:  # the first was dropped: an alternative leads
                 warned = ()
             text, alternatives = (texts[0], texts[1:]) if texts else ("", [])
             self.telemetry.count("alternatives", len(alternatives))
-            trace["alternatives"] = len(alternatives)
-        total_ms = (time.perf_counter() - started) * 1000
-        self.telemetry.server_time(max(0.0, total_ms - waited))
-        timings = {"context": round(context_ms, 2), "engine": round(waited, 2),
-                   "total": round(total_ms, 2)}
+            ask.trace["alternatives"] = len(alternatives)
+        self.telemetry.server_time(ask.spent.own_ms())
+        timings = {"context": round(ask.context_ms, 2), "engine": round(ask.spent.waited_ms, 2),
+                   "total": round(ask.spent.since_start_ms(), 2)}
         self.telemetry.last_timings_ms = timings
-        if text and not prefetch:
-            self.typing_through.remember(snapshot, offset, (text, *alternatives))
-        trace["route"] = route
+        if text and not spot.prefetch:
+            self.typing_through.remember(spot.snapshot, spot.offset, (text, *alternatives))
+        ask.trace["route"] = ask.route
         return Outcome(
-            text=text, mode=mode, timings_ms=timings,
+            text=text, mode=spot.mode, timings_ms=timings,
             reason=None if text else unsafe or "the model gave nothing usable",
-            context=context, source=source, raw=raw, safety=warned,
-            warnings=tuple(f.message() for f in warned
-                           if not prefetch and self.safety.first_warning(snapshot.uri, f)),
-            route=route, template=template.name, arm=arm, alternatives=alternatives,
+            context=ask.context, source=got.source, raw=got.text, safety=warned,
+            warnings=tuple(f.message() for f in warned if not spot.prefetch
+                           and self.safety.first_warning(ask.uri, f)),
+            route=ask.route, template=ask.template.name, arm=spot.arm,
+            alternatives=alternatives,
             replaces=tuple(post.covered(t) for t in (text, *alternatives)))
 
     def _count_checks(self, candidate: Candidate, prefetch: bool) -> None:
@@ -465,32 +461,32 @@ class Completer:
         self.telemetry.count("safety_blocked", int(bool(candidate.blocked)))
         self.telemetry.count("safety_warned", int(bool(candidate.warned)))
 
-    def _request(self, engine: Engine, template: Template, context: Context, mode: Mode,
-                 cursor: Cursor, max_tokens: int, settings: CompletionSettings, prefetch: bool,
-                 trace: dict[str, Any]) -> EngineRequest:
-        """The engine request for ``context``: token ids, stop rules, priority."""
-        encoded = prompt_ids(engine, template, context)
+    def _request(self, ask: Ask) -> EngineRequest:
+        """The engine request for the ask's context: token ids, stop rules, priority."""
+        encoded = prompt_ids(ask.engine, ask.template, ask.context)
         if encoded is not None and encoded.escaped:
             self.telemetry.count("escaped_special_tokens", encoded.escaped)
         if encoded is not None and self.telemetry.tracing:  # what the last call lacked
-            trace["new_tokens"] = len(encoded.ids) - _common_prefix(encoded.ids, self._last_ids)
+            ask.trace["new_tokens"] = len(encoded.ids) - _common_prefix(encoded.ids,
+                                                                       self._last_ids)
             self._last_ids = encoded.ids
+        spot = ask.spot
         return EngineRequest(
             request_id=self.request_ids.new(),
-            prompt=context.prompt,
-            max_tokens=max_tokens,
-            temperature=settings.temperature,
-            priority=2 if prefetch else (0 if mode == "single-line" else 1),
-            stop=template.stop,
-            stop_at=stop_rule(mode, cursor),
+            prompt=ask.context.prompt,
+            max_tokens=ask.max_tokens,
+            temperature=ask.completion.temperature,
+            priority=2 if spot.prefetch else (0 if spot.mode == "single-line" else 1),
+            stop=ask.template.stop,
+            stop_at=stop_rule(spot.mode, spot.cursor),
             prompt_token_ids=encoded.ids if encoded is not None else None,
             stop_token_ids=encoded.stop_ids if encoded is not None else (),
         )
 
-    def _typed_through_outcome(self, text: str, mode: Mode, started: float,
+    def _typed_through_outcome(self, text: str, mode: Mode, spent: Spent,
                                replaces: int) -> Outcome:
         self.telemetry.count("typed_through")
-        ms = round((time.perf_counter() - started) * 1000, 2)
+        ms = round(spent.since_start_ms(), 2)
         return Outcome(text=text, mode=mode,
                        timings_ms={"context": 0.0, "engine": 0.0, "total": ms},
                        reason=None, context=None, source="typed_through",

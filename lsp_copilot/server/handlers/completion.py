@@ -15,7 +15,7 @@ from lsp_copilot import gc_timing
 from lsp_copilot.acceptance.tracker import keys_for
 from lsp_copilot.documents.buffer import Encoding, PositionError, units
 from lsp_copilot.documents.store import DocumentError, Snapshot
-from lsp_copilot.pipeline.completer import Outcome
+from lsp_copilot.pipeline.ask import Outcome
 from lsp_copilot.pipeline.scheduling import Superseded
 from lsp_copilot.server.protocol import ACCEPT_COMMAND
 from lsp_copilot.server.state import CopilotServer
