@@ -216,9 +216,9 @@ class WholeChecker:
         return opens_for(line, self._closer, self._rules) or code.endswith("\\")
 
     def _comment_only(self, tree: tree_sitter.Tree, end: int) -> bool:
-        """The answer is comments and nothing else, on a line the user is not writing a
-        comment on (the typed part of the line is code or nothing)."""
-        if end <= self.offset:
+        """The answer is comments and nothing else, on a line where nothing is typed but
+        its indentation (after typed code, a comment ends the line: ``x = 1,  /* w */``)."""
+        if end <= self.offset or self.snapshot.data[self.line_start:self.offset].strip():
             return False
         leaves = _leaves(tree.root_node, self.offset, end)
         if not leaves or not all("comment" in n.type for n in leaves):

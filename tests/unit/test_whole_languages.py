@@ -140,3 +140,17 @@ def test_an_explicit_request_is_not_answered_with_a_comment_alone() -> None:
     snap, off = _at("def f(a):\n    n = 1\n    |\n    return n\n", "python")
     assert not WholeChecker(snap, off).is_whole("# add one")
     assert WholeChecker(snap, off).is_whole("n += 1  # add one")
+
+
+
+def test_after_typed_code_a_comment_ends_the_line() -> None:
+    """A table kept in comments (the JDK's ASCII.java): the code is typed, the comment
+    is the rest of the line."""
+    doc = ("class A {\n    static final int[] T = {\n        LOWER+31,   /* 76 v */\n"
+           "        LOWER+32,   |\n        LOWER+33,   /* 78 x */\n    };\n}\n")
+    snap, off = _at(doc, "java")
+    assert WholeChecker(snap, off).is_whole("/* 77 w */")
+    # Nothing typed but the indentation: code was asked for, as before.
+    doc = "class A {\n    int f(int n) {\n        |\n        return n;\n    }\n}\n"
+    snap, off = _at(doc, "java")
+    assert not WholeChecker(snap, off).is_whole("// add one")
