@@ -173,6 +173,7 @@ def environment(settings: EngineSettings, device: str,
             # engine's host runs it in its own process instead (engine/inproc.py).
             env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         env["VLLM_CPU_KVCACHE_SPACE"] = str(settings.cpu_kv_cache_gib)
+        env.update(compile_cache_environment(current))
         preload = current.get("LD_PRELOAD", "")
         iomp = intel_openmp()
         if iomp is not None and not any(lib in preload for lib in OPENMP_LIBS):
@@ -187,6 +188,22 @@ def environment(settings: EngineSettings, device: str,
         # Never fork a process that may hold a CUDA context (see engine/device.py).
         env["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"
     return env
+
+
+def compile_cache_environment(current: Mapping[str, str]) -> dict[str, str]:
+    """A compile cache that a CPU engine's next start loads (docs/models.md).
+
+    vllm-cpu compiles with the plain inductor backend, whose AOT artifact (vLLM's default
+    from torch 2.10) loads as a bare function: vLLM then calls ``finalize_loading``, which
+    only its own backend's functions have, logs "Compiling model again due to a load
+    failure" and compiles everything again at every start. Without AOT compile, Dynamo
+    traces at each start and inductor's own caches (FX graphs, AOTAutograd) serve the rest,
+    kept beside vLLM's cache (``$VLLM_CACHE_ROOT``, else ``$XDG_CACHE_HOME/vllm``, else
+    ``~/.cache/vllm``) instead of /tmp, which a reboot may clear and other users share."""
+    root = current.get("VLLM_CACHE_ROOT") or str(
+        Path(current.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vllm")
+    return {"VLLM_USE_AOT_COMPILE": "0",
+            "TORCHINDUCTOR_CACHE_DIR": str(Path(root).expanduser() / "torchinductor")}
 
 
 FORCED_ENV = frozenset({"VLLM_CPU_KVCACHE_SPACE", "LD_PRELOAD"})
