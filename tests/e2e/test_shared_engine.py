@@ -206,6 +206,11 @@ async def test_the_typing_engine_hands_over_to_its_compiled_copy_without_losing_
         await asyncio.sleep(0.5)
         after = [e for e in shared_engines() if e["name"] == eager["name"]]
     assert after[0]["compiled"] and after[0]["pid"] == moved["pid"], after
+    # It compiled at the lowest priority (engine/shared/handoff.py) and serves at its
+    # parent's again, on every thread: SCHED_OTHER at the eager engine's niceness.
+    threads = [int(t.name) for t in Path(f"/proc/{moved['pid']}/task").iterdir()]
+    assert {(os.sched_getscheduler(t), os.getpriority(os.PRIO_PROCESS, t))
+            for t in threads} == {(os.SCHED_OTHER, 6)}, "the copy serves at normal priority"
     s = plain(await stats(client))
     assert s["engine_state"] == "ready" and not s.get("engine_restarts"), s
     print(f"{answers} calls answered while the copy compiled")

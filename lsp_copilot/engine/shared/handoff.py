@@ -10,6 +10,10 @@ socket gone, tells its servers ``moved`` (each finishes its calls, then reconnec
 exits once they have left. Two processes, not two engines in one: vLLM's in-process
 EngineCore keeps global state (its distributed group, the compile config) that a second
 engine in the same process would collide with, and an exiting process frees all its memory.
+
+The copy compiles at the lowest CPU priority and takes normal priority back just before it
+takes over (``lower_priority``, ``restore_priority``): its compile uses both cores for a
+minute or two, and the user types on the eager engine meanwhile.
 """
 
 from __future__ import annotations
@@ -19,7 +23,10 @@ import contextlib
 import logging
 import os
 import subprocess
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from lsp_copilot.engine.shared.runtime import EnginePlace
@@ -38,6 +45,10 @@ SOCKET_WAIT_S = 60.0
 COPY_LIMIT_S = 900.0
 """A copy that has not taken over after this long is stuck (a compile takes about 2
 minutes): it is stopped and the eager engine serves on."""
+LOWEST_NICE = 19
+AUTOGROUP = Path("/proc/self/autogroup")
+AUTOGROUP_RETRY_S = 1.0
+"""The kernel takes an autogroup's nice once a tenth of a second (EAGAIN meanwhile)."""
 
 
 async def quiet_cpu(done: asyncio.Event, tick_s: float = QUIET_TICK_S,
@@ -128,3 +139,144 @@ def take_over(place: EnginePlace, bound: Path, replaces: int) -> bool:
     os.rename(bound, place.socket)  # atomic: no moment without a socket
     log.info("the compiled copy took over %s", place.socket)
     return True
+
+
+@dataclass(frozen=True)
+class Priority:
+    """What the copy had before it lowered itself, and what it lowered."""
+
+    nice: int  # its main thread's nice: its parent's, which its threads get back
+    autogroup: int | None  # its session's autogroup nice (None: no autogroup to lower)
+    threads: str  # "idle" (SCHED_IDLE), "nice" (nice 19) or "" (left as they were)
+
+
+def lower_priority() -> Priority:
+    """The calling process at the lowest CPU priority, for the copy's load and warm-up.
+
+    Two levers, as the kernel may group tasks either way: each thread's policy (SCHED_IDLE,
+    else nice 19; it counts against the tasks of its own group, the engine's too when both
+    share a cgroup) and its session's autogroup nice (it counts when the kernel groups
+    tasks by session: the copy is a session of its own, so its threads' nice and policy
+    weigh nothing against the eager engine's session). Threads are lowered only where they
+    can be raised again: unprivileged (RLIMIT_NICE 0, the usual), a thread can leave
+    neither SCHED_IDLE nor a higher nice, and the copy would serve at idle priority; an
+    autogroup's nice may always return to 0 or more."""
+    nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    threads = _lowering(nice)
+    if threads:  # (a thread that refused is logged; restore_priority sets every thread)
+        _for_each_thread(_idle if threads == "idle" else _lowest_nice)
+    autogroup = _autogroup_nice()
+    if autogroup is not None and not _set_autogroup(LOWEST_NICE):
+        autogroup = None
+    saved = Priority(nice, autogroup, threads)
+    log.info("the copy loads at the lowest CPU priority: %s", describe_priority(saved))
+    return saved
+
+
+def restore_priority(saved: Priority) -> bool:
+    """Normal priority again (SCHED_OTHER at its parent's nice, its autogroup's nice) for
+    every thread, just before the copy takes over; False if a thread kept the low one
+    (then the copy must not serve)."""
+    ok = True
+    if saved.threads:
+        ok = _for_each_thread(lambda tid: _normal(tid, saved.nice))
+    if saved.autogroup is not None:
+        ok = _set_autogroup(saved.autogroup) and ok
+    if ok:
+        log.info("the copy is back at normal CPU priority")
+    else:
+        log.warning("the copy could not take its CPU priority back")
+    return ok
+
+
+def describe_priority(saved: Priority) -> str:
+    threads = {"idle": "threads SCHED_IDLE", "nice": f"threads nice {LOWEST_NICE}"}.get(
+        saved.threads, "threads as they were (they could not be raised again)")
+    group = ("no autogroup" if saved.autogroup is None
+             else f"autogroup nice {LOWEST_NICE} (was {saved.autogroup})")
+    return f"{threads}, {group}"
+
+
+def _thread_ids() -> list[int]:
+    try:
+        return [int(name) for name in os.listdir("/proc/self/task")]
+    except OSError:
+        return [threading.get_native_id()]
+
+
+def _for_each_thread(change: Callable[[int], None]) -> bool:
+    """``change`` on every thread of this process (scheduling is per thread on Linux), also
+    those started meanwhile: a thread gets its creator's; False if one refused."""
+    done: set[int] = set()
+    for _ in range(5):
+        new = [tid for tid in _thread_ids() if tid not in done]
+        if not new:
+            return True
+        for tid in new:
+            try:
+                change(tid)
+            except ProcessLookupError:
+                pass  # it ended meanwhile
+            except OSError as exc:
+                log.warning("thread %d keeps its CPU priority: %s", tid, exc)
+                return False
+            done.add(tid)
+    return True
+
+
+def _idle(tid: int) -> None:
+    os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+
+
+def _normal(tid: int, nice: int) -> None:
+    os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+    os.setpriority(os.PRIO_PROCESS, tid, nice)
+
+
+def _lowest_nice(tid: int) -> None:
+    os.setpriority(os.PRIO_PROCESS, tid, LOWEST_NICE)
+
+
+def _lowering(nice: int) -> str:
+    """How this process may lower its threads and raise them again: "idle", "nice", or
+    "" (unprivileged: neither comes back without root, CAP_SYS_NICE or a RLIMIT_NICE that
+    allows it). Tried on a thread started for it."""
+    result: list[str] = []
+
+    def attempt() -> None:
+        tid = threading.get_native_id()
+        for name, lower in (("idle", _idle), ("nice", _lowest_nice)):
+            try:
+                lower(tid)
+                _normal(tid, nice)
+            except (OSError, AttributeError):  # AttributeError: no SCHED_IDLE (not Linux)
+                continue
+            result.append(name)
+            return
+
+    probe = threading.Thread(target=attempt, name="priority-probe", daemon=True)
+    probe.start()
+    probe.join()
+    return result[0] if result else ""
+
+
+def _autogroup_nice() -> int | None:
+    try:
+        return int(AUTOGROUP.read_text().split()[-1])  # "/autogroup-137 nice 0"
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _set_autogroup(nice: int) -> bool:
+    deadline = time.monotonic() + AUTOGROUP_RETRY_S
+    while True:
+        try:
+            AUTOGROUP.write_text(f"{nice}\n")
+            return True
+        except BlockingIOError:  # EAGAIN: another change a moment ago
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        except OSError as exc:
+            log.warning("the autogroup's nice stays: %s", exc)
+            return False

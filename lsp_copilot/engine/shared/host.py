@@ -118,6 +118,7 @@ class EngineHost:
         self.socket_path = place.socket  # where it listens (a successor: next_socket first)
         self.successor_started = False  # its compiled copy (engine/shared/handoff.py)
         self.successor_planned = False
+        self.lowered: handoff.Priority | None = None  # a copy's priority while it loads
         self._moved_at: float | None = None
 
     # -- the load ----------------------------------------------------------------------
@@ -369,6 +370,8 @@ class EngineHost:
         """This engine is the compiled copy: its socket becomes the one servers find."""
         if self.engine is None:
             self._done.set()  # failed to load: the engine it was to replace stays
+        elif self.lowered is not None and not handoff.restore_priority(self.lowered):
+            self._done.set()  # it would serve at idle priority: the eager engine stays
         elif handoff.take_over(self.place, self.socket_path, replaces):
             self.socket_path = self.place.socket
         else:
@@ -452,6 +455,8 @@ async def serve(place: EnginePlace, settings: EngineSetup, label: str, idle_minu
     sock = bind(place, path)
     host = EngineHost(place, settings, label, idle_minutes, load, linger=replaces is None)
     host.socket_path, host.socket_inode = path, path.stat().st_ino
+    if replaces is not None:  # a compiled copy: its compile must not slow the user's typing
+        host.lowered = handoff.lower_priority()
     server = await asyncio.start_unix_server(host.handle, sock=sock, limit=wire.MAX_LINE)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
