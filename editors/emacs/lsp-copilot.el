@@ -209,10 +209,11 @@ answer several), :index the position of the one shown.")
   (setq lsp-copilot--overlay nil
         lsp-copilot--suggestion nil))
 
-(defun lsp-copilot--show (text start end params &optional items index ids)
+(defun lsp-copilot--show (text start end params &optional items index ids regions)
   "Show TEXT (to replace START..END) after point; PARAMS identify it in feedback.
 ITEMS are all the suggestions answered, INDEX the position of TEXT among them,
-IDS the server's id of each (feedback names the one on screen)."
+IDS the server's id of each (feedback names the one on screen), REGIONS the
+\(START . END) each replaces (past the closers right of point it writes again)."
   (lsp-copilot--hide)
   (let ((ov (make-overlay (point) (point) nil t nil))
         (shown (concat text (if (cdr items) (format " (%d/%d)" (1+ index) (length items)) ""))))
@@ -225,7 +226,7 @@ IDS the server's id of each (feedback names the one on screen)."
     (setq lsp-copilot--overlay ov
           lsp-copilot--suggestion (list :text text :start start :end end :params params
                                         :items (or items (list text)) :index (or index 0)
-                                        :ids ids))
+                                        :ids ids :regions regions))
     (lsp-copilot--notify :lspCopilot/didShow params)))
 
 (defun lsp-copilot-ghost-text ()
@@ -274,18 +275,20 @@ suggestion to show first (0-based)."
              (when (and (eql tick (buffer-chars-modified-tick)) (eql pt (point))
                         (eql tick lsp-copilot--request-tick))
                (let* ((items (append (if (vectorp result) result (plist-get result :items)) nil))
-                      (item (car items))
                       (shown (cl-remove-if (lambda (it) (string-empty-p (lsp-copilot--item-text it)))
                                            items))
+                      (regions (mapcar (lambda (it)
+                                         (if (plist-get it :range)
+                                             (eglot--range-region (plist-get it :range))
+                                           (cons pt pt)))
+                                       shown))
                       (texts (mapcar #'lsp-copilot--item-text shown))
                       (ids (mapcar #'lsp-copilot--item-id shown))
                       (index (min (or select 0) (max 0 (1- (length texts)))))
                       (text (nth index texts)))
                  (if (or (null text) (string-empty-p text))
                      (lsp-copilot--hide)
-                   (let ((region (if (plist-get item :range)
-                                     (eglot--range-region (plist-get item :range))
-                                   (cons pt pt))))
+                   (let ((region (nth index regions)))
                      (lsp-copilot--show text (car region) (cdr region)
                                         (append
                                          (list :uri (plist-get (plist-get params :textDocument) :uri)
@@ -293,7 +296,7 @@ suggestion to show first (0-based)."
                                                :text text)
                                          (when-let ((id (nth index ids)))
                                            (list :id id)))
-                                        texts index ids))))))))
+                                        texts index ids regions))))))))
        :error-fn (lambda (err) (message "lsp-copilot: %s" (plist-get err :message)))
        :timeout-fn #'ignore
        :timeout lsp-copilot-request-timeout))))
@@ -323,8 +326,10 @@ With a single suggestion on screen, ask for more first (an explicit request)."
           (if (nth index ids)
               (setq next (plist-put next :id (nth index ids)))
             (cl-remf next :id))
-          (lsp-copilot--show text (plist-get s :start) (plist-get s :end)
-                             next items index ids))))))
+          (let ((region (or (nth index (plist-get s :regions))
+                            (cons (plist-get s :start) (plist-get s :start)))))
+            (lsp-copilot--show text (car region) (cdr region)
+                               next items index ids (plist-get s :regions))))))))
 
 (defun lsp-copilot-previous (&optional count)
   "Show the suggestion COUNT (default 1) before the one on screen."
@@ -360,8 +365,8 @@ rest of the suggestion comes back from it at once (typed through)."
       (if (= (length part) (length text))
           (lsp-copilot-accept)
         (lsp-copilot--hide)
+        ;; Only the part: the closers the suggestion covers stay (its rest covers them).
         (goto-char (plist-get s :start))
-        (delete-region (plist-get s :start) (plist-get s :end))
         (insert part) ; an edit: the idle timer asks again, and the rest comes back
         (lsp-copilot--notify :lspCopilot/didAccept
                              (append params (list :acceptedChars (lsp-copilot--units part))))))))
