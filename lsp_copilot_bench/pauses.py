@@ -97,18 +97,19 @@ def score_pause(intended: str, typed: str, suggestion: str | None) -> PauseScore
         similarity=round(edit_similarity(shown, target), 3))
 
 
-def whole(text: str, suggestion: Any) -> bool:
+def whole(text: str, suggestion: Any, language: str = "python", right: str = "") -> bool:
     """The typed part of the line plus the suggestion's first line parses as a statement
-    or a block header (tree-sitter, in the file as typed)."""
+    or a block header (tree-sitter, in the buffer of ``language`` as the editor has it:
+    ``text`` before the cursor, ``right`` what the editor put after it)."""
     from lsp_copilot.documents.store import DocumentStore
     from lsp_copilot.postprocess.whole import first_line_is_whole
 
     if not isinstance(suggestion, str):
         return False
     store = DocumentStore()
-    store.open("file:///pause.py", "python", 1, text)
-    return first_line_is_whole(store.snapshot("file:///pause.py"), len(text.encode()),
-                               suggestion)
+    uri = "file:///pause"
+    store.open(uri, language, 1, text + right)
+    return first_line_is_whole(store.snapshot(uri), len(text.encode()), suggestion)
 
 
 def pause_figures(pauses: list[dict[str, Any]]) -> dict[str, Any]:
@@ -124,6 +125,7 @@ def pause_figures(pauses: list[dict[str, Any]]) -> dict[str, Any]:
         "pauses_with_whole_statement": part(sum(p["how"] == "whole" for p in pauses)),
         "pauses_right_line": part(sum(p["right_line"] for p in pauses)),
         "pauses_right_start": part(sum(p["right_start"] for p in pauses)),
+        "pauses_doubled_closer": sum(bool(p.get("doubled_closer")) for p in pauses),
         "pause_similarity_mean": round(statistics.mean(p["similarity"] for p in pauses), 3)
         if pauses else 0.0,
         "pauses_not_answered_in_time": sum(p["how"] == "late" for p in pauses),
@@ -140,6 +142,7 @@ def corpus_figures(pauses: list[dict[str, Any]], keystrokes: int) -> dict[str, A
 
 CORPUS_COLUMNS = ("keystrokes", "pauses", "pauses_with_suggestion",
                   "pauses_with_whole_statement", "pauses_right_line", "pauses_right_start",
+                  "pauses_doubled_closer",
                   "pause_similarity_mean", "pauses_not_answered_in_time", "latency_ms_p50")
 
 

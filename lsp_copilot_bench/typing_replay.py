@@ -24,16 +24,19 @@ import shutil
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
+from lsp_copilot.language.ids import language_for, parser_for
 from lsp_copilot.server.protocol import STATS
 from lsp_copilot.telemetry import percentile
+from lsp_copilot_bench.autoclose import Change, Editor, utf16_offset, utf16_position
 from lsp_copilot_bench.corpus import python_files, split_corpora
+from lsp_copilot_bench.languages import CORPORA, FUNCTION_NODES
 from lsp_copilot_bench.metrics import median, share
 from lsp_copilot_bench.pauses import corpus_figures, pause_figures, score_pause, whole
 from lsp_copilot_bench.runtime import compiled_in_place, private_runtime
@@ -45,10 +48,13 @@ PAUSE_MS = 300
 
 @dataclass(frozen=True)
 class Key:
-    """One keystroke: insert ``text`` (or delete one character) then wait ``gap_ms``."""
+    """One keystroke: insert ``text`` (or delete one character) then wait ``gap_ms``.
+    ``move``: the user goes to the closer the editor put below (``text``: the intended
+    whitespace, then that closer)."""
 
     text: str | None  # None: backspace
     gap_ms: float
+    move: bool = False
 
 
 @dataclass
@@ -60,6 +66,7 @@ class Script:
     after: str = ""  # the file after the function (on disk in the workspace, not typed)
     body: str = ""  # the function being typed: before + body is what the user means to type
     corpus: str = ""  # the package of a split's run
+    unit: str = "    "  # one indentation level in this file
 
 
 def _functions(path: Path) -> list[tuple[int, str]]:
@@ -87,6 +94,43 @@ def _functions(path: Path) -> list[tuple[int, str]]:
     return out
 
 
+def functions(path: Path, language: str) -> list[tuple[int, str]]:
+    """(offset, source) of the functions and methods of 150-600 characters in a file of a
+    brace language (``languages.FUNCTION_NODES``), from their line's start to the end of
+    their last line, past line 30 (context before them)."""
+    text = path.read_text("utf-8", "replace")
+    parser = parser_for(language_for(language, None) or language)
+    if parser is None or "\r" in text:
+        return []
+    data = text.encode()
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    out = []
+    stack = [parser.parse(data).root_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if node.type not in FUNCTION_NODES[language] or node.start_point[0] < 30:
+            continue
+        # `export function f`, `const f = () => {...};`: from the statement's start.
+        while (node.parent is not None and node.parent.start_point[0] == node.start_point[0]
+               and node.parent.end_point[0] == node.end_point[0]
+               and data[node.start_byte - node.start_point[1]:node.start_byte].strip()):
+            node = node.parent
+        row, end_row = node.start_point[0], node.end_point[0]
+        if data[node.start_byte - node.start_point[1]:node.start_byte].strip():
+            continue
+        tail = data[node.end_byte:].split(b"\n", 1)[0].strip()
+        if tail not in (b"", b";", b","):
+            continue
+        body = "\n".join(lines[row:end_row + 1]) + "\n"
+        if 150 <= len(body) <= 600 and "/**" not in body:
+            out.append((starts[row], body))
+    return sorted(set(out))
+
+
 BLOCK_ENDERS = ("return", "raise", "pass", "break", "continue")
 
 
@@ -103,65 +147,169 @@ def auto_indent(line: str) -> str:
     return indent
 
 
-def _type(body: str, rng: random.Random, limit: int) -> list[Key]:
+def brace_indent(line: str, unit: str = "    ") -> str:
+    """Enter's indentation in a brace language: one level more after a line ending in
+    an opener, the same otherwise (the typist fixes the rest)."""
+    indent = line[: len(line) - len(line.lstrip(" \t"))]
+    return indent + unit if line.rstrip().endswith(("{", "(", "[")) else indent
+
+
+def _indenter(language: str, unit: str) -> Callable[[str], str]:
+    if language == "python":
+        return auto_indent
+    return lambda line: brace_indent(line, unit)
+
+
+def _char_gap(ch: str, rng: random.Random) -> float:
+    if ch in ".(:,=" and rng.random() < 0.35:
+        return rng.uniform(350, 900)  # after punctuation: sometimes look
+    return rng.lognormvariate(4.7, 0.35)  # ~110 ms bursts
+
+
+def _common(a: str, b: str) -> int:
+    """The length of the common start of two indentations."""
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _type(body: str, rng: random.Random, limit: int, language: str = "python",
+          unit: str = "    ") -> list[Key]:
     """The keystrokes of a user typing ``body`` in an editor that indents on Enter: Enter
     is one change (the newline and the editor's indentation), then the user pauses and
     fixes the indentation with quick spaces or backspaces."""
     keys: list[Key] = []
     lines = body.split("\n")
+    indenter = _indenter(language, unit)
+    blank = " " if language == "python" else " \t"
     for i, line in enumerate(lines):
-        want = len(line) - len(line.lstrip(" ")) if line.strip() else 0
+        want = len(line) - len(line.lstrip(blank)) if line.strip() else 0
         have = 0
         if i > 0:
-            indent = auto_indent(lines[i - 1])
+            indent = indenter(lines[i - 1])
             keys.append(Key("\n" + indent, rng.uniform(500, 1500)))  # end of line: think
             have = len(indent)
-            keys += [Key(None, 15)] * max(0, have - want)
-        keys += [Key(" ", 15)] * max(0, want - have)
+            common = _common(indent, line[:want])
+            keys += [Key(None, 15)] * max(0, have - common)
+            have = common
+        keys += [Key(c, 15) for c in line[have:want]]
         for ch in line[want:] if line.strip() else "":
             if ch.isalpha() and rng.random() < 0.02:  # a typo, noticed and fixed
                 keys.append(Key(rng.choice("qxz"), rng.uniform(120, 250)))
                 keys.append(Key(None, rng.uniform(150, 300)))
-            if ch in ".(:,=" and rng.random() < 0.35:
-                gap = rng.uniform(350, 900)  # after punctuation: sometimes look
-            else:
-                gap = rng.lognormvariate(4.7, 0.35)  # ~110 ms bursts
-            keys.append(Key(ch, gap))
+            keys.append(Key(ch, _char_gap(ch, rng)))
         if len(keys) >= limit:
             break
     return keys[:max(0, limit)]
 
 
-def make_scripts(corpus: Path, keystrokes: int, seed: int = 1) -> list[Script]:
+def _type_closing(body: str, rng: random.Random, limit: int, language: str,
+                  unit: str) -> list[Key]:
+    """As ``_type``, in an editor that auto-closes (``autoclose.Editor``): a line that
+    starts with the closer Enter pushed below is reached with a ``move`` key instead of
+    Enter and the indentation fix."""
+    keys: list[Key] = []
+    editor = Editor("", language, True, unit)
+    lines = body.split("\n")
+    indenter = _indenter(language, unit)
+
+    def press(key: Key) -> None:
+        keys.append(key)
+        apply_key(editor, key)
+
+    for i, line in enumerate(lines):
+        want = len(line) - len(line.lstrip(" \t")) if line.strip() else 0
+        start = want
+        if i > 0 and line.strip() and editor.closer_below(line[want]):
+            press(Key("\n" + line[: want + 1], rng.uniform(500, 1500), move=True))
+            start = want + 1
+        elif i > 0:
+            indent = indenter(lines[i - 1])
+            press(Key("\n" + indent, rng.uniform(500, 1500)))
+            common = _common(indent, line[:want])
+            for _ in range(len(indent) - common):
+                press(Key(None, 15))
+            for c in line[common:want]:
+                press(Key(c, 15))
+        else:
+            for c in line[:want]:
+                press(Key(c, 15))
+        for ch in line[start:] if line.strip() else "":
+            if ch.isalpha() and rng.random() < 0.02:
+                press(Key(rng.choice("qxz"), rng.uniform(120, 250)))
+                press(Key(None, rng.uniform(150, 300)))
+            press(Key(ch, _char_gap(ch, rng)))
+        if len(keys) >= limit:
+            break
+    return keys[:max(0, limit)]
+
+
+def apply_key(editor: Editor, key: Key) -> Change | None:
+    """The change a key makes in ``editor`` (None: the cursor only moves)."""
+    if key.text is None:
+        return editor.backspace()
+    if key.move:
+        return editor.move(key.text)
+    if key.text.startswith("\n"):
+        return editor.enter(key.text)
+    change = None
+    for ch in key.text:
+        change = editor.type(ch)
+    return change
+
+
+def _source_files(corpus: Path, language: str) -> list[Path]:
+    skip = lambda p: "test" in str(p.relative_to(corpus))  # noqa: E731
+    if language == "python":
+        return python_files(corpus, 5_000, 150_000, skip)
+    return sorted(p for ext in CORPORA[language].extensions for p in corpus.rglob(f"*{ext}")
+                  if not skip(p) and 2_000 < p.stat().st_size < 150_000)
+
+
+def _unit(text: str) -> str:
+    """One indentation level of a file: a tab, or the smallest step of spaces (2-8)."""
+    steps = [len(line) - len(line.lstrip(" ")) for line in text.split("\n")[:400]
+             if line.startswith(" ") and line.strip()]
+    if sum(line.startswith("\t") for line in text.split("\n")[:400]) > len(steps):
+        return "\t"
+    return " " * max(2, min(steps, default=4)) if steps else "    "
+
+
+def make_scripts(corpus: Path, keystrokes: int, seed: int = 1, language: str = "python",
+                 autoclose: bool = False) -> list[Script]:
     rng = random.Random(seed)
-    files = python_files(corpus, 5_000, 150_000,
-                         lambda p: "test" in str(p.relative_to(corpus)))
+    files = _source_files(corpus, language)
     rng.shuffle(files)
     scripts: list[Script] = []
     total = 0
     for path in files:
         if total >= keystrokes:
             break
-        found = _functions(path)
+        found = _functions(path) if language == "python" else functions(path, language)
         if not found:
             continue
         offset, body = rng.choice(found)
         text = path.read_text("utf-8", "replace")
-        keys = _type(body, rng, keystrokes - total)
+        unit = "    " if language == "python" else _unit(text)
+        typist = _type_closing if autoclose else _type
+        keys = typist(body, rng, keystrokes - total, language, unit)
         total += len(keys)
         rel = path.relative_to(corpus).as_posix()
         scripts.append(Script(path.as_uri(), text[:offset], keys, rel,
-                              text[offset + len(body):], body))
+                              text[offset + len(body):], body, unit=unit))
     return scripts
 
 
-def workspace_without_answers(corpus: Path, scripts: list[Script], root: Path) -> None:
+def workspace_without_answers(corpus: Path, scripts: list[Script], root: Path,
+                              language: str = "python") -> None:
     """A copy of the corpus's code where each typed function is missing from its file, and
     point the scripts there: the answer must not reach the prompt from the disk (the
     workspace index, this file's unseen code)."""
     shutil.rmtree(root, ignore_errors=True)
     shutil.copytree(corpus, root, ignore=lambda d, names: [
-        n for n in names if not (n.endswith(".py") or (Path(d) / n).is_dir())])
+        n for n in names if not (n.endswith(CORPORA[language].extensions)
+                                 or (Path(d) / n).is_dir())])
     for script in scripts:
         path = root / script.rel
         path.write_text(script.before + script.after, "utf-8")
@@ -177,6 +325,7 @@ class Run:
     pauses_whole: int = 0  # the typed part of the line + the first line is a statement
     pauses_empty: int = 0  # answered in time, but with nothing to show
     pauses_late: int = 0  # not answered before the next keystroke
+    pauses_doubled_closer: int = 0  # accepting the first item doubles a closer
     latencies_ms: list[float] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     pause_keys: list[tuple[str, int, str]] = field(default_factory=list)  # uri, version, how
@@ -192,8 +341,29 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def lsp_change(old: str, change: Change) -> types.TextDocumentContentChangePartial:
+    """``change`` of the buffer ``old`` as LSP sends it (positions in UTF-16 units)."""
+    start = types.Position(*utf16_position(old, change.start))
+    end = types.Position(*utf16_position(old, change.end))
+    return types.TextDocumentContentChangePartial(range=types.Range(start, end),
+                                                  text=change.text)
+
+
+def doubled_closer(editor: Editor, item: types.InlineCompletionItem) -> bool:
+    """Accepting ``item`` (its text over its range, else at the cursor) doubles a closer
+    (``autoclose``'s definition)."""
+    start = end = len(editor.left)
+    if item.range is not None:
+        text = editor.text
+        start = utf16_offset(text, item.range.start.line, item.range.start.character)
+        end = utf16_offset(text, item.range.end.line, item.range.end.character)
+    insert = item.insert_text if isinstance(item.insert_text, str) else item.insert_text.value
+    return editor.doubled_closer(insert, start, end)
+
+
 async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
-                  root: Path, cache_dir: Path, env: dict[str, str] | None = None) -> Run:
+                  root: Path, cache_dir: Path, env: dict[str, str] | None = None,
+                  language: str = "python", autoclose: bool = True) -> Run:
     from pygls.lsp.client import LanguageClient
 
     client = LanguageClient("bench-typing", "1")
@@ -223,34 +393,22 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
     before = s
     ids = iter(range(1, 10**9))
     for script in scripts:
-        text = script.before
+        editor = Editor(script.before, language, autoclose, script.unit)
         version = 1
         client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
-            script.uri, "python", version, text)))
-        line = text.count("\n")
-        col = len(text) - (text.rfind("\n") + 1)
+            script.uri, language, version, editor.text)))
         pending: tuple[str, asyncio.Future[Any], float] | None = None
         for key in script.keys:
             if pending is not None and not pending[1].done():
                 client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=pending[0]))
-            start = types.Position(line, col)
-            if key.text is None:  # backspace: the previous character is ASCII here
-                start = types.Position(line, col - 1)
-                change = types.TextDocumentContentChangePartial(
-                    range=types.Range(start, types.Position(line, col)), text="")
-                col -= 1
-                text = text[:-1]
-            else:
-                change = types.TextDocumentContentChangePartial(
-                    range=types.Range(start, start), text=key.text)
-                text += key.text
-                if "\n" in key.text:
-                    line, col = line + key.text.count("\n"), len(key.text.rsplit("\n", 1)[1])
-                else:
-                    col += len(key.text)
-            version += 1
-            client.text_document_did_change(types.DidChangeTextDocumentParams(
-                types.VersionedTextDocumentIdentifier(version=version, uri=script.uri), [change]))
+            old = editor.text
+            change = apply_key(editor, key)
+            if change is not None:  # a move over an auto-inserted closer changes nothing
+                version += 1
+                client.text_document_did_change(types.DidChangeTextDocumentParams(
+                    types.VersionedTextDocumentIdentifier(version=version, uri=script.uri),
+                    [lsp_change(old, change)]))
+            line, col = utf16_position(editor.text, len(editor.left))
             msg_id = f"bench-{next(ids)}"
             sent = time.perf_counter()
             fut = asyncio.ensure_future(client.protocol.send_request_async(
@@ -271,16 +429,21 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
             if key.gap_ms >= PAUSE_MS:
                 run.pauses += 1
                 shown: Any = None
+                doubled = False
+                text = editor.left
                 if fut.done() and not fut.cancelled() and fut.exception() is None:
                     result = fut.result()
                     if result is not None and result.items and answered:
-                        shown = result.items[0].insert_text
+                        item = result.items[0]
+                        shown = item.insert_text
                         run.pauses_with_suggestion += 1
                         run.latencies_ms.append((answered[0] - sent) * 1000)
                         how = "suggested"
-                        if whole(text, result.items[0].insert_text):
+                        if whole(text, shown, language, editor.right):
                             run.pauses_whole += 1
                             how = "whole"
+                        doubled = isinstance(shown, str) and doubled_closer(editor, item)
+                        run.pauses_doubled_closer += doubled
                     else:
                         run.pauses_empty += 1
                         how = "empty"
@@ -293,9 +456,9 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
                     **({"corpus": script.corpus} if script.corpus else {}),
                     "file": script.rel, "version": version, "how": how,
                     "gap_ms": round(key.gap_ms), "line": text[text.rfind("\n") + 1:],
-                    "suggestion": shown, "target": score.target,
+                    "right": editor.right[:80], "suggestion": shown, "target": score.target,
                     "right_line": score.right_line, "right_start": score.right_start,
-                    "similarity": score.similarity,
+                    "doubled_closer": doubled, "similarity": score.similarity,
                     "latency_ms": round((answered[0] - sent) * 1000, 1)
                     if shown is not None else None})
         await asyncio.sleep(0.3)
@@ -367,12 +530,14 @@ def _waited_on(row: dict[str, Any]) -> str:
 
 
 def _summary(run: Run, scripts: list[Script], split: str | None,
-             packages: list[str]) -> dict[str, Any]:
+             packages: list[str], language: str = "python",
+             autoclose: bool = True) -> dict[str, Any]:
     lat = sorted(run.latencies_ms)
     s = run.stats
     prompt = s["prompt_tokens"]
     figures = pause_figures(run.pause_log)
-    out: dict[str, Any] = {"config": run.name}
+    out: dict[str, Any] = {"config": run.name, "language": language,
+                           "autoclose": "on" if autoclose else "off"}
     if split:
         out["split"] = split
     return out | {
@@ -390,6 +555,7 @@ def _summary(run: Run, scripts: list[Script], split: str | None,
         "pauses_with_whole_statement": round(run.pauses_whole / max(1, run.pauses), 3),
         "pauses_right_line": figures["pauses_right_line"],
         "pauses_right_start": figures["pauses_right_start"],
+        "pauses_doubled_closer": run.pauses_doubled_closer,
         "pause_similarity_mean": figures["pause_similarity_mean"],
         "pauses_answered_empty": run.pauses_empty,
         "pauses_not_answered_in_time": run.pauses_late,
@@ -425,13 +591,15 @@ def _plot(runs: list[Run], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def split_scripts(corpus: Path, split: str, keystrokes: int, seed: int) -> list[Script]:
+def split_scripts(corpus: Path, split: str, keystrokes: int, seed: int,
+                  language: str = "python", autoclose: bool = False) -> list[Script]:
     """ceil(keystrokes / packages) keys in each package of ``corpus/<split>``, each
     package's script made as for a corpus of its own; paths relative to the split."""
     folders = split_corpora(corpus, split)
     scripts = []
     for name, path in folders:
-        for script in make_scripts(path, math.ceil(keystrokes / len(folders)), seed):
+        for script in make_scripts(path, math.ceil(keystrokes / len(folders)), seed,
+                                   language, autoclose):
             script.rel, script.corpus = f"{name}/{script.rel}", name
             scripts.append(script)
     return scripts
@@ -439,26 +607,33 @@ def split_scripts(corpus: Path, split: str, keystrokes: int, seed: int) -> list[
 
 def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
         model: str | None = None, seed: int = 1, split: str | None = None,
-        settings: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """``settings``: editor settings for both configurations (``--settings``)."""
+        settings: dict[str, Any] | None = None, language: str = "python",
+        autoclose: bool = True) -> list[dict[str, Any]]:
+    """``settings``: editor settings for both configurations (``--settings``);
+    ``language``: the files typed and the didOpen language id; ``autoclose``: the editor
+    pairs brackets and quotes (``autoclose``)."""
     packages = [name for name, _ in split_corpora(corpus, split)] if split else []
     if split:  # a package with no function to type still gets its (empty) entry
-        scripts, source = split_scripts(corpus, split, keystrokes, seed), corpus / split
+        scripts = split_scripts(corpus, split, keystrokes, seed, language, autoclose)
+        source = corpus / split
     else:
-        scripts, source = make_scripts(corpus, keystrokes, seed), corpus
+        scripts, source = make_scripts(corpus, keystrokes, seed, language, autoclose), corpus
+    if not scripts:
+        raise SystemExit(f"error: no {language} function of 150-600 characters in {source}")
     root = cache_dir / "workspace"
-    workspace_without_answers(source, scripts, root)
+    workspace_without_answers(source, scripts, root, language)
     chosen = {**(settings or {}), **({"model": model} if model else {})}
 
     async def both(env: dict[str, str]) -> list[Run]:
         naive = await _replay("naive", {**NAIVE, **chosen}, scripts, root, cache_dir / "naive",
-                              env)
-        default = await _replay("default", chosen, scripts, root, cache_dir / "default", env)
+                              env, language, autoclose)
+        default = await _replay("default", chosen, scripts, root, cache_dir / "default", env,
+                                language, autoclose)
         return [naive, default]
 
     with private_runtime() as env:  # (both share its engines; none stays loaded after)
         runs = asyncio.run(both(env))
-    rows = [_summary(r, scripts, split, packages) for r in runs]
+    rows = [_summary(r, scripts, split, packages, language, autoclose) for r in runs]
     for row in rows:
         row["settings"] = settings or {}  # what both configurations were given
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -110,7 +110,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         with tempfile.TemporaryDirectory(prefix="lsp-copilot-bench-") as tmp:
             result = bench_typing.run(args.corpus or bench.default_corpus(), args.keystrokes,
                                       args.out, Path(tmp), args.model, args.seed, args.split,
-                                      settings)
+                                      settings, args.language, args.autoclose == "on")
         print(f"wrote {args.out / 'bench-typing.json'} and {args.out / 'bench-typing.png'}",
               file=sys.stderr)
         if not args.json:
@@ -169,6 +169,14 @@ def add_commands(sub: Subparsers) -> None:
                        help="quality, typing: run every package of DIR/<split> (DIR: "
                        "--corpus), figures per package and pooled; tune rules on tune, "
                        "report on report")
+    bench.add_argument("--language", default="python",
+                       choices=["python", "typescript", "rust", "go", "java"],
+                       help="typing: type functions of this language's files (the didOpen "
+                       "language id); with --split, --corpus is "
+                       "scripts/fresh-corpus-languages.sh DIR's DIR/LANG")
+    bench.add_argument("--autoclose", choices=["on", "off"], default="on",
+                       help="typing: the editor pairs brackets and quotes as VS Code does "
+                       "(off: every key is a plain insertion, as before)")
     bench.add_argument("--count", type=int, default=40, help="holes / requests to run")
     bench.add_argument("--model", help=MODEL_HELP)
     bench.add_argument("--weights", metavar="W1,W2",

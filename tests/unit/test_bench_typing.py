@@ -43,6 +43,13 @@ def test_whole_pause_measure() -> None:
     assert not _whole("def f(values):\n    total = ", None)
 
 
+def test_whole_pause_judged_in_the_buffers_language_with_the_text_right_of_it() -> None:
+    typed = "function f(values: number[]) {\n  const total = "
+    assert _whole(typed, "values.length;", "typescript", "\n}")
+    assert not _whole(typed, "values.length +", "typescript", "\n}")
+    assert _whole("fn f() {\n    let n = ", "g(1);", "rust", "\n}")
+
+
 def test_the_seed_chooses_the_keys(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
