@@ -10,16 +10,14 @@ from lsprotocol import types
 
 from lsp_copilot_bench.autoclose import Change, Editor, utf16_offset, utf16_position
 from lsp_copilot_bench.corpus import python_files
-from lsp_copilot_bench.typing_replay import (
+from lsp_copilot_bench.typing_replay import doubled_closer, lsp_change, workspace_without_answers
+from lsp_copilot_bench.typing_scripts import (
     Key,
     _functions,
     apply_key,
     auto_indent,
-    doubled_closer,
     functions,
-    lsp_change,
     make_scripts,
-    workspace_without_answers,
 )
 
 
