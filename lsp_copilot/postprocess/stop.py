@@ -156,105 +156,133 @@ def _body_follows(cursor: Cursor) -> bool:
     return bool(following) and indent(following) > indent(cursor.line_before)
 
 
+def _first_line(first: str, cursor: Cursor) -> str | None:
+    """The answer's first line as the file will have it, from the cursor line's start (the
+    prompt may have dropped some of that line's indentation), or None when the model left
+    the cursor's block at once: then there is nothing to add."""
+    line_before = cursor.line_before
+    dropped = cursor.prompt_dropped_indent
+    if not dropped:
+        return line_before + first
+    if first.strip() and indent(first) < len(dropped):
+        return None
+    # The first line's column: what the prompt kept of the line, then the model's.
+    return line_before[: len(line_before) - len(dropped)] + first
+
+
+def _block_end(lines: list[str], first: str, line_before: str, pos: int,
+               header: bool) -> int | None:
+    """Where the answer whose ``first`` line is followed by the finished ``lines``
+    (the first of them at ``pos``) ends: at two blank lines, a dedent, a blank line then
+    a sibling, or ``MAX_LINES``; with ``header``, where the block it opens ends. None
+    while none of these came."""
+    base = indent(first) if first.strip() else indent(line_before)
+    blank_run = 0
+    quote = open_triple_quote(None, first)
+    for n, line in enumerate(lines, start=1):
+        inside, quote = quote, open_triple_quote(quote, line)
+        if inside:  # a docstring's lines: their indentation and blank lines are text
+            blank_run = 0
+        elif not line.strip():
+            blank_run += 1
+            if blank_run >= 2:
+                return pos - 1
+        elif header and indent(line) <= base:
+            # The block this answer opened has ended: keep its closer (`}`, `end`).
+            return pos + len(line) if _closes_block(line, base) else pos - 1
+        else:
+            if indent(line) < base or (blank_run and indent(line) == base):
+                # Dedent: the block has ended. A blank line then a sibling: a new item.
+                return pos - 1
+            blank_run = 0
+        if n >= MAX_LINES:
+            return pos - 1
+        pos += len(line) + 1
+    return None
+
+
+def _multi_line(text: str, cursor: Cursor, header: bool = False) -> int | None:
+    """The multi-line mode's rule: the answer is a block of lines. ``header``: the
+    answer's first line opens a block; its body follows."""
+    body = skip_leading_blank_lines(text, cursor)
+    skipped = len(text) - len(body)
+    complete = body.split("\n")[:-1]  # the last piece may still grow
+    if not complete:
+        return None
+    first = _first_line(complete[0], cursor)
+    if first is None:
+        return skipped
+    return _block_end(complete[1:], first, cursor.line_before,
+                      skipped + len(complete[0]) + 1, header)
+
+
+def _body_end(text: str, newline: int, base: int) -> int | None:
+    """Where the body under a block header (indented ``base``, ending at ``newline``)
+    ends: its closer kept (`}`, `end`), at ``MAX_LINES``, or None while it is written."""
+    pos, lines = newline + 1, 0
+    while (end := text.find("\n", pos)) >= 0:
+        line = text[pos:end]
+        if line.strip() and indent(line) <= base:
+            return end if lines and _closes_block(line, base) else pos - 1
+        lines += 1
+        if lines >= MAX_LINES:
+            return end
+        pos = end + 1
+    return None
+
+
+def _next_line(text: str, start: int, cursor: Cursor) -> int | None:
+    """The line after a finished one; a block header comes with its body, a
+    docstring whole."""
+    newline = text.find("\n", start)
+    if newline >= 0 and (
+            quote := docstring_opener(text[start:newline], cursor.line_before)):
+        return quote_end(text, newline, quote)
+    if newline < 0:
+        return None
+    if not opens_block(text[start:newline]):
+        return statement_end(text, newline, text[start:newline], cursor.rules)
+    return _body_end(text, newline, indent(text[start:newline]))
+
+
+def _single_line(text: str, cursor: Cursor, spans: bool) -> int | None:
+    """The single-line mode's rule: the cursor line's statement, or the next line when
+    the typed one is finished. ``spans``: a statement may span lines from here."""
+    start = next_line_start(text, cursor)
+    if start is not None and spans and open_brackets(cursor.line_before, cursor.rules):
+        # The typed line ends inside brackets (``f(``): the lines that follow are its
+        # statement's, up to the line that closes them.
+        return statement_end(text, start - 1, cursor.line_before, cursor.rules,
+                             header=True)
+    if start is not None:  # the line is finished: suggest the next one
+        return _next_line(text, start, cursor)
+    body = skip_leading_blank_lines(text, cursor)
+    newline = body.find("\n")
+    if newline < 0:
+        return None
+    first = cursor.line_before + body[:newline]
+    above = cursor.line_above if not cursor.line_before.strip() else ""
+    if not cursor.line_after.strip() and (quote := docstring_opener(first, above)):
+        return quote_end(text, len(text) - len(body) + newline, quote)
+    if (not cursor.line_after.strip() and not _body_follows(cursor)
+            and opens_block(first)):
+        # A header with nothing under it would break the file: give it its body.
+        return _multi_line(text, cursor, header=True)
+    if not spans:
+        return len(text) - len(body) + newline
+    return statement_end(text, len(text) - len(body) + newline, first, cursor.rules)
+
+
 def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
     """Where to cut the text generated so far, or None to keep streaming."""
-
-    def multi_line(text: str, header: bool = False) -> int | None:
-        """``header``: the answer's first line opens a block; its body follows."""
-        line_before = cursor.line_before
-        body = skip_leading_blank_lines(text, cursor)
-        skipped = len(text) - len(body)
-        lines = body.split("\n")
-        complete = lines[:-1]  # the last piece may still grow
-        if not complete:
-            return None
-        dropped = cursor.prompt_dropped_indent
-        if dropped:
-            first = complete[0]
-            if first.strip() and indent(first) < len(dropped):
-                return skipped  # the model left the cursor's block at once: nothing to add
-            # The first line's column: what the prompt kept of the line, then the model's.
-            first = line_before[: len(line_before) - len(dropped)] + first
-        else:
-            first = line_before + complete[0]
-        base = indent(first) if first.strip() else indent(line_before)
-        blank_run = 0
-        pos = skipped + len(complete[0]) + 1
-        quote = open_triple_quote(None, first)
-        for n, line in enumerate(complete[1:], start=1):
-            inside, quote = quote, open_triple_quote(quote, line)
-            if inside:  # a docstring's lines: their indentation and blank lines are text
-                blank_run = 0
-            elif not line.strip():
-                blank_run += 1
-                if blank_run >= 2:
-                    return pos - 1
-            elif header and indent(line) <= base:
-                # The block this answer opened has ended: keep its closer (`}`, `end`).
-                return pos + len(line) if _closes_block(line, base) else pos - 1
-            else:
-                if indent(line) < base or (blank_run and indent(line) == base):
-                    # Dedent: the block has ended. A blank line then a sibling: a new item.
-                    return pos - 1
-                blank_run = 0
-            if n >= MAX_LINES:
-                return pos - 1
-            pos += len(line) + 1
-        return None
-
-    def next_line(text: str, start: int) -> int | None:
-        """The line after a finished one; a block header comes with its body, a
-        docstring whole."""
-        newline = text.find("\n", start)
-        if newline >= 0 and (
-                quote := docstring_opener(text[start:newline], cursor.line_before)):
-            return quote_end(text, newline, quote)
-        if newline < 0:
-            return None
-        if not opens_block(text[start:newline]):
-            return statement_end(text, newline, text[start:newline], cursor.rules)
-        base = indent(text[start:newline])
-        pos, lines = newline + 1, 0
-        while (end := text.find("\n", pos)) >= 0:
-            line = text[pos:end]
-            if line.strip() and indent(line) <= base:
-                return end if lines and _closes_block(line, base) else pos - 1
-            lines += 1
-            if lines >= MAX_LINES:
-                return end
-            pos = end + 1
-        return None
-
     # A statement may span lines from here, unless the file already goes on under it
     # (the rest of a call or an import list the user is filling in).
     spans = not cursor.line_after.strip() and not _body_follows(cursor)
 
-    def single_line(text: str) -> int | None:
-        start = next_line_start(text, cursor)
-        if start is not None and spans and open_brackets(cursor.line_before, cursor.rules):
-            # The typed line ends inside brackets (``f(``): the lines that follow are its
-            # statement's, up to the line that closes them.
-            return statement_end(text, start - 1, cursor.line_before, cursor.rules,
-                                 header=True)
-        if start is not None:  # the line is finished: suggest the next one
-            return next_line(text, start)
-        body = skip_leading_blank_lines(text, cursor)
-        newline = body.find("\n")
-        if newline < 0:
-            return None
-        first = cursor.line_before + body[:newline]
-        above = cursor.line_above if not cursor.line_before.strip() else ""
-        if not cursor.line_after.strip() and (quote := docstring_opener(first, above)):
-            return quote_end(text, len(text) - len(body) + newline, quote)
-        if (not cursor.line_after.strip() and not _body_follows(cursor)
-                and opens_block(first)):
-            # A header with nothing under it would break the file: give it its body.
-            return multi_line(text, header=True)
-        if not spans:
-            return len(text) - len(body) + newline
-        return statement_end(text, len(text) - len(body) + newline, first, cursor.rules)
-
-    line_rule = single_line if mode == "single-line" else multi_line
+    def line_rule(text: str) -> int | None:
+        if mode == "single-line":
+            return _single_line(text, cursor, spans)
+        return _multi_line(text, cursor)
 
     def rule(text: str) -> int | None:
         """The mode's rule, or sooner where the answer's line starts looping (its
@@ -269,6 +297,7 @@ def stop_rule(mode: Mode, cursor: Cursor) -> Callable[[str], int | None]:
         return rule
 
     def before_header(text: str) -> int | None:
+        """The rule, cut sooner where the model began a new file (a prompt's header)."""
         cut = header_cut(text, cursor.prompt_headers)
         if cut is None:
             return rule(text)
