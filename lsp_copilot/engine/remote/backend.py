@@ -168,9 +168,6 @@ class RemoteEngine(Engine):
         """One HTTP request. Raises RemoteRetryable only while no token has arrived."""
         loop = asyncio.get_running_loop()
         client = self._async_client()
-        result = EngineResult()
-        text = ""
-        got_token = False
         first_deadline = min(deadline, loop.time() + self.config.first_token_timeout_s)
         body = self._body(request)
         http_request = client.build_request(
@@ -184,70 +181,59 @@ class RemoteEngine(Engine):
             raise RemoteRetryable(transport.connect_message(exc, self.config)) from None
         except (httpx.TransportError, asyncio.TimeoutError) as exc:
             raise self._before_token(exc) from None
+        stream = _Stream(request, started, loop.time)
         # Closing the response (also on cancel) drops the connection: vLLM aborts.
         try:
             if response.status_code != 200:
-                answer = await self._within(transport.read_capped(response.aiter_bytes()),
-                                            first_deadline, "the error")
-                message = transport.describe_status(response.status_code, answer, self.config)
-                if response.status_code in transport.RETRY_STATUS:
-                    raise RemoteRetryable(message, transport.retry_after(response))
-                if response.status_code == 400 and "priority" in body and (
-                        "priority" in message.lower()):
-                    raise PriorityRejected(message)
-                raise RemoteError(message)
-            lines = transport.bounded_lines(response.aiter_bytes())
-            while True:
-                try:
-                    line = await self._within(
-                        transport.next_line(lines), deadline if got_token else first_deadline,
-                        "the next token" if got_token else "the first token")
-                except StopAsyncIteration:
-                    if result.finish_reason is None:  # no [DONE], no finish: cut off
-                        broken = httpx.RemoteProtocolError("the stream ended early")
-                        raise (self._after_token(broken) if got_token
-                               else self._before_token(broken)) from None
-                    break
-                except (httpx.TransportError, asyncio.TimeoutError) as exc:
-                    if got_token:
-                        raise self._after_token(exc) from None
-                    raise self._before_token(exc) from None
-                if transport.is_done(line):
-                    break
-                chunk = transport.parse_event(line)
-                if chunk is None:
-                    continue
-                error = chunk.get("error")
-                if error:
-                    why = error.get("message") if isinstance(error, dict) else error
-                    raise RemoteError(f"the vLLM server failed mid-stream: {why}")
-                usage = chunk.get("usage")
-                if isinstance(usage, dict):
-                    result.prompt_tokens = int(usage.get("prompt_tokens") or 0)
-                    result.generated_tokens = int(usage.get("completion_tokens") or 0)
-                    details = usage.get("prompt_tokens_details")
-                    if isinstance(details, dict) and details.get("cached_tokens") is not None:
-                        result.cached_prompt_tokens = int(details["cached_tokens"])
-                for choice in chunk.get("choices") or ():
-                    delta = choice.get("text") or ""
-                    if delta and not got_token:
-                        got_token = True
-                        result.first_token_ms = (loop.time() - started) * 1000
-                    text += delta
-                    if choice.get("finish_reason"):
-                        result.finish_reason = str(choice["finish_reason"])
-                if "choices" in chunk:
-                    cut, why = request.cut(text, result.finish_reason is not None)
-                    if cut is not None:
-                        text = text[:cut]
-                        result.stopped_early = result.finish_reason is None
-                        result.finish_reason = why if why == "stop" else (
-                            result.finish_reason or why)
-                        break
+                raise await self._refusal(response, body, first_deadline)
+            await self._read(response, stream, deadline, first_deadline)
         finally:
             await response.aclose()
-        result.text = text
-        return result
+        stream.result.text = stream.text
+        return stream.result
+
+    async def _refusal(self, response: httpx.Response, body: dict[str, Any],
+                       first_deadline: float) -> RemoteError:
+        """The error a non-200 answer stands for: retryable, a vLLM without priority
+        scheduling (resent without), or final."""
+        answer = await self._within(transport.read_capped(response.aiter_bytes()),
+                                    first_deadline, "the error")
+        message = transport.describe_status(response.status_code, answer, self.config)
+        if response.status_code in transport.RETRY_STATUS:
+            return RemoteRetryable(message, transport.retry_after(response))
+        if response.status_code == 400 and "priority" in body and (
+                "priority" in message.lower()):
+            return PriorityRejected(message)
+        return RemoteError(message)
+
+    async def _read(self, response: httpx.Response, stream: _Stream, deadline: float,
+                    first_deadline: float) -> None:
+        """Read the event stream into ``stream`` until [DONE], its finish, or the
+        request's cut; the first token has its own deadline, a break before it is
+        retryable."""
+        lines = transport.bounded_lines(response.aiter_bytes())
+        while True:
+            try:
+                line = await self._within(
+                    transport.next_line(lines),
+                    deadline if stream.got_token else first_deadline,
+                    "the next token" if stream.got_token else "the first token")
+            except StopAsyncIteration:
+                if stream.result.finish_reason is None:  # no [DONE], no finish: cut off
+                    broken = httpx.RemoteProtocolError("the stream ended early")
+                    raise self._broken(broken, stream.got_token) from None
+                return
+            except (httpx.TransportError, asyncio.TimeoutError) as exc:
+                raise self._broken(exc, stream.got_token) from None
+            if transport.is_done(line):
+                return
+            chunk = transport.parse_event(line)
+            if chunk is not None and stream.take(chunk):
+                return
+
+    def _broken(self, exc: BaseException, got_token: bool) -> RemoteError:
+        """A failed stream's error: retryable only while no token has arrived."""
+        return self._after_token(exc) if got_token else self._before_token(exc)
 
     async def _within(self, awaitable: Any, deadline: float, what: str) -> Any:
         remaining = deadline - asyncio.get_running_loop().time()
@@ -314,3 +300,54 @@ class RemoteEngine(Engine):
         if client is not None:
             with contextlib.suppress(Exception):
                 await client.aclose()
+
+
+class _Stream:
+    """What one attempt's stream has brought so far: the text, the counts, whether a
+    token came (a failure after one is not retried)."""
+
+    def __init__(self, request: EngineRequest, started: float,
+                 clock: Callable[[], float]) -> None:
+        self.request = request
+        self.started = started
+        self.clock = clock
+        self.result = EngineResult()
+        self.text = ""
+        self.got_token = False
+
+    def take(self, chunk: dict[str, Any]) -> bool:
+        """Add one event's chunk; True when the request's cut ends the answer here."""
+        error = chunk.get("error")
+        if error:
+            why = error.get("message") if isinstance(error, dict) else error
+            raise RemoteError(f"the vLLM server failed mid-stream: {why}")
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            _count_usage(self.result, usage)
+        result = self.result
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("text") or ""
+            if delta and not self.got_token:
+                self.got_token = True
+                result.first_token_ms = (self.clock() - self.started) * 1000
+            self.text += delta
+            if choice.get("finish_reason"):
+                result.finish_reason = str(choice["finish_reason"])
+        if "choices" not in chunk:
+            return False
+        cut, why = self.request.cut(self.text, result.finish_reason is not None)
+        if cut is None:
+            return False
+        self.text = self.text[:cut]
+        result.stopped_early = result.finish_reason is None
+        result.finish_reason = why if why == "stop" else (result.finish_reason or why)
+        return True
+
+
+def _count_usage(result: EngineResult, usage: dict[str, Any]) -> None:
+    """Keep the token counts a chunk's ``usage`` reports (a later one replaces them)."""
+    result.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+    result.generated_tokens = int(usage.get("completion_tokens") or 0)
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and details.get("cached_tokens") is not None:
+        result.cached_prompt_tokens = int(details["cached_tokens"])
