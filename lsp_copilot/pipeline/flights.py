@@ -204,13 +204,7 @@ class Flights:
         flight = self._by_uri.get(uri)
         if flight is None or flight.task is None:
             return None
-        relation = flight.relation(*context.at_cursor())
-        if relation is not None and relation[0] == "forward" and (
-                _typed_length(relation[1]) > len(flight.text) + JOIN_AHEAD_CHARS):
-            # The user is ahead of the generation (seen: one that had produced nothing for
-            # seconds held every later keystroke): a fresh one reuses its cached prefix.
-            trace["behind_flight"] = len(relation[1]) - len(flight.text)
-            relation = None
+        relation = self._relation(flight, context, trace)
         if relation is None:
             if flight.consumers == 0 and not flight.done:
                 # Nobody can use it any more: free the engine now, not after the debounce.
@@ -220,45 +214,12 @@ class Flights:
         trace["joined_flight"] = kind
         self.telemetry.count("flights_joined")  # now, not when its text comes (`merged`)
         self._attach(flight)
-        diverged = False
-        # Enter where the generation went on along the line (`a,` then ` b: int,`): inside
-        # brackets a line break and a space are the same code, so its text serves the new
-        # line (the whole check judges it there).
-        respace = kind == "forward" and flight.continues is not None and (
-            "\n" in delta and not delta.strip())
-
-        def seen(text: str) -> tuple[str, str]:
-            """``text`` as this request reads it, and what the user typed of it."""
-            if respace and text[:1] in " \t" and text.lstrip(" \t")[:1] != "\n":
-                trace["join_respaced"] = True
-                return text.lstrip(" \t"), ""
-            return text, delta
-
+        view = _Joined(kind, delta, trace, respace=kind == "forward" and (
+            flight.continues is not None and "\n" in delta and not delta.strip()))
         try:
-            while True:
-                flight.changed.clear()
-                text, typed = seen(flight.text)
-                if kind == "forward" and not (text.startswith(typed) or typed.startswith(text)):
-                    diverged = True  # the generation went elsewhere
-                    trace["join_ended"] = "diverged"
-                    return None
-                if flight.done:
-                    break
-                if deadline and cut_whole is not None and (
-                        time.perf_counter() - began) * 1000 >= deadline:
-                    rest = text[len(typed):] if kind == "forward" else delta + text
-                    cut = cut_whole(rest)
-                    if cut is not None:
-                        trace["join_ended"] = "deadline"
-                        self.telemetry.count("deadline_answers")
-                        return rest[:cut]
-                if flight.answer is not None and kind == "back":
-                    return delta + flight.answer
-                if flight.answer is not None:
-                    answer, typed = seen(flight.answer)
-                    if answer.startswith(typed) and answer[len(typed):].strip():
-                        return answer[len(typed):]  # (what it writes next is for later)
-                await flight.wait_change()
+            answer = await self._follow(flight, view, began, deadline, cut_whole)
+            if answer is not None or view.diverged:
+                return answer
             result = flight.task.result() if not flight.task.cancelled() else None
         except asyncio.CancelledError:
             raise
@@ -267,25 +228,55 @@ class Flights:
             return None
         finally:
             trace.update(flight.progress())
-            self._detach(flight, settings, now=diverged)
+            self._detach(flight, settings, now=view.diverged)
         if result is None:
             trace["join_ended"] = "aborted"
             if flight.aborted_for:  # asked afresh, it would abort the one that replaced it
                 raise Superseded(flight.aborted_for)
             return None
-        if kind == "forward":
-            text, typed = seen(result.text)
-            if not text.startswith(typed):
-                trace["join_ended"] = "stopped_before"  # it ended before what was typed
+        return view.final(result.text, flight.cut_by_deadline)
+
+    @staticmethod
+    def _relation(flight: Flight, context: Context, trace: dict[str, Any]
+                  ) -> tuple[str, str] | None:
+        """``Flight.relation`` for the context, and None when the user is ahead of the
+        generation (seen: one that had produced nothing for seconds held every later
+        keystroke): a fresh one reuses its cached prefix."""
+        relation = flight.relation(*context.at_cursor())
+        if relation is not None and relation[0] == "forward" and (
+                _typed_length(relation[1]) > len(flight.text) + JOIN_AHEAD_CHARS):
+            trace["behind_flight"] = len(relation[1]) - len(flight.text)
+            return None
+        return relation
+
+    async def _follow(self, flight: Flight, view: _Joined, began: float, deadline: int,
+                      cut_whole: Callable[[str], int | None] | None) -> str | None:
+        """Follow the joined generation as it writes: this request's answer once it has
+        one (whole before the end when the generation goes on past it, or what is whole
+        at ``deadline``), else None: it went elsewhere (``view.diverged``) or it ended
+        (its result answers)."""
+        while True:
+            flight.changed.clear()
+            text, typed = view.seen(flight.text)
+            if view.kind == "forward" and not (
+                    text.startswith(typed) or typed.startswith(text)):
+                view.diverged = True  # the generation went elsewhere
+                view.trace["join_ended"] = "diverged"
                 return None
-            rest = text[len(typed):]
-            # Typed all of it: what follows (the next line) is a question of its own.
-            # Typed up to where the deadline cut it, not the model's end: ask again.
-            if (typed or flight.cut_by_deadline) and not rest.strip():
-                trace["join_ended"] = "typed_all"
+            if flight.done:
                 return None
-            return rest
-        return delta + result.text
+            if deadline and cut_whole is not None and (
+                    time.perf_counter() - began) * 1000 >= deadline:
+                rest = view.rest(text, typed)
+                cut = cut_whole(rest)
+                if cut is not None:
+                    view.trace["join_ended"] = "deadline"
+                    self.telemetry.count("deadline_answers")
+                    return rest[:cut]
+            answer = view.answered(flight.answer)
+            if answer is not None:
+                return answer
+            await flight.wait_change()
 
     def _attach(self, flight: Flight) -> None:
         flight.consumers += 1
@@ -424,3 +415,58 @@ class Flights:
             else:
                 self.telemetry.count("secret_not_cached")
         return result
+
+
+class _Joined:
+    """A joined generation's text as one request reads it: the part the user already
+    typed (``forward``) or deleted (``back``) relates the two prompts."""
+
+    def __init__(self, kind: str, delta: str, trace: dict[str, Any], respace: bool) -> None:
+        self.kind = kind
+        self.delta = delta  # what the user typed (forward) or deleted (back)
+        self.trace = trace
+        # Enter where the generation went on along the line (`a,` then ` b: int,`):
+        # inside brackets a line break and a space are the same code, so its text serves
+        # the new line (the whole check judges it there).
+        self.respace = respace
+        self.diverged = False  # the generation went elsewhere than the user typed
+
+    def seen(self, text: str) -> tuple[str, str]:
+        """``text`` as this request reads it, and what the user typed of it."""
+        if self.respace and text[:1] in " \t" and text.lstrip(" \t")[:1] != "\n":
+            self.trace["join_respaced"] = True
+            return text.lstrip(" \t"), ""
+        return text, self.delta
+
+    def rest(self, text: str, typed: str) -> str:
+        """What of the generation's ``text`` (read by ``seen``) is this request's."""
+        return text[len(typed):] if self.kind == "forward" else self.delta + text
+
+    def answered(self, answer: str | None) -> str | None:
+        """This request's part of the generation's whole answer (it goes on writing the
+        next line, which is for later), or None while there is none."""
+        if answer is None:
+            return None
+        if self.kind == "back":
+            return self.delta + answer
+        answer, typed = self.seen(answer)
+        if answer.startswith(typed) and answer[len(typed):].strip():
+            return answer[len(typed):]
+        return None
+
+    def final(self, text: str, cut_by_deadline: bool) -> str | None:
+        """This request's part of the finished generation's ``text``, or None when that
+        is not an answer here."""
+        if self.kind != "forward":
+            return self.delta + text
+        text, typed = self.seen(text)
+        if not text.startswith(typed):
+            self.trace["join_ended"] = "stopped_before"  # it ended before what was typed
+            return None
+        rest = text[len(typed):]
+        # Typed all of it: what follows (the next line) is a question of its own.
+        # Typed up to where the deadline cut it, not the model's end: ask again.
+        if (typed or cut_by_deadline) and not rest.strip():
+            self.trace["join_ended"] = "typed_all"
+            return None
+        return rest
