@@ -10,7 +10,7 @@ import json
 import os
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,7 +107,7 @@ class Telemetry:
         """Whether ``trace`` writes anything (work only the trace needs can be skipped)."""
         return bool(os.environ.get("LSP_COPILOT_TRACE"))
 
-    def trace(self, record: dict[str, Any]) -> None:
+    def trace(self, record: Mapping[str, object]) -> None:
         """One line per request (timings, token counts; never text) to LSP_COPILOT_TRACE."""
         path = os.environ.get("LSP_COPILOT_TRACE")
         if not path:

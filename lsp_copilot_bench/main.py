@@ -15,6 +15,7 @@ import asyncio
 import statistics
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,8 +38,8 @@ class _Recorder(Telemetry):
 
     records: list[dict[str, Any]] = field(default_factory=list)
 
-    def trace(self, record: dict[str, Any]) -> None:
-        self.records.append(record)
+    def trace(self, record: Mapping[str, object]) -> None:
+        self.records.append(dict(record))
 
 
 async def bench_prompt(corpus: Path, count: int, hub: SettingsHub) -> list[dict[str, Any]]:

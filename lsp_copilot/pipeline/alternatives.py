@@ -27,6 +27,7 @@ from typing import Any
 
 from lsp_copilot.engine.base import Engine, EngineRequest, EngineResult, TokenChoice
 from lsp_copilot.pipeline.flights import Flights
+from lsp_copilot.pipeline.trace import Trace
 from lsp_copilot.settings.completion import CompletionSettings
 
 BRANCH_DEPTH = 4
@@ -201,7 +202,7 @@ class Alternatives:
         result.text = branch.text + result.text
         return result
 
-    async def texts(self, first_s: float, trace: dict[str, Any], first: str,
+    async def texts(self, first_s: float, trace: Trace, first: str,
                     usable: Callable[[EngineResult], str]) -> list[str]:
         """The alternatives to offer beside ``first``, in rank order: each result as
         ``usable`` makes it (post-processed; "" when not offered), without one alike to
@@ -224,8 +225,10 @@ class Alternatives:
                 got[self.tasks.index(task)] = "" if result is None else usable(result)
         offered = _offered(first, got)
         # Still running: not needed (enough came first), or late (dropped at the wait's end).
-        trace["alternatives_unneeded" if len(offered) >= wanted else "alternatives_late"] = (
-            len(running))
+        if len(offered) >= wanted:
+            trace["alternatives_unneeded"] = len(running)
+        else:
+            trace["alternatives_late"] = len(running)
         return offered[:wanted]
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lsp_copilot.context.result import Context
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.engine.base import Engine
 from lsp_copilot.language.trigger import Mode
+from lsp_copilot.pipeline.trace import Trace
 from lsp_copilot.postprocess.checks import Candidate, PostProcessor
 from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.postprocess.safety import Finding
@@ -72,7 +73,7 @@ class Ask:
     post: PostProcessor
     key: str
     max_tokens: int
-    trace: dict[str, Any]
+    trace: Trace
     spent: Spent
     context_ms: float
 

@@ -31,6 +31,7 @@ from lsp_copilot.pipeline.completion_cache import CompletionCache, cache_key
 from lsp_copilot.pipeline.flights import BEFORE_END, Flights, Superseded, whole_cut
 from lsp_copilot.pipeline.prompt import cursor_at, prompt_for, prompt_ids
 from lsp_copilot.pipeline.scheduling import Debouncer
+from lsp_copilot.pipeline.trace import Trace
 from lsp_copilot.pipeline.typing_through import TypingThrough
 from lsp_copilot.postprocess.brackets import covered
 from lsp_copilot.postprocess.checks import Candidate, PostProcessor, Target
@@ -182,16 +183,19 @@ class Completer:
         """``explicit``: the user asked (triggerKind Invoked): no debounce, no deadline, no
         answer shared from a generation that has one, several lines where the cursor
         stands on an empty line, and the ``explicit`` budget of ``contextBudgets``."""
-        trace: dict[str, Any] = {"t": round(time.monotonic(), 4), "uri": snapshot.uri,
-                                 "version": snapshot.version, "prefetch": prefetch,
-                                 "explicit": explicit, "status": "cancelled"}
+        trace: Trace = {"t": round(time.monotonic(), 4), "uri": snapshot.uri,
+                        "version": snapshot.version, "prefetch": prefetch,
+                        "explicit": explicit, "status": "cancelled"}
         began = time.perf_counter()
         pending: list[asyncio.Task[Any]] = []  # alternatives under way
         try:
             outcome = await self._complete(snapshot, offset, prefetch, explicit, trace, pending)
-            trace.update(status="answered", mode=outcome.mode, source=outcome.source,
-                         chars=len(outcome.text), reason=outcome.reason,
-                         **outcome.timings_ms)
+            trace.update({"status": "answered", "mode": outcome.mode, "source": outcome.source,
+                          "chars": len(outcome.text), "reason": outcome.reason})
+            if outcome.timings_ms:
+                timings = outcome.timings_ms
+                trace.update({"context": timings["context"], "engine": timings["engine"],
+                              "total": timings["total"]})
             return outcome
         finally:
             for task in pending:
@@ -224,7 +228,7 @@ class Completer:
 
     async def _complete(
         self, snapshot: Snapshot, offset: int, prefetch: bool, explicit: bool,
-        trace: dict[str, Any], pending: list[asyncio.Task[Any]],
+        trace: Trace, pending: list[asyncio.Task[Any]],
     ) -> Outcome:
         """The stages in order; each returns an ``Outcome`` or passes the request on."""
         spent = Spent()
@@ -284,7 +288,7 @@ class Completer:
             return no_suggestion(mode, "no completion at this position")
         return Spot(snapshot, offset, explicit, prefetch, arm, settings, mode, cursor)
 
-    def _ask(self, spot: Spot, trace: dict[str, Any], spent: Spent) -> Ask | Outcome:
+    def _ask(self, spot: Spot, trace: Trace, spent: Spent) -> Ask | Outcome:
         """The engine that answers, the prompt for it and the checks its answer takes."""
         try:
             engine, route = self.routes.engine_for(
@@ -389,11 +393,11 @@ class Completer:
         if result.extra.get(BEFORE_END):
             trace["before_end"] = True  # the counts below come with the end
         else:
-            trace.update(prompt_tokens=result.prompt_tokens,
-                         uncached=result.prompt_tokens - result.cached_prompt_tokens,
-                         generated_tokens=result.generated_tokens,
-                         first_token_ms=result.first_token_ms and round(
-                             result.first_token_ms, 1))
+            trace.update({"prompt_tokens": result.prompt_tokens,
+                          "uncached": result.prompt_tokens - result.cached_prompt_tokens,
+                          "generated_tokens": result.generated_tokens,
+                          "first_token_ms": result.first_token_ms and round(
+                              result.first_token_ms, 1)})
         return Raw(result.text, "engine", result.finish_reason == "length",
                    alternatives=alts)
 

@@ -15,7 +15,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from lsp_copilot.context.result import Context
 from lsp_copilot.engine.base import (
@@ -27,6 +26,7 @@ from lsp_copilot.engine.base import (
 )
 from lsp_copilot.language.trigger import Mode
 from lsp_copilot.pipeline.completion_cache import CompletionCache
+from lsp_copilot.pipeline.trace import Trace
 from lsp_copilot.postprocess.checks import PostProcessor
 from lsp_copilot.settings.completion import CompletionSettings
 from lsp_copilot.telemetry import Telemetry
@@ -82,7 +82,7 @@ class Flight:
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self.started) * 1000
 
-    def progress(self) -> dict[str, Any]:
+    def progress(self) -> Trace:
         """How far the generation got (for the trace of a request that did not see it end)."""
         return {"flight_ms": round((time.perf_counter() - self.started) * 1000, 1),
                 "flight_first_text_ms": self.first_text_ms and round(self.first_text_ms, 1),
@@ -191,7 +191,7 @@ class Flights:
             await asyncio.wait({current.task})
 
     async def join(self, uri: str, context: Context, settings: CompletionSettings,
-                   trace: dict[str, Any], deadline: int = 0,
+                   trace: Trace, deadline: int = 0,
                    cut_whole: Callable[[str], int | None] | None = None) -> str | None:
         """Text for the context's prompt from the document's generation under way, if it
         has it; ``Superseded`` when the generation was aborted for the document's sake.
@@ -237,7 +237,7 @@ class Flights:
         return view.final(result.text, flight.cut_by_deadline)
 
     @staticmethod
-    def _relation(flight: Flight, context: Context, trace: dict[str, Any]
+    def _relation(flight: Flight, context: Context, trace: Trace
                   ) -> tuple[str, str] | None:
         """``Flight.relation`` for the context, and None when the user is ahead of the
         generation (seen: one that had produced nothing for seconds held every later
@@ -302,7 +302,7 @@ class Flights:
     async def fly(
         self, engine: Engine, uri: str, key: str, mode: Mode, request: EngineRequest,
         at_cursor: tuple[str, str], settings: CompletionSettings, cache: CompletionCache | None,
-        trace: dict[str, Any], deadline: int, cut_whole: Callable[[str], int | None],
+        trace: Trace, deadline: int, cut_whole: Callable[[str], int | None],
         continues: Continuation | None = None,
     ) -> EngineResult | None:
         """Start the document's new generation (aborting the old one) and wait for its
@@ -421,7 +421,7 @@ class _Joined:
     """A joined generation's text as one request reads it: the part the user already
     typed (``forward``) or deleted (``back``) relates the two prompts."""
 
-    def __init__(self, kind: str, delta: str, trace: dict[str, Any], respace: bool) -> None:
+    def __init__(self, kind: str, delta: str, trace: Trace, respace: bool) -> None:
         self.kind = kind
         self.delta = delta  # what the user typed (forward) or deleted (back)
         self.trace = trace
