@@ -99,6 +99,17 @@ def status(code: int, body: Any, headers: dict[str, str] | None = None) -> Reply
     return reply
 
 
+def broken_status(code: int) -> Reply:
+    """A non-200 answer whose body breaks off before its announced length."""
+    async def reply(writer: asyncio.StreamWriter, seen: Seen) -> None:
+        writer.write(f"HTTP/1.1 {code} X\r\ncontent-type: application/json\r\n"
+                     "content-length: 1000\r\n\r\n{\"error\": ".encode())
+        await writer.drain()
+        writer.transport.abort()
+
+    return reply
+
+
 def chunk(text: str | None, usage: dict[str, Any] | None = None,
            finish: str | None = None) -> bytes:
     choices = [] if text is None else [{"index": 0, "text": text, "finish_reason": finish}]

@@ -31,6 +31,7 @@ from tests.support.fake_vllm import (
     KEY,
     FakeVllmServer,
     Seen,
+    broken_status,
     chunk,
     hang,
     status,
@@ -174,6 +175,17 @@ async def test_fake_server_retries_give_up_with_the_reason(
     assert delays[1] > delays[0] / 2  # doubled (with jitter) each time
     assert engine.stats()["remote_errors"] == 1
     await engine.shutdown()
+
+
+async def test_fake_server_an_error_answer_that_breaks_off_is_retried(
+        fake: FakeVllmServer, key_env: None, make_engine: MakeEngine) -> None:
+    """The body of a 503 cut mid-way is a failed request like any other: retried, then
+    answered (it escaped as a bare transport error, never retried nor counted)."""
+    fake.script = [broken_status(503), stream(["ok"])]
+    engine, delays = await make_engine(settings(fake.url, remoteRetries=2))
+    result = await engine.generate(request())
+    await engine.shutdown()
+    assert result.text == "ok" and len(fake.completions()) == 2 and len(delays) == 1
 
 
 async def test_fake_server_no_retry_after_tokens_came(

@@ -196,8 +196,11 @@ class RemoteEngine(Engine):
                        first_deadline: float) -> RemoteError:
         """The error a non-200 answer stands for: retryable, a vLLM without priority
         scheduling (resent without), or final."""
-        answer = await self._within(transport.read_capped(response.aiter_bytes()),
-                                    first_deadline, "the error")
+        try:
+            answer = await self._within(transport.read_capped(response.aiter_bytes()),
+                                        first_deadline, "the error")
+        except (httpx.TransportError, asyncio.TimeoutError) as exc:
+            return self._before_token(exc)  # the answer broke off: as any failed request
         message = transport.describe_status(response.status_code, answer, self.config)
         if response.status_code in transport.RETRY_STATUS:
             return RemoteRetryable(message, transport.retry_after(response))
