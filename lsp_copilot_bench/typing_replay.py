@@ -49,6 +49,10 @@ from lsp_copilot_bench.typing_scripts import Script, apply_key, make_scripts
 NAIVE = {"debounceMode": "off", "merge": False, "typingThrough": False, "cache": False,
          "prefetch": False}
 PAUSE_MS = 300
+FIRST_SUGGESTION_S = 900.0
+"""``--from-start`` gives up when no suggestion came this long after the server started."""
+FIRST_MINUTES_S = 180.0
+"""``--from-start`` reports the pauses of the first this many seconds of typing apart."""
 
 
 def workspace_without_answers(corpus: Path, scripts: list[Script], root: Path,
@@ -113,7 +117,11 @@ def doubled_closer(editor: Editor, item: types.InlineCompletionItem) -> bool:
 
 async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
                   root: Path, cache_dir: Path, env: dict[str, str] | None = None,
-                  language: str = "python", autoclose: bool = True) -> Run:
+                  language: str = "python", autoclose: bool = True,
+                  from_start: bool = False) -> Run:
+    """``from_start``: type as soon as the first suggestion arrives (a user's first
+    minutes: engines loading, the compiled copy built beside the typing); else once every
+    engine is loaded and compiled."""
     from pygls.lsp.client import LanguageClient
 
     client = LanguageClient("bench-typing", "1")
@@ -129,18 +137,14 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
         capabilities=types.ClientCapabilities(), root_uri=root.as_uri(),
         initialization_options={**options, "cacheDir": str(cache_dir)}))
     client.initialized(types.InitializedParams())
-    # Every engine a route names, not only the main one: a second engine loading while the
-    # keys are typed measures the load, not the typing.
-    while (s := _plain(await client.protocol.send_request_async(STATS, {})))[
-            "engine_state"] == "loading" or any(
-            r["state"] == "loading" for r in s.get("routes", {}).values()):
-        await asyncio.sleep(0.5)
-    if s["engine_state"] != "ready":
-        raise SystemExit(f"engine failed: {s['engine_error']}")
-    if await compiled_in_place(env or dict(os.environ)):  # the counters of the engine now
+    if from_start:
+        await _first_suggestion(client, scripts[0], language)
         s = _plain(await client.protocol.send_request_async(STATS, {}))
+    else:
+        s = await _steady(client, env)
     run = Run(name)
     before = s
+    began = time.perf_counter()
     ids = iter(range(1, 10**9))
     for script in scripts:
         editor = Editor(script.before, language, autoclose, script.unit)
@@ -205,6 +209,7 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
                 run.pause_log.append({
                     **({"corpus": script.corpus} if script.corpus else {}),
                     "file": script.rel, "version": version, "how": how,
+                    "at_s": round(time.perf_counter() - began, 1),
                     "gap_ms": round(key.gap_ms), "line": text[text.rfind("\n") + 1:],
                     "right": editor.right[:80], "suggestion": shown, "target": score.target,
                     "right_line": score.right_line, "right_start": score.right_start,
@@ -227,6 +232,47 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
     if trace_path.exists():
         run.trace = [json.loads(line) for line in trace_path.read_text().splitlines()]
     return run
+
+
+async def _steady(client: Any, env: dict[str, str] | None) -> dict[str, Any]:
+    """Wait for every engine a route names, not only the main one (a second engine
+    loading while the keys are typed measures the load, not the typing), and for the
+    compiled copy to take over; the stats then."""
+    while (s := _plain(await client.protocol.send_request_async(STATS, {})))[
+            "engine_state"] == "loading" or any(
+            r["state"] == "loading" for r in s.get("routes", {}).values()):
+        await asyncio.sleep(0.5)
+    if s["engine_state"] != "ready":
+        raise SystemExit(f"engine failed: {s['engine_error']}")
+    if await compiled_in_place(env or dict(os.environ)):  # the counters of the engine now
+        s = _plain(await client.protocol.send_request_async(STATS, {}))
+    return s
+
+
+async def _first_suggestion(client: Any, script: Script, language: str,
+                            limit_s: float = FIRST_SUGGESTION_S) -> None:
+    """Ask where the first script starts, as a user's editor does on opening it, until a
+    suggestion comes (the engine loads meanwhile); the document is closed again."""
+    uri = script.uri.rsplit("/", 1)[0] + "/lsp-copilot-first" + Path(script.uri).suffix
+    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+        uri, language, 1, script.before)))
+    line, col = utf16_position(script.before, len(script.before))
+    deadline = time.monotonic() + limit_s
+    try:
+        while time.monotonic() < deadline:
+            result = await client.protocol.send_request_async(
+                types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionParams(
+                    text_document=types.TextDocumentIdentifier(uri),
+                    position=types.Position(line, col),
+                    context=types.InlineCompletionContext(
+                        trigger_kind=types.InlineCompletionTriggerKind.Automatic)))
+            if result is not None and result.items:
+                return
+            await asyncio.sleep(0.5)
+        raise SystemExit(f"no suggestion within {limit_s:.0f} s of the start")
+    finally:
+        client.text_document_did_close(types.DidCloseTextDocumentParams(
+            types.TextDocumentIdentifier(uri)))
 
 
 async def _drain(stream: asyncio.StreamReader, path: Path) -> None:
@@ -279,6 +325,17 @@ def _waited_on(row: dict[str, Any]) -> str:
     return "debounce" if row.get("status") == "cancelled" else "answered"
 
 
+def _first_minutes(run: Run) -> dict[str, Any]:
+    """The pauses of the first ``FIRST_MINUTES_S`` of typing: in a ``--from-start`` run,
+    what a user meets while the engines load and compile."""
+    early = [p for p in run.pause_log if p["at_s"] < FIRST_MINUTES_S]
+    return {"seconds": FIRST_MINUTES_S, "pauses": len(early),
+            "pauses_with_whole_statement": share(sum(p["how"] == "whole" for p in early),
+                                                 len(early)),
+            "pauses_right_line": share(sum(bool(p["right_line"]) for p in early),
+                                       len(early))}
+
+
 def _summary(run: Run, scripts: list[Script], split: str | None,
              packages: list[str], language: str = "python",
              autoclose: bool = True) -> dict[str, Any]:
@@ -313,6 +370,7 @@ def _summary(run: Run, scripts: list[Script], split: str | None,
         "merged": s["merged"], "typed_through": s["typed_through"],
         "cache_hits": s["cache_hits"], "engine_aborted": s["engine_aborted"],
         "pause_breakdown": _pause_breakdown(run),
+        "first_minutes": _first_minutes(run),
         **({"corpora": {name: corpus_figures(
             [p for p in run.pause_log if p.get("corpus") == name],
             sum(len(x.keys) for x in scripts if x.corpus == name))
@@ -358,10 +416,12 @@ def split_scripts(corpus: Path, split: str, keystrokes: int, seed: int,
 def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
         model: str | None = None, seed: int = 1, split: str | None = None,
         settings: dict[str, Any] | None = None, language: str = "python",
-        autoclose: bool = True) -> list[dict[str, Any]]:
+        autoclose: bool = True, from_start: bool = False) -> list[dict[str, Any]]:
     """``settings``: editor settings for both configurations (``--settings``);
     ``language``: the files typed and the didOpen language id; ``autoclose``: the editor
-    pairs brackets and quotes (``autoclose``)."""
+    pairs brackets and quotes (``autoclose``); ``from_start``: the default configuration
+    typed from a cold start, as soon as the first suggestion comes, beside the default
+    at steady state (instead of the naive one beside the default)."""
     packages = [name for name, _ in split_corpora(corpus, split)] if split else []
     if split:  # a package with no function to type still gets its (empty) entry
         scripts = split_scripts(corpus, split, keystrokes, seed, language, autoclose)
@@ -375,11 +435,16 @@ def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
     chosen = {**(settings or {}), **({"model": model} if model else {})}
 
     async def both(env: dict[str, str]) -> list[Run]:
-        naive = await _replay("naive", {**NAIVE, **chosen}, scripts, root, cache_dir / "naive",
-                              env, language, autoclose)
+        if from_start:
+            first = await _replay("from-start", chosen, scripts, root,
+                                  cache_dir / "from-start", env, language, autoclose,
+                                  from_start=True)
+        else:
+            first = await _replay("naive", {**NAIVE, **chosen}, scripts, root,
+                                  cache_dir / "naive", env, language, autoclose)
         default = await _replay("default", chosen, scripts, root, cache_dir / "default", env,
                                 language, autoclose)
-        return [naive, default]
+        return [first, default]
 
     with private_runtime() as env:  # (both share its engines; none stays loaded after)
         runs = asyncio.run(both(env))

@@ -87,3 +87,57 @@ def test_late_pauses_say_what_their_request_waited_on() -> None:
     assert late["flight_ms_p50"] == 650.0
     assert late["flight_chars_p50"] == 70.0
     assert _pause_breakdown(run)["whole"]["by_wait"] == {"own_generation": 1}
+
+
+def test_the_first_minutes_are_reported_apart() -> None:
+    """`--from-start`: the pauses of the first three minutes of typing, whole and right,
+    beside the whole run's."""
+    from lsp_copilot_bench.typing_replay import FIRST_MINUTES_S, _first_minutes
+
+    run = Run("from-start")
+    run.pause_log = [
+        {"at_s": 10.0, "how": "whole", "right_line": True},
+        {"at_s": 60.0, "how": "empty", "right_line": False},
+        {"at_s": FIRST_MINUTES_S - 1, "how": "late", "right_line": False},
+        {"at_s": FIRST_MINUTES_S + 5, "how": "whole", "right_line": True},
+    ]
+    got = _first_minutes(run)
+    assert got["pauses"] == 3
+    assert got["pauses_with_whole_statement"] == round(1 / 3, 3)
+    assert got["pauses_right_line"] == round(1 / 3, 3)
+
+
+async def test_from_start_types_once_the_first_suggestion_came() -> None:
+    """It asks where the first script starts until an item comes, then closes that
+    document; nothing else is waited for."""
+    import asyncio
+
+    from lsprotocol import types
+
+    from lsp_copilot_bench.typing_replay import _first_suggestion
+    from lsp_copilot_bench.typing_scripts import Script
+
+    class Client:
+        def __init__(self) -> None:
+            self.asked = 0
+            self.opened: list[str] = []
+            self.closed: list[str] = []
+            self.protocol = self
+
+        def text_document_did_open(self, p: types.DidOpenTextDocumentParams) -> None:
+            self.opened.append(p.text_document.uri)
+
+        def text_document_did_close(self, p: types.DidCloseTextDocumentParams) -> None:
+            self.closed.append(p.text_document.uri)
+
+        async def send_request_async(self, method: str, params: object) -> object:
+            self.asked += 1
+            await asyncio.sleep(0)
+            items = [types.InlineCompletionItem("x")] if self.asked >= 3 else []
+            return types.InlineCompletionList(items=items)
+
+    client = Client()
+    script = Script("file:///w/pkg/mod.py", "import os\n", [])
+    await _first_suggestion(client, script, "python", limit_s=30)
+    assert client.asked == 3
+    assert client.opened == client.closed == ["file:///w/pkg/lsp-copilot-first.py"]
