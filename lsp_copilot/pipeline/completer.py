@@ -212,11 +212,11 @@ class Completer:
         if not settings.language_enabled(snapshot.language_id):
             self.telemetry.count("disabled_language")
             return no_suggestion("none", f"completions are off for {snapshot.language_id} "
-                                  "(`disabledLanguages`)")
+                                 "(`disabledLanguages`)")
         if snapshot.binary or snapshot.too_large:
             self.telemetry.count("rejected_input")
             return no_suggestion("none", "binary document" if snapshot.binary
-                                  else "larger than maxDocumentBytes")
+                                 else "larger than maxDocumentBytes")
         if snapshot.out_of_sync is not None:
             self.telemetry.count("out_of_sync")
             return no_suggestion("none", f"document out of sync: {snapshot.out_of_sync}")
