@@ -8,7 +8,7 @@
 local here = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h')
 local t = dofile(here .. '/support.lua')
 local log, check, sleep, wait_for, type_keys, ghost_text = t.log, t.check, t.sleep, t.wait_for, t.type_keys, t.ghost_text
-local server, ready_timeout = t.server, t.ready_timeout
+local server = t.server
 vim.cmd('filetype on')
 vim.o.swapfile = false
 vim.o.showmode = false
@@ -212,13 +212,7 @@ local function main()
     table.insert(notified, { method = method, params = params })
     return notify(self, method, params)
   end
-  local stats = wait_for('engine ready', ready_timeout, function()
-    local s = copilot.stats(5000)
-    if s and s.engine_state == 'failed' then
-      error('engine failed: ' .. tostring(s.engine_error))
-    end
-    return s and s.engine_state == 'ready' and s
-  end)
+  local stats = t.wait_ready(copilot)
   log('engine ready: %s', vim.inspect(stats.engine and stats.engine.model))
   -- (The progress' end may come a moment after the stats say ready.)
   check(pcall(wait_for, 'the statusline state', 30000, function()
