@@ -50,7 +50,7 @@ NAIVE = {"debounceMode": "off", "merge": False, "typingThrough": False, "cache":
          "prefetch": False}
 PAUSE_MS = 300
 FIRST_SUGGESTION_S = 900.0
-"""``--from-start`` gives up when no suggestion came this long after the server started."""
+"""``--from-start`` gives up when no engine could answer this long after the start."""
 FIRST_MINUTES_S = 180.0
 """``--from-start`` reports the pauses of the first this many seconds of typing apart."""
 
@@ -138,7 +138,7 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
         initialization_options={**options, "cacheDir": str(cache_dir)}))
     client.initialized(types.InitializedParams())
     if from_start:
-        await _first_suggestion(client, scripts[0], language)
+        await _first_suggestion(client)
         s = _plain(await client.protocol.send_request_async(STATS, {}))
     else:
         s = await _steady(client, env)
@@ -249,30 +249,20 @@ async def _steady(client: Any, env: dict[str, str] | None) -> dict[str, Any]:
     return s
 
 
-async def _first_suggestion(client: Any, script: Script, language: str,
-                            limit_s: float = FIRST_SUGGESTION_S) -> None:
-    """Ask where the first script starts, as a user's editor does on opening it, until a
-    suggestion comes (the engine loads meanwhile); the document is closed again."""
-    uri = script.uri.rsplit("/", 1)[0] + "/lsp-copilot-first" + Path(script.uri).suffix
-    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
-        uri, language, 1, script.before)))
-    line, col = utf16_position(script.before, len(script.before))
+async def _first_suggestion(client: Any, limit_s: float = FIRST_SUGGESTION_S) -> None:
+    """Until every engine a route names can answer (loaded eager: the compiled copy is
+    still to come), as a user starts typing once the editor shows suggestions. Asking
+    for one at a fixed place would not do: an empty answer there is cached, and asked
+    again it stays empty."""
     deadline = time.monotonic() + limit_s
-    try:
-        while time.monotonic() < deadline:
-            result = await client.protocol.send_request_async(
-                types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionParams(
-                    text_document=types.TextDocumentIdentifier(uri),
-                    position=types.Position(line, col),
-                    context=types.InlineCompletionContext(
-                        trigger_kind=types.InlineCompletionTriggerKind.Automatic)))
-            if result is not None and result.items:
-                return
-            await asyncio.sleep(0.5)
-        raise SystemExit(f"no suggestion within {limit_s:.0f} s of the start")
-    finally:
-        client.text_document_did_close(types.DidCloseTextDocumentParams(
-            types.TextDocumentIdentifier(uri)))
+    while (s := _plain(await client.protocol.send_request_async(STATS, {})))[
+            "engine_state"] == "loading" or any(
+            r["state"] == "loading" for r in s.get("routes", {}).values()):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"no engine ready within {limit_s:.0f} s of the start")
+        await asyncio.sleep(0.5)
+    if s["engine_state"] != "ready":
+        raise SystemExit(f"engine failed: {s['engine_error']}")
 
 
 async def _drain(stream: asyncio.StreamReader, path: Path) -> None:

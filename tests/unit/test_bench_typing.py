@@ -107,37 +107,25 @@ def test_the_first_minutes_are_reported_apart() -> None:
     assert got["pauses_right_line"] == round(1 / 3, 3)
 
 
-async def test_from_start_types_once_the_first_suggestion_came() -> None:
-    """It asks where the first script starts until an item comes, then closes that
-    document; nothing else is waited for."""
+async def test_from_start_types_once_the_engines_can_answer() -> None:
+    """It waits for every routed engine to be loaded (not for the compiled copy), as a
+    user starts typing once suggestions show."""
     import asyncio
 
-    from lsprotocol import types
-
     from lsp_copilot_bench.typing_replay import _first_suggestion
-    from lsp_copilot_bench.typing_scripts import Script
 
     class Client:
         def __init__(self) -> None:
             self.asked = 0
-            self.opened: list[str] = []
-            self.closed: list[str] = []
             self.protocol = self
-
-        def text_document_did_open(self, p: types.DidOpenTextDocumentParams) -> None:
-            self.opened.append(p.text_document.uri)
-
-        def text_document_did_close(self, p: types.DidCloseTextDocumentParams) -> None:
-            self.closed.append(p.text_document.uri)
 
         async def send_request_async(self, method: str, params: object) -> object:
             self.asked += 1
             await asyncio.sleep(0)
-            items = [types.InlineCompletionItem("x")] if self.asked >= 3 else []
-            return types.InlineCompletionList(items=items)
+            loading = self.asked < 3
+            return {"engine_state": "loading" if loading else "ready",
+                    "routes": {"typing": {"state": "loading" if self.asked < 4 else "ready"}}}
 
     client = Client()
-    script = Script("file:///w/pkg/mod.py", "import os\n", [])
-    await _first_suggestion(client, script, "python", limit_s=30)
-    assert client.asked == 3
-    assert client.opened == client.closed == ["file:///w/pkg/lsp-copilot-first.py"]
+    await _first_suggestion(client, limit_s=30)
+    assert client.asked == 4
