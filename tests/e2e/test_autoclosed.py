@@ -57,7 +57,8 @@ async def test_an_answer_that_writes_the_autoclosed_bracket_takes_it_over(
             result = await inline(engine_client, uri, line, char)
             if result is not None and result.items:
                 break
-        assert result is not None and result.items, f"no suggestion at {text.split(chr(10))[line]!r}"
+        typed = text.split("\n")[line]
+        assert result is not None and result.items, f"no suggestion at {typed!r}"
         for item in result.items:
             assert item.range is not None
             assert isinstance(item.insert_text, str)
