@@ -77,8 +77,10 @@ def utf16_offset(text: str, line: int, character: int) -> int:
     return end
 
 
-def in_string(line: str, quotes: str) -> bool:
-    """Whether the end of ``line`` is inside a string opened on it."""
+def _outside_strings(line: str, quotes: str) -> tuple[str, str]:
+    """The characters of ``line`` outside its strings, and the quote still open at its
+    end ("" when none)."""
+    code: list[str] = []
     open_quote = ""
     escaped = False
     for ch in line:
@@ -91,26 +93,22 @@ def in_string(line: str, quotes: str) -> bool:
                 open_quote = ""
         elif ch in quotes:
             open_quote = ch
-    return bool(open_quote)
+        else:
+            code.append(ch)
+    return "".join(code), open_quote
+
+
+def in_string(line: str, quotes: str) -> bool:
+    """Whether the end of ``line`` is inside a string opened on it."""
+    return bool(_outside_strings(line, quotes)[1])
 
 
 def unmatched_closers(line: str, quotes: str) -> int:
     """Closers of ``line`` that close nothing opened before them on it (outside strings)."""
     depth = 0
     unmatched = 0
-    open_quote = ""
-    escaped = False
-    for ch in line:
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif open_quote:
-            if ch == open_quote:
-                open_quote = ""
-        elif ch in quotes:
-            open_quote = ch
-        elif ch in OPENERS:
+    for ch in _outside_strings(line, quotes)[0]:
+        if ch in OPENERS:
             depth += 1
         elif ch in CLOSERS:
             if depth:
