@@ -38,6 +38,7 @@ from lsprotocol import types
 
 from lsp_copilot.server.protocol import STATS
 from lsp_copilot.telemetry import percentile
+from lsp_copilot_bench import ablation
 from lsp_copilot_bench.autoclose import Change, Editor, utf16_offset, utf16_position
 from lsp_copilot_bench.corpus import split_corpora
 from lsp_copilot_bench.languages import CORPORA
@@ -406,12 +407,14 @@ def split_scripts(corpus: Path, split: str, keystrokes: int, seed: int,
 def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
         model: str | None = None, seed: int = 1, split: str | None = None,
         settings: dict[str, Any] | None = None, language: str = "python",
-        autoclose: bool = True, from_start: bool = False) -> list[dict[str, Any]]:
+        autoclose: bool = True, from_start: bool = False,
+        ablate: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """``settings``: editor settings for both configurations (``--settings``);
     ``language``: the files typed and the didOpen language id; ``autoclose``: the editor
     pairs brackets and quotes (``autoclose``); ``from_start``: the default configuration
     typed from a cold start, as soon as the first suggestion comes, beside the default
-    at steady state (instead of the naive one beside the default)."""
+    at steady state (instead of the naive one beside the default); ``ablate``: the
+    default twice, then with each of these mechanisms off (``ablation``), instead."""
     packages = [name for name, _ in split_corpora(corpus, split)] if split else []
     if split:  # a package with no function to type still gets its (empty) entry
         scripts = split_scripts(corpus, split, keystrokes, seed, language, autoclose)
@@ -425,6 +428,10 @@ def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
     chosen = {**(settings or {}), **({"model": model} if model else {})}
 
     async def both(env: dict[str, str]) -> list[Run]:
+        if ablate:
+            return [await _replay(name, options, scripts, root, cache_dir / name, server_env,
+                                  language, autoclose)
+                    for name, options, server_env in ablation.configs(chosen, env, ablate)]
         if from_start:
             first = await _replay("from-start", chosen, scripts, root,
                                   cache_dir / "from-start", env, language, autoclose,

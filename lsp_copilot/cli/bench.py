@@ -105,19 +105,29 @@ def cmd_bench(args: argparse.Namespace) -> int:
     elif args.what == "typing":  # through the real protocol: spawns two servers
         import tempfile
 
+        from lsp_copilot_bench import ablation as bench_ablation
         from lsp_copilot_bench import typing_replay as bench_typing
+
+        try:
+            ablate = bench_ablation.names(args.ablate) if args.ablate else ()
+        except ValueError as exc:
+            raise SystemExit(f"error: {exc}") from None
+        if ablate and args.from_start:
+            raise SystemExit("error: --ablate and --from-start are two different runs")
 
         with tempfile.TemporaryDirectory(prefix="lsp-copilot-bench-") as tmp:
             result = bench_typing.run(args.corpus or bench.default_corpus(), args.keystrokes,
                                       args.out, Path(tmp), args.model, args.seed, args.split,
                                       settings, args.language, args.autoclose == "on",
-                                      args.from_start)
+                                      args.from_start, ablate)
         print(f"wrote {args.out / 'bench-typing.json'} and {args.out / 'bench-typing.png'}",
               file=sys.stderr)
         if not args.json:
             from lsp_copilot_bench.pauses import render
 
             print(render(result))
+            if ablate:
+                print("\n" + bench_ablation.render(result))
             return 0
     else:
         weights = None
@@ -179,6 +189,11 @@ def add_commands(sub: Subparsers) -> None:
                        help="typing: type from a cold start as soon as the first suggestion "
                        "comes (engines loading, the compiled copy built meanwhile), beside "
                        "the default at steady state, instead of the naive configuration")
+    bench.add_argument("--ablate", metavar="NAME[,NAME]",
+                       help="typing: the default twice (its noise), then with each of these "
+                       "mechanisms off, on the same keys: supersede, debounce, "
+                       "adaptive-debounce, typing-through, cache, merge, merge-window, "
+                       "continuation, deadline, prefetch, warm-up, or all")
     bench.add_argument("--autoclose", choices=["on", "off"], default="on",
                        help="typing: the editor pairs brackets and quotes as VS Code does "
                        "(off: every key is a plain insertion, as before)")

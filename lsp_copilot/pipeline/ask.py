@@ -75,7 +75,8 @@ class Ask:
     max_tokens: int
     trace: Trace
     spent: Spent
-    context_ms: float
+    context_ms: float  # the server's own work until the ask was built
+    debounced: bool = True  # a typing request waited for the next keystroke already
 
     @property
     def completion(self) -> CompletionSettings:

@@ -1,7 +1,9 @@
 """One completion request's path, shared by the server and `lsp-copilot complete`.
 
-snapshot -> checks -> typing-through -> context -> cache -> shared generation (merge/reuse)
--> debounce -> engine (streaming, early stop) -> post-processing -> safety.
+snapshot -> checks -> typing-through -> debounce -> context -> cache -> shared generation
+(merge/reuse) -> engine (streaming, early stop) -> post-processing -> safety. Where the
+document has a generation to join, the context comes before the debounce (joining needs
+the prompt) and the debounce only before a generation of the request's own.
 Cancellation is an exception: it propagates; an engine generation nobody waits for any
 more is aborted (``flights.py``).
 """
@@ -10,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import itertools
 import logging
 import time
 from collections.abc import Callable
@@ -29,13 +30,19 @@ from lsp_copilot.pipeline.alternatives import Alternatives, distinct
 from lsp_copilot.pipeline.ask import Ask, Outcome, Raw, Spent, Spot, no_suggestion
 from lsp_copilot.pipeline.completion_cache import CompletionCache, cache_key
 from lsp_copilot.pipeline.flights import BEFORE_END, Flights, Superseded, whole_cut
-from lsp_copilot.pipeline.prompt import cursor_at, prompt_for, prompt_ids
+from lsp_copilot.pipeline.prompt import (
+    RequestIds,
+    common_prefix,
+    cursor_at,
+    max_tokens_for,
+    prompt_for,
+    prompt_ids,
+)
 from lsp_copilot.pipeline.scheduling import Debouncer
 from lsp_copilot.pipeline.trace import Trace
 from lsp_copilot.pipeline.typing_through import TypingThrough
 from lsp_copilot.postprocess.brackets import covered
 from lsp_copilot.postprocess.checks import Candidate, PostProcessor, Target
-from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.postprocess.safety import SafetyChecker
 from lsp_copilot.postprocess.stop import continuation, stop_rule
 from lsp_copilot.privacy import Privacy
@@ -53,48 +60,10 @@ from lsp_copilot.telemetry import Telemetry
 log = logging.getLogger(__name__)
 
 
-class RequestIds:
-    """The ids of the requests sent to one set of engines: one counter for completions and
-    warm-ups alike (an engine refuses a second request under an id still in use). The
-    server's Completer owns it; Completers that share engines share it."""
-
-    def __init__(self) -> None:
-        self._next = itertools.count(1)
-
-    def new(self, kind: str = "") -> str:
-        """``lsp-copilot-7``; ``lsp-copilot-warm-8`` for ``kind="warm"``."""
-        number = next(self._next)
-        return f"lsp-copilot-{kind}-{number}" if kind else f"lsp-copilot-{number}"
-
-
 def _line_before(snapshot: Snapshot, offset: int) -> str:
     """The cursor's line up to ``offset``: a suggestion is checked for secrets with it."""
     start = snapshot.data.rfind(b"\n", 0, offset) + 1
     return snapshot.data[start:offset].decode("utf-8", "replace")
-
-
-def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    low, high = 0, n  # a[:low] == b[:low] and a[:high] != b[:high]
-    while high - low > 1:
-        mid = (low + high) // 2
-        if a[:mid] == b[:mid]:
-            low = mid
-        else:
-            high = mid
-    return low
-
-
-def _max_tokens(settings: CompletionSettings, mode: Mode, cursor: Cursor) -> int:
-    """A single line stops at its end; the larger limit lets a block header that would
-    stand alone get its body (see postprocess.stop_rule)."""
-    if mode != "single-line":
-        return settings.max_tokens_multi_line
-    if cursor.line_after.strip():
-        return settings.max_tokens_single_line
-    return max(settings.max_tokens_single_line, settings.max_tokens_multi_line)
 
 
 class Completer:
@@ -110,7 +79,11 @@ class Completer:
         routes: Routes | None = None,
         context_builder: Callable[..., Context] = build_context,
         request_ids: RequestIds | None = None,
+        continuation: bool = True,
     ) -> None:
+        """``continuation`` False: a typing generation stops at its answer (a
+        measurement's switch)."""
+        self.continuation = continuation
         self.routes = routes or Routes(engines)
         self.telemetry = telemetry
         self.settings = self._follow(settings)  # the groups a request reads, kept current
@@ -236,7 +209,14 @@ class Completer:
         if isinstance(spot, Outcome):
             return spot
         trace["mode"] = spot.mode
-        ask = self._ask(spot, trace, spent)
+        # Debounce first: a keystroke the next one cancels pays for no context. Where the
+        # document has a generation to join, joining needs the prompt, so the context
+        # comes first and the debounce only if the request asks the engine itself.
+        waits = spot.typing and not (spot.settings.completion.merge
+                                     and self.flights.joinable(snapshot.uri))
+        if waits:
+            await self._debounce(spot, trace, spent)
+        ask = self._ask(spot, trace, spent, debounced=waits or not spot.typing)
         if isinstance(ask, Outcome):
             return ask
         cache = self._cache() if ask.completion.cache else None
@@ -288,7 +268,21 @@ class Completer:
             return no_suggestion(mode, "no completion at this position")
         return Spot(snapshot, offset, explicit, prefetch, arm, settings, mode, cursor)
 
-    def _ask(self, spot: Spot, trace: Trace, spent: Spent) -> Ask | Outcome:
+    async def _debounce(self, spot: Spot, trace: Trace, spent: Spent) -> None:
+        """Wait for the user's next keystroke, which cancels this request here."""
+        settings = spot.settings.completion
+        delay = self.debouncer.delay_ms(
+            spot.snapshot.uri, settings.debounce_mode, settings.debounce_ms,
+            settings.debounce_max_ms, spot.cursor.line_before, spot.cursor.line_after,
+            noted=True)
+        trace["debounce_ms"] = round(delay, 1)
+        if delay > 0:
+            self.telemetry.count("debounced")
+            began = time.perf_counter()
+            await asyncio.sleep(delay / 1000)
+            spent.waited_ms += (time.perf_counter() - began) * 1000
+
+    def _ask(self, spot: Spot, trace: Trace, spent: Spent, debounced: bool) -> Ask | Outcome:
         """The engine that answers, the prompt for it and the checks its answer takes."""
         try:
             engine, route = self.routes.engine_for(
@@ -311,11 +305,11 @@ class Completer:
             secret=lambda text: self.redactor.holds_secret(
                 text, snapshot.uri, _line_before(snapshot, offset)), typing=not spot.explicit))
         settings = spot.settings.completion
-        max_tokens = _max_tokens(settings, spot.mode, cursor)
+        max_tokens = max_tokens_for(settings, spot.mode, cursor)
         key = cache_key(engine.info.model, template.name, spot.mode, max_tokens,
                         settings.temperature, context.prompt)
         return Ask(dataclasses.replace(spot, cursor=cursor), route, engine, template, context,
-                   post, key, max_tokens, trace, spent, spent.since_start_ms())
+                   post, key, max_tokens, trace, spent, spent.own_ms(), debounced)
 
     def _alternatives(self, ask: Ask, request: EngineRequest, uri: str | None,
                       pending: list[asyncio.Task[Any]]) -> Alternatives | None:
@@ -361,17 +355,9 @@ class Completer:
             self.telemetry.count("overloaded")
             return no_suggestion(spot.mode, "too many requests in flight; try again",
                                   ask.context)
-        began = time.perf_counter()
-        if spot.typing:
-            delay = self.debouncer.delay_ms(
-                ask.uri, settings.debounce_mode, settings.debounce_ms,
-                settings.debounce_max_ms, spot.cursor.line_before, spot.cursor.line_after,
-                noted=True)
-            trace["debounce_ms"] = round(delay, 1)
-            if delay > 0:
-                self.telemetry.count("debounced")
-                await asyncio.sleep(delay / 1000)  # a newer keystroke cancels us here
-        t_ids = time.perf_counter()
+        if not ask.debounced:  # (it waited on the generation it could not use)
+            await self._debounce(spot, trace, ask.spent)
+        began = t_ids = time.perf_counter()
         request = self._request(ask)
         encode_ms = (time.perf_counter() - t_ids) * 1000
         ask.spent.waited_ms -= encode_ms  # our own work (vLLM would tokenize here too)
@@ -384,7 +370,8 @@ class Completer:
                 settings, cache, trace, deadline=settings.deadline_ms if spot.typing else 0,
                 cut_whole=whole_cut(ask.post),
                 continues=continuation(spot.snapshot) if spot.mode == "single-line"
-                and not spot.explicit and not spot.cursor.line_after.strip() else None)
+                and not spot.explicit and not spot.cursor.line_after.strip()
+                and self.continuation else None)
         except Superseded as why:
             return no_suggestion(spot.mode, str(why), ask.context)
         ask.spent.waited_ms += (time.perf_counter() - began) * 1000
@@ -471,7 +458,7 @@ class Completer:
         if encoded is not None and encoded.escaped:
             self.telemetry.count("escaped_special_tokens", encoded.escaped)
         if encoded is not None and self.telemetry.tracing:  # what the last call lacked
-            ask.trace["new_tokens"] = len(encoded.ids) - _common_prefix(encoded.ids,
+            ask.trace["new_tokens"] = len(encoded.ids) - common_prefix(encoded.ids,
                                                                        self._last_ids)
             self._last_ids = encoded.ids
         spot = ask.spot

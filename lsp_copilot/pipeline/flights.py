@@ -178,6 +178,12 @@ class Flights:
             flight.aborted_for = CLOSED
             flight.task.cancel()
 
+    def joinable(self, uri: str) -> bool:
+        """The document has a generation a request may join (under way, or ended and
+        kept for ``mergeWindowMs``): whether it serves depends on the request's prompt."""
+        flight = self._by_uri.get(uri)
+        return flight is not None and flight.task is not None
+
     def asked_alike(self, uri: str, at_cursor: tuple[str, str]) -> bool:
         """The document's generation was asked with this very prompt: a fresh one would
         write the same (greedy), so it is no second chance."""

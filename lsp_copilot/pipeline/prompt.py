@@ -7,6 +7,7 @@ both build it the same way, so both call ``prompt_for`` (template, context) and
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ from lsp_copilot.postprocess.brackets import ABOVE_BYTES, open_above
 from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.privacy.redact import Redactor
 from lsp_copilot.prompts.templates import Template, template_for
+from lsp_copilot.settings.completion import CompletionSettings
 from lsp_copilot.settings.layers import RequestSettings
 
 SUFFIX_LINES = 4
@@ -116,3 +118,41 @@ def prompt_ids(engine: Engine, template: Template, context: Context) -> PromptId
         return None
     encoded = encoder.encode(context.pieces or (context.prompt,))
     return PromptIds(encoded.ids, encoder.stop_ids(template.stop), encoded.escaped)
+
+
+class RequestIds:
+    """The ids of the requests sent to one set of engines: one counter for completions and
+    warm-ups alike (an engine refuses a second request under an id still in use). The
+    server's Completer owns it; Completers that share engines share it."""
+
+    def __init__(self) -> None:
+        self._next = itertools.count(1)
+
+    def new(self, kind: str = "") -> str:
+        """``lsp-copilot-7``; ``lsp-copilot-warm-8`` for ``kind="warm"``."""
+        number = next(self._next)
+        return f"lsp-copilot-{kind}-{number}" if kind else f"lsp-copilot-{number}"
+
+
+def common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    low, high = 0, n  # a[:low] == b[:low] and a[:high] != b[:high]
+    while high - low > 1:
+        mid = (low + high) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def max_tokens_for(settings: CompletionSettings, mode: Mode, cursor: Cursor) -> int:
+    """A single line stops at its end; the larger limit lets a block header that would
+    stand alone get its body (see postprocess.stop_rule)."""
+    if mode != "single-line":
+        return settings.max_tokens_multi_line
+    if cursor.line_after.strip():
+        return settings.max_tokens_single_line
+    return max(settings.max_tokens_single_line, settings.max_tokens_multi_line)

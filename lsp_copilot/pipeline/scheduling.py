@@ -37,8 +37,10 @@ class Superseded(Exception):
 
 
 class Scheduler:
-    def __init__(self, telemetry: Telemetry) -> None:
+    def __init__(self, telemetry: Telemetry, supersede: bool = True) -> None:
+        """``supersede`` False: requests run side by side (a measurement's switch)."""
         self.telemetry = telemetry
+        self.supersede = supersede
         self._inflight: dict[str, asyncio.Future[Any]] = {}
 
     async def run(self, key: str, work: Callable[[], Awaitable[T]]) -> T:
@@ -48,7 +50,7 @@ class Scheduler:
         the caller itself was cancelled (``$/cancelRequest``).
         """
         previous = self._inflight.get(key)
-        if previous is not None and not previous.done():
+        if previous is not None and not previous.done() and self.supersede:
             previous.cancel()
             self.telemetry.count("superseded")
         task: asyncio.Task[T] = asyncio.ensure_future(work())

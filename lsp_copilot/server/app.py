@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 import traceback
 from collections.abc import Callable
@@ -28,6 +29,23 @@ from lsp_copilot.server.handlers import (
 from lsp_copilot.server.state import CopilotServer
 
 log = logging.getLogger(__name__)
+
+ABLATABLE = ("supersede", "continuation")
+"""Mechanisms without a setting that ``LSP_COPILOT_ABLATE`` (comma-separated) turns off:
+for `bench typing --ablate`, which measures what each mechanism pays for."""
+
+
+def ablated() -> frozenset[str]:
+    """The mechanisms ``LSP_COPILOT_ABLATE`` names (unknown names are said and ignored)."""
+    names = frozenset(n.strip() for n in os.environ.get("LSP_COPILOT_ABLATE", "").split(",")
+                      if n.strip())
+    if names - set(ABLATABLE):
+        log.warning("LSP_COPILOT_ABLATE: ignoring %s (known: %s)",
+                    ", ".join(sorted(names - set(ABLATABLE))), ", ".join(ABLATABLE))
+    if names & set(ABLATABLE):
+        log.warning("LSP_COPILOT_ABLATE: %s off (a measurement, not a setting)",
+                    ", ".join(sorted(names & set(ABLATABLE))))
+    return names & frozenset(ABLATABLE)
 
 
 def choose_encoding(capabilities: types.ClientCapabilities) -> Encoding:
@@ -105,7 +123,7 @@ def create_server(
     main_engine: EngineManager | None = None, logs: Logs | None = None
 ) -> CopilotServer:
     """Build the server and register every feature: the only place that does."""
-    server = CopilotServer(CopilotProtocol, main_engine, logs)
+    server = CopilotServer(CopilotProtocol, main_engine, logs, off=ablated())
     features: list[tuple[str, Callable[..., Any], Any]] = [
         (types.INITIALIZE, lifecycle.initialize, None),
         (types.INITIALIZED, lifecycle.initialized, None),

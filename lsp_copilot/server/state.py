@@ -53,7 +53,9 @@ class CopilotServer(LanguageServer):
     """Holds the state every handler reads; handlers hold none."""
 
     def __init__(self, protocol_cls: type[LanguageServerProtocol],
-                 main_engine: EngineManager | None = None, logs: Logs | None = None) -> None:
+                 main_engine: EngineManager | None = None, logs: Logs | None = None,
+                 off: frozenset[str] = frozenset()) -> None:
+        """``off``: mechanisms a measurement turned off (``app.ablated``)."""
         super().__init__(
             "lsp-copilot",
             __version__,
@@ -79,9 +81,9 @@ class CopilotServer(LanguageServer):
         self.engine_load: asyncio.Task[None] | None = None  # the engines' load under way
         self.completer = Completer(
             self.main_engine, self.telemetry, self.hub, lambda: self.cache,
-            routes=self.routes,
+            routes=self.routes, continuation="continuation" not in off,
         )
-        self.scheduler = Scheduler(self.telemetry)
+        self.scheduler = Scheduler(self.telemetry, supersede="supersede" not in off)
         # What the user was told once, so that it is not told on every keystroke:
         self.told_unparsed: set[str] = set()  # documents too large or binary to complete
         self.told_out_of_sync: set[str] = set()  # documents whose edits could not apply

@@ -552,3 +552,28 @@ async def test_fake_engine_request_joined_to_a_generation_its_document_closed_as
     for outcome in await asyncio.gather(first, second):
         assert outcome.text == "" and outcome.reason == "the document closed"
     assert len(engine.prompts) == 1
+
+
+async def test_fake_engine_a_keystroke_cancelled_in_its_debounce_built_no_context() -> None:
+    """Debounce first: the request the next keystroke cancels while it waits has paid
+    for no context (the context is built after the wait)."""
+    engine = FakeEngine(reply=" b)\n")
+    completer = await completer_for(engine, debounce_mode="fixed", debounce_ms=5000)
+    built: list[int] = []
+    build = completer.context_builder
+    completer.context_builder = lambda *a, **k: built.append(1) or build(*a, **k)
+    waiting = asyncio.Event()
+    delay_ms = completer.debouncer.delay_ms
+
+    def noted_delay(*args: object, **kwargs: object) -> float:
+        waiting.set()
+        return delay_ms(*args, **kwargs)  # type: ignore[arg-type]
+
+    completer.debouncer.delay_ms = noted_delay  # type: ignore[method-assign]
+    line = "def add(a, b):\n    total = f(a,"
+    task = asyncio.ensure_future(completer.complete(snap(line), len(line)))
+    await waiting.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert built == [] and engine.prompts == []
