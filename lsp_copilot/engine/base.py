@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -76,9 +77,11 @@ class EngineRequest:
     # (``token_choices``), where the engine can.
     token_choices: int = 0
 
-    def cut(self, text: str, finished: bool) -> tuple[int | None, str | None]:
+    def cut(self, text: str, finished: bool,
+            rule: Callable[[str], int | None] | None = None) -> tuple[int | None, str | None]:
         """Where to cut the text generated so far, and why ("stop" or "stop_at"), or
-        (None, None) to go on.
+        (None, None) to go on; ``rule`` decides instead of ``stop_at`` (a shared
+        generation's, which knows more than the request).
 
         Stop strings are matched here, not by the engine: vLLM holds back the last
         ``len(longest stop) - 1`` characters of a stream that has stop strings (12 for
@@ -87,10 +90,11 @@ class EngineRequest:
         hits = [i for s in self.stop if (i := text.find(s)) >= 0]
         if hits:
             return min(hits), "stop"
-        if self.stop_at is None:
+        rule = rule or self.stop_at
+        if rule is None:
             return None, None
         seen = text if finished else text[:_open_end(text, self.stop)]
-        cut = self.stop_at(seen)
+        cut = rule(seen)
         return (cut, "stop_at") if cut is not None else (None, None)
 
 
@@ -117,8 +121,32 @@ class EngineResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+Cut = Callable[[EngineResult], tuple[int | None, str | None]]
+"""Where to cut a generation after a step (its result so far), and why; (None, None): on."""
+
+
+async def until_cut(engine: Engine, request: EngineRequest, cut: Cut | None = None
+                   ) -> EngineResult:
+    """The one loop over an engine's steps: after each, the request's cut (or ``cut``)
+    decides; leaving the loop closes the stream, which aborts the engine's request."""
+    decide = cut or (lambda step: request.cut(step.text, step.finish_reason is not None))
+    result = EngineResult()
+    async with contextlib.aclosing(engine.stream(request)) as steps:
+        async for result in steps:
+            at, why = decide(result)
+            if at is not None:
+                finished = result.finish_reason is not None
+                result.text = result.text[:at]
+                result.stopped_early = not finished
+                result.finish_reason = why if why == "stop" else (result.finish_reason or why)
+                break
+    return result
+
+
 class Engine(Protocol):
-    """A model backend. ``generate`` raises ``CancelledError`` after aborting on cancel.
+    """A model backend: it streams, the caller cuts (``until_cut``). Leaving the stream
+    early (closing it, or a cancel) aborts the engine's request, as vLLM's
+    ``AsyncLLM.generate`` does.
 
     ``encoder`` and ``busy_seconds`` are abilities some backends have; their defaults here
     say "not this one", and a backend that subclasses the protocol inherits them.
@@ -130,7 +158,14 @@ class Engine(Protocol):
     """The model's tokenizer, when this side has it: prompts then go as token ids (control
     tokens unsplit, user text never parsed for them). None: prompts go as text."""
 
-    async def generate(self, request: EngineRequest) -> EngineResult: ...
+    def stream(self, request: EngineRequest) -> AsyncGenerator[EngineResult, None]:
+        """The generation step by step: each step is the result so far (all the text,
+        the counts), ``finish_reason`` set on the last; never cut here."""
+        ...
+
+    async def generate(self, request: EngineRequest) -> EngineResult:
+        """The answer, cut by the request's stop rules (the one loop: ``until_cut``)."""
+        return await until_cut(self, request)
 
     async def abort(self, request_id: str) -> None: ...
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass, replace
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from lsp_copilot.engine.base import (
@@ -77,50 +78,67 @@ class SupervisedEngine(Engine):
         self.counter: TokenCounter = inner.counter
         self.encoder: PromptEncoder | None = inner.encoder
 
-    async def generate(self, request: EngineRequest) -> EngineResult:
+    async def stream(self, request: EngineRequest) -> AsyncGenerator[EngineResult, None]:
+        """The inner engine's steps, each one raced against the deadline and the engine
+        going down; the step under way when either comes is abandoned."""
         if self._down.done():
             raise EngineDown(self._down.result())
-        deadline = self._guard.deadline_s()
-        inner_stop = request.stop_at
-        guard = self._guard
-
-        def stop_at(text: str) -> int | None:
-            guard.progress()  # text streams: a slow health check is not a stuck engine
-            return inner_stop(text) if inner_stop is not None else None
-
-        task = asyncio.ensure_future(self._inner.generate(replace(request, stop_at=stop_at)))
+        guard, loop = self._guard, asyncio.get_running_loop()
+        deadline = loop.time() + guard.deadline_s()
+        steps = self._inner.stream(request)
+        step: asyncio.Future[EngineResult] | None = None
         try:
-            waits: set[asyncio.Future[Any]] = {task, self._down}
-            await asyncio.wait(waits, timeout=deadline,
+            while True:
+                step = asyncio.ensure_future(anext(steps))
+                await self._race(step, deadline - loop.time())
+                try:
+                    result = step.result()
+                except StopAsyncIteration:
+                    guard.outcome(True)
+                    return
+                except asyncio.CancelledError:
+                    guard.outcome(None)
+                    raise
+                except Exception:
+                    guard.outcome(False)
+                    guard.suspect()  # maybe the engine died under us: check it now
+                    raise
+                step = None
+                guard.progress()  # text streams: a slow health check is not a stuck engine
+                yield result
+        except GeneratorExit:  # the caller cut the answer: the engine did its part
+            guard.outcome(True)
+            raise
+        finally:
+            if step is None or step.done():  # (never while a step of it is under way)
+                await steps.aclose()
+
+    async def _race(self, step: asyncio.Future[EngineResult], timeout: float) -> None:
+        """Return once ``step`` is done; raise when the engine went down or the deadline
+        passed first, or when the caller cancelled (the step is then aborted)."""
+        guard = self._guard
+        try:
+            waits: set[asyncio.Future[Any]] = {step, self._down}
+            await asyncio.wait(waits, timeout=max(0.0, timeout),
                                return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             # The client moved on: abort the engine request, but never hang on it.
             guard.outcome(None)
-            task.cancel()
-            await asyncio.wait({task}, timeout=ABORT_WAIT_S)
-            if not task.done():
-                _abandon(task)
+            step.cancel()
+            await asyncio.wait({step}, timeout=ABORT_WAIT_S)
+            if not step.done():
+                _abandon(step)
             raise
-        if task.done():
-            try:
-                result = task.result()
-            except asyncio.CancelledError:
-                guard.outcome(None)
-                raise
-            except Exception:
-                guard.outcome(False)
-                guard.suspect()  # maybe the engine died under us: check it now
-                raise
-            guard.outcome(True)
-            return result
-        _abandon(task)
+        if step.done():
+            return
+        _abandon(step)
         guard.outcome(False)
         if self._down.done():
             guard.count("engine_interrupted")
             raise EngineDown(self._down.result())
         guard.count("engine_deadline_exceeded")
         guard.suspect()
-        raise EngineDeadline(f"no answer from the engine within {deadline:g} s")
+        raise EngineDeadline(f"no answer from the engine within {guard.deadline_s():g} s")
 
     async def abort(self, request_id: str) -> None:
         with contextlib.suppress(Exception):

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from lsp_copilot.engine import defaults
@@ -234,11 +234,7 @@ class VllmEngine(Engine):
         engine.lower_priority(settings.engine_niceness)
         return engine
 
-    async def generate(self, request: EngineRequest,
-                       watch: Callable[[str, EngineResult], None] | None = None,
-                       ) -> EngineResult:
-        """``watch`` sees the text and counts after every step (the shared engine streams
-        them to the server that asked)."""
+    async def stream(self, request: EngineRequest) -> AsyncGenerator[EngineResult, None]:
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
@@ -252,7 +248,6 @@ class VllmEngine(Engine):
         )
         result = EngineResult()
         started = time.perf_counter()
-        text = ""
         prompt: dict[str, Any] = (  # vLLM's TokensPrompt or TextPrompt
             {"prompt_token_ids": list(request.prompt_token_ids)}
             if request.prompt_token_ids else {"prompt": request.prompt})
@@ -270,20 +265,12 @@ class VllmEngine(Engine):
                     if request.token_choices and completion.logprobs:
                         result.token_choices += tuple(map(_likeliest, completion.logprobs))
                     result.generated_tokens += len(completion.token_ids)
-                    text += completion.text
+                    result.text += completion.text
                     if completion.finish_reason:
                         result.finish_reason = completion.finish_reason
-                if watch is not None:
-                    watch(text, result)
-                cut, why = request.cut(text, out.finished)
-                if cut is not None:
-                    text = text[:cut]
-                    result.stopped_early = not out.finished
-                    result.finish_reason = why if why == "stop" else (
-                        result.finish_reason or why)
-                    break
-        result.text = text
-        return result
+                if out.finished and result.finish_reason is None:
+                    result.finish_reason = "stop"
+                yield result
 
     async def abort(self, request_id: str) -> None:
         await self._llm.abort(request_id)

@@ -101,6 +101,7 @@ class Raw:
     text: str
     source: str  # cache | merged | engine
     truncated: bool = False
+    ruled: bool = False  # the stream stopped where this request's stop rule said
     checked: Candidate | None = None
     alternatives: Alternatives | None = None
 

@@ -29,7 +29,7 @@ from lsp_copilot.language.trigger import Mode, completion_mode, room_for_block
 from lsp_copilot.pipeline.alternatives import Alternatives, distinct
 from lsp_copilot.pipeline.ask import Ask, Outcome, Raw, Spent, Spot, no_suggestion
 from lsp_copilot.pipeline.completion_cache import CompletionCache, cache_key
-from lsp_copilot.pipeline.flights import BEFORE_END, Flights, Superseded, whole_cut
+from lsp_copilot.pipeline.flights import Flights, Superseded, whole_cut
 from lsp_copilot.pipeline.prompt import (
     RequestIds,
     common_prefix,
@@ -377,21 +377,19 @@ class Completer:
         ask.spent.waited_ms += (time.perf_counter() - began) * 1000
         if result is None:
             return no_suggestion(spot.mode, "engine error", ask.context)
-        if result.extra.get(BEFORE_END):
-            trace["before_end"] = True  # the counts below come with the end
-        else:
-            trace.update({"prompt_tokens": result.prompt_tokens,
-                          "uncached": result.prompt_tokens - result.cached_prompt_tokens,
-                          "generated_tokens": result.generated_tokens,
-                          "first_token_ms": result.first_token_ms and round(
-                              result.first_token_ms, 1)})
+        trace.update({"prompt_tokens": result.prompt_tokens,
+                      "uncached": result.prompt_tokens - result.cached_prompt_tokens,
+                      "generated_tokens": result.generated_tokens,
+                      "first_token_ms": result.first_token_ms and round(
+                          result.first_token_ms, 1)})
         return Raw(result.text, "engine", result.finish_reason == "length",
-                   alternatives=alts)
+                   ruled=result.finish_reason == "stop_at", alternatives=alts)
 
     async def _finish(self, ask: Ask, got: Raw) -> Outcome:
         """The answer through the checks, the alternatives beside it, the outcome."""
         spot, post = ask.spot, ask.post
-        first = got.checked if got.checked is not None else post.run(got.text, got.truncated)
+        first = got.checked if got.checked is not None else post.run(
+            got.text, got.truncated, ruled=got.ruled)
         self._count_checks(first, spot.prefetch)
         if got.text and not first.text:  # why nothing shows (never the text: the user's code)
             log.debug("no suggestion at %s v%d: the %s check left nothing of %d characters%s",

@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 
 from lsp_copilot.context.result import Context
 from lsp_copilot.engine.base import (
+    Cut,
     Engine,
     EngineDeadline,
     EngineRequest,
     EngineResult,
     EngineUnavailable,
+    until_cut,
 )
 from lsp_copilot.language.trigger import Mode
 from lsp_copilot.pipeline.completion_cache import CompletionCache
@@ -33,8 +35,6 @@ from lsp_copilot.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
-BEFORE_END = "before_end"
-"""``EngineResult.extra`` key: the answer of a generation still writing the next line."""
 Continuation = Callable[[str, int], int | None]
 """Where a generation that answered up to a newline (its index) stops, or None."""
 JOIN_AHEAD_CHARS = 1
@@ -71,6 +71,7 @@ class Flight:
     answer: str | None = None  # its answer, once whole (set only when it ``continues``)
     answered: asyncio.Event = field(default_factory=asyncio.Event)
     aborted_for: str = ""  # why another request or the document aborted it
+    step: EngineResult | None = None  # the engine's latest step (its counts so far)
 
     def publish(self, text: str) -> None:
         if self.first_text_ms is None and text:
@@ -329,7 +330,9 @@ class Flights:
                         continues=continues)
         inner_stop = request.stop_at
 
-        def stop_at(text: str) -> int | None:
+        def rule(text: str) -> int | None:
+            """The request's stop rule, and what the flight adds: the text shared with
+            the requests that joined, the deadline, the next line after the answer."""
             flight.publish(text)
             if flight.answer is not None and continues is not None:
                 return continues(text, len(flight.answer))
@@ -337,24 +340,30 @@ class Flights:
             if cut is None and deadline and flight.elapsed_ms() >= deadline:
                 cut = cut_whole(text)  # the user is waiting: show what is whole
                 flight.cut_by_deadline = cut is not None
-            if cut is None or continues is None or flight.cut_by_deadline or (
+            ended = flight.step is not None and flight.step.finish_reason is not None
+            if cut is None or continues is None or flight.cut_by_deadline or ended or (
                     text[cut:cut + 1] != "\n"):
                 return cut
             flight.answer = text[:cut]
             flight.answered.set()
             return continues(text, cut)
 
-        request = EngineRequest(**{**request.__dict__, "stop_at": stop_at})
+        def cut(step: EngineResult) -> tuple[int | None, str | None]:
+            flight.step = step
+            at, why = request.cut(step.text, step.finish_reason is not None, rule)
+            return at, "deadline" if flight.cut_by_deadline and why == "stop_at" else why
+
         trace["engine_busy"] = self._generating  # generations this one shares the engine with
         flight.task = asyncio.ensure_future(self.generate(
-            engine, request, cache, key, lambda: not flight.cut_by_deadline))
+            engine, request, cache, key, lambda: not flight.cut_by_deadline, cut))
         self._by_uri[uri] = flight
         self._attach(flight)
         try:
             await flight.answer_or_end()
-            if flight.answer is not None and not flight.done:  # (its counts come at the end)
-                return EngineResult(text=flight.answer, stopped_early=True,
-                                    extra={BEFORE_END: True})
+            if flight.answer is not None and not flight.done:  # it goes on to the next line
+                trace["before_end"] = True  # (with the counts so far)
+                return dataclasses.replace(flight.step or EngineResult(), text=flight.answer,
+                                           stopped_early=True)
             result = await asyncio.shield(flight.task)
             if flight.answer is not None:
                 result = dataclasses.replace(result, text=flight.answer)
@@ -383,13 +392,14 @@ class Flights:
 
     async def generate(
         self, engine: Engine, request: EngineRequest, cache: CompletionCache | None = None,
-        key: str = "", cacheable: Callable[[], bool] = lambda: True,
+        key: str = "", cacheable: Callable[[], bool] = lambda: True, cut: Cut | None = None,
     ) -> EngineResult:
-        """One engine call, counted; its answer cached under ``key`` (with a ``cache``)."""
+        """One engine call, counted; its answer cached under ``key`` (with a ``cache``);
+        ``cut``: where to cut it after each step (else the request's stop rules)."""
         self.telemetry.count("engine_requests")
         self._generating += 1
         try:
-            result = await engine.generate(request)
+            result = await until_cut(engine, request, cut)
         except asyncio.CancelledError:
             self.telemetry.count("engine_aborted")
             raise

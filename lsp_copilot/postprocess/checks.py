@@ -31,6 +31,7 @@ class Candidate:
 
     text: str
     truncated: bool = False  # the generation ended at its token limit
+    ruled: bool = False  # the stream was cut where this request's stop rule said
     dropped_by: str = ""  # the check that left nothing of it ("" while something is left)
     reason: str | None = None  # why it was dropped, for the editor (when a check says)
     warned: tuple[Finding, ...] = ()  # safety findings shown with a warning
@@ -75,9 +76,11 @@ class PostProcessor:
         closers and quotes: as many bytes)."""
         return covered(text, self.target.cursor, self.rules)
 
-    def run(self, raw: str, truncated: bool = False, until: str = "") -> Candidate:
-        """``raw`` through the checks in order (up to and with ``until``, when given)."""
-        candidate = Candidate(raw, truncated)
+    def run(self, raw: str, truncated: bool = False, until: str = "", ruled: bool = False
+            ) -> Candidate:
+        """``raw`` through the checks in order (up to and with ``until``, when given);
+        ``ruled``: the stream already stopped where the stop rule said (it runs once)."""
+        candidate = Candidate(raw, truncated, ruled)
         for name, check in CHECKS:
             if not candidate.text:
                 break
@@ -91,7 +94,7 @@ class PostProcessor:
 
 def _text(p: PostProcessor, c: Candidate) -> Candidate:
     return replace(c, text=clean_text(c.text, p.target.mode, p.target.cursor, p.rules,
-                                      c.truncated))
+                                      c.truncated, c.ruled))
 
 
 def _whole(p: PostProcessor, c: Candidate) -> Candidate:

@@ -1,9 +1,10 @@
 """The rules that turn raw model text into what the editor should insert: those that read
 the text, and those that read the document with the answer in it.
 
-The rules run twice: while streaming (``stop.stop_rule``, so that generation stops as soon
-as the answer is complete, freeing the engine; only cheap text rules) and once on the final
-text, in the ordered checks of ``checks.py``: the stop rules again, text cleanup
+The stop rules run while streaming (``stop.stop_rule``, so that generation stops as soon
+as the answer is complete, freeing the engine; only cheap text rules), and on the final
+text only where the stream was not cut by them (text from another cursor's generation,
+the cache, an answer that ran to its end); then the ordered checks of ``checks.py``: text cleanup
 (``cleanup``), a line cut where the model loops, its brackets closed (``loops``),
 brackets and quotes (``brackets``), a statement spread over lines put on one where it
 fits and so a docstring of one line of text (``one_line``), a copy of the line's typed
@@ -35,13 +36,15 @@ from lsp_copilot.postprocess.whole import WholeChecker
 
 
 def clean_text(text: str, mode: Mode, cursor: Cursor, rules: LanguageConfig,
-               truncated: bool = False) -> str:
+               truncated: bool = False, ruled: bool = False) -> str:
     """The rules that read only the text and the lines around the cursor; "" when nothing
-    is left. ``truncated``: the generation ended at its token limit."""
+    is left. ``truncated``: the generation ended at its token limit; ``ruled``: the
+    stream was cut where the stop rule said (text of another cursor's generation, the
+    cache or an uncut end still takes it here)."""
     if mode == "none":
         return ""
     text = cleanup.drop_invisible(text)
-    cut = stop.stop_rule(mode, cursor)(text + "\n")
+    cut = None if ruled else stop.stop_rule(mode, cursor)(text + "\n")
     if cut is not None:
         text = text[:cut]
     text = stop.skip_leading_blank_lines(text, cursor)

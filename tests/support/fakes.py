@@ -4,8 +4,7 @@ fail or hang on command, and the parts of vLLM the embedded engine touches."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from lsp_copilot.engine.base import Engine, EngineInfo, EngineRequest, EngineResult
@@ -37,37 +36,40 @@ class FakeEngine(Engine):
         self.aborted = 0
         self.aborts = asyncio.Event()  # set at each abort
         self.sent = ""  # the text streamed so far by the latest generation
-        self.progress = asyncio.Event()  # set whenever ``sent`` grows
+        self.seen = ""  # what its caller has taken of it
+        self.progress = asyncio.Event()  # set whenever ``seen`` grows
 
     async def streamed(self, chars: int) -> None:
-        """Wait until the latest generation has streamed at least ``chars`` characters."""
-        while len(self.sent) < chars:
+        """Wait until the caller of the latest generation has seen at least ``chars``
+        characters of it."""
+        while len(self.seen) < chars:
             self.progress.clear()
             await self.progress.wait()
 
-    async def generate(self, request: EngineRequest) -> EngineResult:
+    async def stream(self, request: EngineRequest) -> AsyncGenerator[EngineResult, None]:
         if self.down:
             raise RuntimeError("503 Service Unavailable")
         self.requests.append(request)
         self.prompts.append(request.prompt)
         self.started.set()
-        text = self.sent = ""
+        self.sent = self.seen = ""
         try:
             if self.delay_s:
                 await asyncio.sleep(self.delay_s)
             for i in range(0, len(self.reply), 2):
                 await asyncio.sleep(self.step_s)
                 text = self.sent = self.reply[: i + 2]
-                self.progress.set()
-                if request.stop_at is not None:
-                    cut = request.stop_at(text)
-                    if cut is not None:
-                        return EngineResult(text=text[:cut], stopped_early=True)
-        except asyncio.CancelledError:
+                done = i + 2 >= len(self.reply)
+                try:
+                    yield EngineResult(text=text, generated_tokens=len(text),
+                                       finish_reason="stop" if done else None)
+                finally:  # the caller has seen this step (and cut it, or asks for more)
+                    self.seen = text
+                    self.progress.set()
+        except asyncio.CancelledError:  # (a cut closes the stream: not an abort here)
             self.aborted += 1
             self.aborts.set()
             raise
-        return EngineResult(text=text)
 
     async def abort(self, request_id: str) -> None:
         pass
@@ -85,22 +87,6 @@ class FakeEngine(Engine):
         pass
 
 
-class StreamingFake(FakeEngine):
-    """FakeEngine that shows each step to the host's ``watch`` (as VllmEngine does)."""
-
-    async def generate(self, request: EngineRequest,  # type: ignore[override]
-                       watch: Callable[[str, EngineResult], None] | None = None,
-                       ) -> EngineResult:
-        inner = request.stop_at
-
-        def seen(text: str) -> int | None:
-            if watch is not None:
-                watch(text, EngineResult(generated_tokens=len(text)))
-            return inner(text) if inner is not None else None
-
-        return await super().generate(replace(request, stop_at=seen))
-
-
 class SeededEngine(FakeEngine):
     """Replies by seed (None: the first, greedy request; a seed not given repeats it);
     records whether the greedy one had streamed text when each request came."""
@@ -112,26 +98,23 @@ class SeededEngine(FakeEngine):
         self._greedy = ""
         self.three_started = asyncio.Event()  # the first request and two alternatives
 
-    async def generate(self, request: EngineRequest) -> EngineResult:
+    async def stream(self, request: EngineRequest) -> AsyncGenerator[EngineResult, None]:
         self.requests.append(request)
         self.greedy_text_when.append(self._greedy)
         if len(self.requests) == 3:
             self.three_started.set()
         reply = self.replies.get(request.seed, self.replies[None])
-        text = ""
         try:
             for i in range(0, len(reply), 2):
                 await asyncio.sleep(self.step_s)
                 text = reply[: i + 2]
                 if request.seed is None:
                     self._greedy = text
-                cut = request.stop_at(text) if request.stop_at else None
-                if cut is not None:
-                    return EngineResult(text=text[:cut], stopped_early=True)
+                yield EngineResult(text=text, finish_reason="stop" if i + 2 >= len(reply)
+                                   else None)
         except asyncio.CancelledError:
             self.aborted += 1
             raise
-        return EngineResult(text=text)
 
 
 class BranchingEngine(FakeEngine):
@@ -144,14 +127,16 @@ class BranchingEngine(FakeEngine):
         self.answers = answers
         self.choices = choices  # what a listing request answers
 
-    async def generate(self, request: EngineRequest) -> EngineResult:
+    async def stream(self, request: EngineRequest) -> AsyncGenerator[EngineResult, None]:
         self.requests.append(request)
         head = request.prompt[len(self.requests[0].prompt):]
         reply = self.answers[head]
         await asyncio.sleep(0)
         if request.token_choices:
-            return EngineResult(text=reply[:4], token_choices=self.choices)
-        return EngineResult(text=reply)
+            yield EngineResult(text=reply[:4], token_choices=self.choices,
+                               finish_reason="length")
+        else:
+            yield EngineResult(text=reply, finish_reason="stop")
 
 
 class EncodingEngine(Engine):
@@ -163,9 +148,10 @@ class EncodingEngine(Engine):
         self.encoder = encoder
         self.requests: list[Any] = []
 
-    async def generate(self, request: Any) -> Any:
+    async def stream(self, request: Any) -> AsyncGenerator[EngineResult, None]:
         self.requests.append(request)
-        return EngineResult(text="1\n", prompt_tokens=len(request.prompt_token_ids or ()))
+        yield EngineResult(text="1\n", prompt_tokens=len(request.prompt_token_ids or ()),
+                           finish_reason="stop")
 
     async def abort(self, request_id: str) -> None:
         pass
@@ -192,7 +178,7 @@ class FlakyEngine(Engine):
         self.cancelled = 0
         self.generating = asyncio.Event()  # set once a call is in flight
 
-    async def generate(self, request: EngineRequest) -> EngineResult:
+    async def stream(self, request: EngineRequest) -> AsyncGenerator[EngineResult, None]:
         self.generating.set()
         try:
             if self.stuck:
@@ -201,7 +187,7 @@ class FlakyEngine(Engine):
         except asyncio.CancelledError:
             self.cancelled += 1
             raise
-        return EngineResult(text="never")
+        yield EngineResult(text="never", finish_reason="stop")
 
     async def abort(self, request_id: str) -> None:
         pass

@@ -23,7 +23,7 @@ from lsp_copilot.engine.shared import handoff
 from lsp_copilot.engine.shared import host as host_mod
 from lsp_copilot.engine.shared.runtime import EnginePlace, private_dir
 from lsp_copilot.settings.core import Settings
-from tests.support.fakes import StreamingFake as FakeEngine
+from tests.support.fakes import FakeEngine
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = """

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import stat
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import pytest
@@ -64,9 +65,9 @@ class _ByPromptEngine(FakeEngine):
     """Answers a prompt that ends with the user's ``a +`` with `` b``; others with a
     fragment that nothing can be shown of."""
 
-    async def generate(self, request: EngineRequest) -> EngineResult:
+    def stream(self, request: EngineRequest) -> AsyncGenerator[EngineResult, None]:
         self.reply = " b\n" if request.prompt.rstrip().endswith("a +") else " a + b.\n"
-        return await super().generate(request)
+        return super().stream(request)
 
 
 async def test_fake_engine_a_joined_generation_with_nothing_usable_asks_afresh() -> None:

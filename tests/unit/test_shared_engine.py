@@ -29,14 +29,14 @@ from lsp_copilot.engine.shared.runtime import (
 )
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.tokens import TokenCounters
-from tests.support.fakes import FakeEngine, StreamingFake
+from tests.support.fakes import FakeEngine
 
 
 @pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[tuple[EngineHost, StreamingFake, EnginePlace]]:
+async def served(tmp_path: Path) -> AsyncIterator[tuple[EngineHost, FakeEngine, EnginePlace]]:
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"lc-unit-{os.getpid()}-{id(tmp_path)}"
     place = EnginePlace(private_dir(folder), "fake-0123456789")
-    engine = StreamingFake(reply="return a + b\n\nmore", step_s=0.02)
+    engine = FakeEngine(reply="return a + b\n\nmore", step_s=0.02)
     host = EngineHost(place, Settings().engine_setup, "fake", 1.0, lambda s, r: engine)
     server = await asyncio.start_unix_server(host.handle, sock=bind(place))
     await host.load()

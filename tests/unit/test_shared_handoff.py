@@ -27,7 +27,7 @@ from lsp_copilot.models.presets import default_preset, typing_preset
 from lsp_copilot.settings.core import Settings, parse_settings
 from lsp_copilot.settings.engine import EngineSettings
 from lsp_copilot.tokens import TokenCounters
-from tests.support.fakes import StreamingFake as FakeEngine
+from tests.support.fakes import FakeEngine
 from tests.support.poll import until
 
 

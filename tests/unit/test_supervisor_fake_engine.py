@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncGenerator
 from dataclasses import replace
 
 import pytest
@@ -197,17 +198,16 @@ async def test_fake_engine_slow_health_check_while_streaming_is_not_restarted() 
     manager, notices = _manager(factory, clock)
     assert (await manager.start(SETTINGS.engine_setup)).ok
 
-    async def streaming(request: EngineRequest) -> EngineResult:
+    async def streaming(request: EngineRequest) -> AsyncGenerator[EngineResult, None]:
         for _ in range(60):  # 0.6 s of steady output, three health-check timeouts long
             await asyncio.sleep(0.01)
-            assert request.stop_at is not None
-            request.stop_at("x")
-        return EngineResult(text="x")
+            yield EngineResult(text="x")
+        yield EngineResult(text="x", finish_reason="stop")
 
     async def overloaded() -> None:
         await asyncio.Event().wait()  # the round trip waits behind busy engine steps
 
-    engine.generate = streaming  # type: ignore[method-assign]
+    engine.stream = streaming  # type: ignore[method-assign]
     engine.check_health = overloaded  # type: ignore[method-assign]
     manager._monitor.cancel()  # type: ignore[union-attr]  # re-arm with the patched probe
     manager._arm(engine)

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -122,50 +122,57 @@ class RemoteEngine(Engine):
             body["priority"] = request.priority
         return body
 
-    async def generate(self, request: EngineRequest) -> EngineResult:
-        """Stream one completion; on cancel the stream is closed (vLLM then aborts)."""
+    async def stream(self, request: EngineRequest) -> AsyncGenerator[EngineResult, None]:
+        """Stream one completion; leaving early (or a cancel) closes the stream, and vLLM
+        aborts. Attempts are retried while no token has come."""
         task = asyncio.current_task()
         if task is not None:
             self._tasks[request.request_id] = task
         try:
-            return await self._generate(request)
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            deadline = started + self.config.total_timeout_s
+            attempt = 0
+            while True:
+                try:
+                    async for step in self._attempt(request, started, deadline):
+                        yield step
+                    return
+                except PriorityRejected:
+                    self._send_priority = False
+                    continue
+                except RemoteRetryable as exc:
+                    attempt += 1
+                    await self._before_retry(exc, attempt, deadline)
         except RemoteError:
             self._counters["remote_errors"] += 1
             raise
         finally:
             self._tasks.pop(request.request_id, None)
 
-    async def _generate(self, request: EngineRequest) -> EngineResult:
+    async def _before_retry(self, exc: RemoteRetryable, attempt: int, deadline: float
+                            ) -> None:
+        """Wait before attempt ``attempt + 1``, or raise when none is left."""
         loop = asyncio.get_running_loop()
-        started = loop.time()
-        deadline = started + self.config.total_timeout_s
-        attempt = 0
-        while True:
-            try:
-                return await self._attempt(request, started, deadline)
-            except PriorityRejected:
-                self._send_priority = False
-                continue
-            except RemoteRetryable as exc:
-                if attempt >= self.config.retries:
-                    raise RemoteError(f"{exc} (after {attempt + 1} attempts)") from None
-                delay = self.config.backoff_s * (2 ** attempt) * random.uniform(0.5, 1.0)
-                if exc.retry_after is not None:
-                    delay = max(delay, exc.retry_after)
-                delay = min(delay, MAX_BACKOFF_S)
-                if loop.time() + delay >= deadline:
-                    raise RemoteError(f"{exc}; no time left to retry within remoteTimeoutMs "
-                                      f"({self.config.total_timeout_s * 1000:.0f} ms)") from None
-                attempt += 1
-                self._counters["remote_retries"] += 1
-                log.info("remote attempt %d failed (%s); retrying in %.0f ms", attempt, exc,
-                         delay * 1000)
-                await self._sleep(delay)
+        if attempt > self.config.retries:
+            raise RemoteError(f"{exc} (after {attempt} attempts)") from None
+        delay = self.config.backoff_s * (2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+        if exc.retry_after is not None:
+            delay = max(delay, exc.retry_after)
+        delay = min(delay, MAX_BACKOFF_S)
+        if loop.time() + delay >= deadline:
+            raise RemoteError(f"{exc}; no time left to retry within remoteTimeoutMs "
+                              f"({self.config.total_timeout_s * 1000:.0f} ms)") from None
+        self._counters["remote_retries"] += 1
+        log.info("remote attempt %d failed (%s); retrying in %.0f ms", attempt, exc,
+                 delay * 1000)
+        await self._sleep(delay)
 
     async def _attempt(
         self, request: EngineRequest, started: float, deadline: float
-    ) -> EngineResult:
-        """One HTTP request. Raises RemoteRetryable only while no token has arrived."""
+    ) -> AsyncGenerator[EngineResult, None]:
+        """One HTTP request. Raises RemoteRetryable only while no token has arrived (and
+        so before any step)."""
         loop = asyncio.get_running_loop()
         client = self._async_client()
         first_deadline = min(deadline, loop.time() + self.config.first_token_timeout_s)
@@ -181,16 +188,16 @@ class RemoteEngine(Engine):
             raise RemoteRetryable(transport.connect_message(exc, self.config)) from None
         except (httpx.TransportError, asyncio.TimeoutError) as exc:
             raise self._before_token(exc) from None
-        stream = _Stream(request, started, loop.time)
-        # Closing the response (also on cancel) drops the connection: vLLM aborts.
+        stream = _Stream(started, loop.time)
+        # Closing the response (also on cancel, or when the caller cuts) drops the
+        # connection: vLLM aborts.
         try:
             if response.status_code != 200:
                 raise await self._refusal(response, body, first_deadline)
-            await self._read(response, stream, deadline, first_deadline)
+            async for step in self._read(response, stream, deadline, first_deadline):
+                yield step
         finally:
             await response.aclose()
-        stream.result.text = stream.text
-        return stream.result
 
     async def _refusal(self, response: httpx.Response, body: dict[str, Any],
                        first_deadline: float) -> RemoteError:
@@ -210,10 +217,9 @@ class RemoteEngine(Engine):
         return RemoteError(message)
 
     async def _read(self, response: httpx.Response, stream: _Stream, deadline: float,
-                    first_deadline: float) -> None:
-        """Read the event stream into ``stream`` until [DONE], its finish, or the
-        request's cut; the first token has its own deadline, a break before it is
-        retryable."""
+                    first_deadline: float) -> AsyncGenerator[EngineResult, None]:
+        """The event stream's steps until [DONE] or its finish; the first token has its
+        own deadline, a break before it is retryable."""
         lines = transport.bounded_lines(response.aiter_bytes())
         while True:
             try:
@@ -229,10 +235,13 @@ class RemoteEngine(Engine):
             except (httpx.TransportError, asyncio.TimeoutError) as exc:
                 raise self._broken(exc, stream.got_token) from None
             if transport.is_done(line):
+                if stream.result.finish_reason is None:
+                    stream.result.finish_reason = "stop"
+                    yield stream.result
                 return
             chunk = transport.parse_event(line)
             if chunk is not None and stream.take(chunk):
-                return
+                yield stream.result
 
     def _broken(self, exc: BaseException, got_token: bool) -> RemoteError:
         """A failed stream's error: retryable only while no token has arrived."""
@@ -306,20 +315,17 @@ class RemoteEngine(Engine):
 
 
 class _Stream:
-    """What one attempt's stream has brought so far: the text, the counts, whether a
-    token came (a failure after one is not retried)."""
+    """What one attempt's stream has brought so far: the result (its text, the counts),
+    whether a token came (a failure after one is not retried)."""
 
-    def __init__(self, request: EngineRequest, started: float,
-                 clock: Callable[[], float]) -> None:
-        self.request = request
+    def __init__(self, started: float, clock: Callable[[], float]) -> None:
         self.started = started
         self.clock = clock
         self.result = EngineResult()
-        self.text = ""
         self.got_token = False
 
     def take(self, chunk: dict[str, Any]) -> bool:
-        """Add one event's chunk; True when the request's cut ends the answer here."""
+        """Add one event's chunk; True when it is a step (text or the finish came)."""
         error = chunk.get("error")
         if error:
             why = error.get("message") if isinstance(error, dict) else error
@@ -333,18 +339,10 @@ class _Stream:
             if delta and not self.got_token:
                 self.got_token = True
                 result.first_token_ms = (self.clock() - self.started) * 1000
-            self.text += delta
+            result.text += delta
             if choice.get("finish_reason"):
                 result.finish_reason = str(choice["finish_reason"])
-        if "choices" not in chunk:
-            return False
-        cut, why = self.request.cut(self.text, result.finish_reason is not None)
-        if cut is None:
-            return False
-        self.text = self.text[:cut]
-        result.stopped_early = result.finish_reason is None
-        result.finish_reason = why if why == "stop" else (result.finish_reason or why)
-        return True
+        return "choices" in chunk and (self.got_token or result.finish_reason is not None)
 
 
 def _count_usage(result: EngineResult, usage: dict[str, Any]) -> None:

@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
@@ -301,40 +302,34 @@ class SharedEngine(Engine):
         writer.write(wire.encode(message))
         return queue
 
-    async def generate(self, request: EngineRequest) -> EngineResult:
+    async def stream(self, request: EngineRequest) -> AsyncGenerator[EngineResult, None]:
+        """The host's steps as they come; leaving early sends ``abort``."""
         rid = request.request_id
         queue = await self._ask(wire.request_message(request))
         choices: tuple[Any, ...] = ()
+        done = False
         try:
             while True:
                 message = await queue.get()
                 op = message["op"]
                 if op == "text":
                     choices += wire.choices_in(message.get("choices") or [])
-                    text = str(message.get("text", ""))
-                    cut, why = request.cut(text, False)
-                    if cut is not None:  # ours to decide: stop the engine, answer now
-                        self._send({"op": "abort", "id": rid})
-                        result = wire.result_from(message, choices)
-                        result.text, result.stopped_early = text[:cut], True
-                        result.finish_reason = why
-                        return result
+                    yield wire.result_from(message, choices)
                 elif op == "done":
+                    done = True
                     result = wire.result_from(message, choices)
-                    cut, why = request.cut(result.text, True)
-                    if cut is not None:
-                        result.text = result.text[:cut]
-                        result.finish_reason = why if why == "stop" else (
-                            result.finish_reason or why)
-                    return result
+                    result.finish_reason = result.finish_reason or "stop"
+                    yield result
+                    return
                 elif op == "error":
+                    done = True
                     raise EngineUnavailable(str(message.get("message")))
                 elif op == "closed":
+                    done = True
                     raise EngineDown(str(message.get("message")))
-        except asyncio.CancelledError:
-            self._send({"op": "abort", "id": rid})
-            raise
         finally:
+            if not done:  # cut here, or cancelled: the engine stops
+                self._send({"op": "abort", "id": rid})
             self._pending.pop(rid, None)
             self._move_if_idle()
 

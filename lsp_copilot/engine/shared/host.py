@@ -250,15 +250,12 @@ class EngineHost:
                         request: EngineRequest) -> None:
         assert self.engine is not None
         sent = 0
-
-        def watch(text: str, result: EngineResult) -> None:
-            nonlocal sent
-            new, sent = result.token_choices[sent:], len(result.token_choices)
-            _send(writer, wire.progress_message(rid, text, result, new))
-
-        generate: Any = self.engine.generate
-        try:
-            result = await generate(request, watch=watch)
+        result = EngineResult()
+        try:  # every step goes to the server, which cuts (and then sends abort)
+            async with contextlib.aclosing(self.engine.stream(request)) as steps:
+                async for result in steps:
+                    new, sent = result.token_choices[sent:], len(result.token_choices)
+                    _send(writer, wire.progress_message(rid, result.text, result, new))
             _send(writer, wire.result_message(rid, result) | {"stats": self.engine.stats()})
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
