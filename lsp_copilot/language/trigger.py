@@ -71,8 +71,9 @@ def room_for_block(data: bytes, line_end: int, level: int) -> bool:
     return True
 
 
-def completion_mode(snapshot: Parsed, offset: int) -> Mode:
-    """Pick the mode from the line around ``offset`` (a byte offset into ``snapshot.data``)."""
+def completion_mode(snapshot: Parsed, offset: int, explicit: bool = False) -> Mode:
+    """Pick the mode from the line around ``offset`` (a byte offset into ``snapshot.data``);
+    ``explicit``: the user asked, on an empty line with room it gets what the block wants."""
     data = snapshot.data
     line_start = data.rfind(b"\n", 0, offset) + 1
     line_end = data.find(b"\n", offset)
@@ -93,6 +94,8 @@ def completion_mode(snapshot: Parsed, offset: int) -> Mode:
     if prev and prev[-1].rstrip().endswith(BLOCK_OPENERS) and room_for_block(
             data, line_end, _indent(prev[-1])):
         return "multi-line"
+    if explicit and room_for_block(data, line_end, max(0, len(before) - 1)):
+        return "multi-line"  # asked for on an empty line with room: the block it starts
     # An empty line elsewhere: one line. A multi-line answer costs seconds on a CPU and
     # mostly lands after the user has moved on (measured with `bench typing`).
     return "single-line"

@@ -25,7 +25,8 @@ from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.engine.base import EngineRequest, EngineResult, EngineUnavailable
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.routes import Routes, route_kind
-from lsp_copilot.language.trigger import Mode, completion_mode, room_for_block
+from lsp_copilot.language.folders import language_config
+from lsp_copilot.language.trigger import Mode, completion_mode
 from lsp_copilot.pipeline.alternatives import Alternatives, distinct
 from lsp_copilot.pipeline.ask import Ask, Outcome, Raw, Spent, Spot, no_suggestion
 from lsp_copilot.pipeline.completion_cache import CompletionCache, cache_key
@@ -33,7 +34,7 @@ from lsp_copilot.pipeline.flights import Flights, Superseded, whole_cut
 from lsp_copilot.pipeline.prompt import (
     RequestIds,
     common_prefix,
-    cursor_at,
+    cursor_with,
     max_tokens_for,
     prompt_for,
     prompt_ids,
@@ -58,12 +59,6 @@ from lsp_copilot.settings.privacy import PrivacySettings
 from lsp_copilot.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
-
-
-def _line_before(snapshot: Snapshot, offset: int) -> str:
-    """The cursor's line up to ``offset``: a suggestion is checked for secrets with it."""
-    start = snapshot.data.rfind(b"\n", 0, offset) + 1
-    return snapshot.data[start:offset].decode("utf-8", "replace")
 
 
 class Completer:
@@ -239,20 +234,16 @@ class Completer:
         """The arm, the mode and the cursor; no suggestion here at all (a refusal, no
         mode), or the rest of the suggestion on screen (typing-through)."""
         arm, settings = self.settings_for(snapshot, offset)
+        refused = self._refusal(snapshot, settings.general)
+        if refused is not None:
+            return refused
         if not prefetch and not explicit:
             # Every request is a keystroke for the debounce, also those that typing-through,
             # the cache or a shared generation answer (else the next looks like a pause).
             self.debouncer.note(snapshot.uri)
-        refused = self._refusal(snapshot, settings.general)
-        if refused is not None:
-            return refused
-        mode = completion_mode(snapshot, offset)
-        cursor = cursor_at(snapshot, offset)
-        if explicit and mode == "single-line" and not (
-                cursor.line_before.strip() or cursor.line_after.strip()) and room_for_block(
-                snapshot.data, offset + len(cursor.line_after.encode("utf-8")),
-                max(0, len(cursor.line_before) - 1)):
-            mode = "multi-line"  # asked on an empty line with room: what the block wants
+        rules = language_config(snapshot.grammar)  # (looked up once per request)
+        mode = completion_mode(snapshot, offset, explicit)
+        cursor = cursor_with(snapshot, offset, rules)
         if settings.completion.typing_through and not prefetch and not explicit:
             # The rest of the suggestion on screen stays on offer, also where a new one
             # would not be asked for (after a word of it accepted inside a string).
@@ -303,7 +294,8 @@ class Completer:
         post = PostProcessor(Target(
             spot.mode, cursor, snapshot, offset, self.safety, spot.settings.privacy.safety,
             secret=lambda text: self.redactor.holds_secret(
-                text, snapshot.uri, _line_before(snapshot, offset)), typing=not spot.explicit))
+                text, snapshot.uri, cursor.line_before), typing=not spot.explicit,
+            rules=cursor.rules))
         settings = spot.settings.completion
         max_tokens = max_tokens_for(settings, spot.mode, cursor)
         key = cache_key(engine.info.model, template.name, spot.mode, max_tokens,
@@ -336,8 +328,9 @@ class Completer:
         ask.spent.waited_ms += (time.perf_counter() - began) * 1000  # waiting on the engine
         if got is None:
             return None
+        alike = self.flights.asked_alike(ask.uri, ask.context.at_cursor())
         checked = ask.post.run(got)
-        if not checked.text and not self.flights.asked_alike(ask.uri, ask.context.at_cursor()):
+        if not checked.text and not alike:
             # What the shared generation wrote is no answer here (a fragment, a loop it
             # ended in): the user is still waiting, so ask the engine afresh with what was
             # typed since.

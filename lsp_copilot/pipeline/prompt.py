@@ -18,7 +18,7 @@ from lsp_copilot.context.result import Context
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.engine.base import Engine
 from lsp_copilot.engine.routes import MAIN
-from lsp_copilot.language.folders import language_config
+from lsp_copilot.language.folders import LanguageConfig, language_config
 from lsp_copilot.language.trigger import Mode
 from lsp_copilot.postprocess.brackets import ABOVE_BYTES, open_above
 from lsp_copilot.postprocess.cursor_text import Cursor
@@ -47,7 +47,13 @@ def line_width(data: bytes, offset: int = 0) -> int:
 
 
 def cursor_at(snapshot: Snapshot, offset: int) -> Cursor:
-    """The text around ``offset`` that post-processing needs.
+    """``cursor_with`` the snapshot's language rules."""
+    return cursor_with(snapshot, offset, language_config(snapshot.grammar))
+
+
+def cursor_with(snapshot: Snapshot, offset: int, rules: LanguageConfig) -> Cursor:
+    """The text around ``offset`` that post-processing needs, read with ``rules`` (the
+    request looked them up once).
 
     When the cursor follows whitespace, the prompt ends one character earlier (recorded
     as ``prompt_dropped_indent``): BPE models carry a word's leading space in its token
@@ -65,7 +71,7 @@ def cursor_at(snapshot: Snapshot, offset: int) -> Cursor:
         nxt = data.find(b"\n", following + 1)
         following = len(data) if nxt < 0 else nxt
     before = data[start:offset].decode("utf-8", "replace")
-    rules = language_config(snapshot.grammar)
+    width = line_width(data, offset)
     # (At most ABOVE_BYTES: a minified file's one line must not be read on every key.)
     above_text = data[max(0, start - ABOVE_BYTES):start].decode("utf-8", "replace")
     return Cursor(
@@ -75,7 +81,7 @@ def cursor_at(snapshot: Snapshot, offset: int) -> Cursor:
         suffix_lines=data[end + 1:following].decode("utf-8", "replace"),
         prompt_dropped_indent=before[-1:] if before[-1:] in (" ", "\t") else "",
         rules=rules,
-        line_width=line_width(data, offset),
+        line_width=width,
         open_above=open_above(above_text, rules),
     )
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from lsp_copilot.documents.store import Snapshot
-from lsp_copilot.language.folders import language_config
+from lsp_copilot.language.folders import LanguageConfig, language_config
 from lsp_copilot.language.trigger import Mode
 from lsp_copilot.postprocess.brackets import covered
 from lsp_copilot.postprocess.cursor_text import Cursor
@@ -58,6 +58,7 @@ class Target:
     # A typing pause, not an explicit request: a block header may come without the body
     # the model is still writing (``whole.header_alone``); the user asked for the body.
     typing: bool = False
+    rules: LanguageConfig | None = None  # the snapshot's language rules, when looked up
 
 
 class PostProcessor:
@@ -66,9 +67,10 @@ class PostProcessor:
     def __init__(self, target: Target) -> None:
         self.target = target
         snapshot = target.snapshot
-        self.rules = language_config(snapshot.grammar if snapshot is not None else None)
+        self.rules = target.rules or language_config(
+            snapshot.grammar if snapshot is not None else None)
         self.whole = (WholeChecker(snapshot, target.offset, Insertion(
-            snapshot, target.offset, self.covered), typing=target.typing)
+            snapshot, target.offset, self.covered), typing=target.typing, rules=self.rules)
                       if snapshot is not None and target.offset is not None else None)
 
     def covered(self, text: str) -> int:

@@ -123,15 +123,15 @@ class WholeChecker:
     each text inserted and parsed once by ``insertion``, which other checks share)."""
 
     def __init__(self, snapshot: Snapshot, offset: int,
-                 insertion: Insertion | None = None, typing: bool = False) -> None:
+                 insertion: Insertion, typing: bool, rules: LanguageConfig) -> None:
         self.snapshot = snapshot
         self.offset = offset
         self.typing = typing  # a typing pause, not an explicit request (``header_alone``)
-        self.insertion = insertion or Insertion(snapshot, offset)
+        self.insertion = insertion
         self._baseline: int | None = None
         self._baseline_error_starts: set[int] = set()
         self._baseline_below: set[int] = set()  # starts after the cursor line, in ``data``
-        self._rules = language_config(snapshot.grammar)
+        self._rules = rules
         self._blocks = self._rules.blocks
         data = snapshot.data
         self.line_start = data.rfind(b"\n", 0, offset) + 1
@@ -367,9 +367,15 @@ def first_line_is_whole(snapshot: Snapshot, offset: int, text: str) -> bool:
     rules = language_config(snapshot.grammar)
     if rules.comment and head.strip().startswith(rules.comment):
         return False
-    checker = WholeChecker(snapshot, offset)
+    checker = WholeChecker(snapshot, offset, Insertion(snapshot, offset), False, rules)
     if checker.is_whole(lead + head):
         return True  # a statement, or a header whose body the file already has
     if not opens_block(typed + head):
         return False
     return checker.is_whole(lead + head + _placeholder_body(typed or head, rules))
+
+
+def whole_checker(snapshot: Snapshot, offset: int, typing: bool = False) -> WholeChecker:
+    """A ``WholeChecker`` with its own insertion and the snapshot's language rules."""
+    return WholeChecker(snapshot, offset, Insertion(snapshot, offset), typing,
+                        language_config(snapshot.grammar))

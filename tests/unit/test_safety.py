@@ -18,7 +18,7 @@ from lsp_copilot.postprocess.safety import (
     scan_file,
     scan_text,
 )
-from lsp_copilot.postprocess.whole import WholeChecker
+from lsp_copilot.postprocess.whole import whole_checker
 from lsp_copilot.settings.core import Settings, parse_settings
 from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot_bench import safety as bench_safety
@@ -72,7 +72,7 @@ def _at(text: str, language_id: str = "python") -> tuple[Snapshot, int]:
 
 
 def _review(snap: Snapshot, off: int, text: str, level: str) -> Review:
-    return SafetyChecker().review(WholeChecker(snap, off), text, level)
+    return SafetyChecker().review(whole_checker(snap, off), text, level)
 
 
 FUNC = "import os\n\n\ndef clean(cmd):\n    |\n"

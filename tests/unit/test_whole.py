@@ -10,7 +10,7 @@ from lsp_copilot.language.trigger import completion_mode
 from lsp_copilot.pipeline.prompt import cursor_at
 from lsp_copilot.postprocess.checks import PostProcessor, Target, finalize
 from lsp_copilot.postprocess.stop import stop_rule
-from lsp_copilot.postprocess.whole import WholeChecker, first_line_is_whole
+from lsp_copilot.postprocess.whole import first_line_is_whole, whole_checker
 
 
 def _at(text: str, language_id: str = "python") -> tuple[Snapshot, int]:
@@ -102,7 +102,7 @@ def test_a_file_broken_elsewhere_does_not_block_a_whole_line() -> None:
 
 def test_checker_counts_errors_against_the_line_before_it_was_typed() -> None:
     snap, off = _at("def f(x):\n    y = fo|\n    return y\n")
-    checker = WholeChecker(snap, off)
+    checker = whole_checker(snap, off)
     assert checker.is_whole("o(x)")
     assert not checker.is_whole("o(x")
     verdict = checker.check("o(x")
@@ -133,7 +133,7 @@ def test_first_line_measure_of_a_comment_and_of_the_next_line() -> None:
 
 def test_without_a_grammar_nothing_is_held_back() -> None:
     snap, off = _at("some text |\n", "plaintext")
-    assert WholeChecker(snap, off).check("more (") is None
+    assert whole_checker(snap, off).check("more (") is None
 
 
 def test_a_broken_region_the_answer_creates_is_not_hidden_by_one_it_removes() -> None:
@@ -141,7 +141,7 @@ def test_a_broken_region_the_answer_creates_is_not_hidden_by_one_it_removes() ->
     # a stray quote trades the missing name for an unterminated string: same count.
     doc = "from a import (\n    |\n)\nx = 1\n"
     snap, off = _at(doc)
-    checker = WholeChecker(snap, off)
+    checker = whole_checker(snap, off)
     assert not checker.is_whole('Entry",')
     assert checker.is_whole("Entry,")
 
@@ -152,7 +152,7 @@ BODY_BELOW = "def f(items):\n    total = 0\n    |\n        total += x\n    retur
 
 def test_over_an_existing_body_only_a_header_fits() -> None:
     snap, off = _at(BODY_BELOW)
-    checker = WholeChecker(snap, off)
+    checker = whole_checker(snap, off)
     assert checker.is_whole("for x in items:")
     for plain in ("total = 1", "print(items)", "x = 5\n    y = 6"):
         verdict = checker.check(plain)
@@ -174,7 +174,7 @@ def test_a_missing_header_is_not_forgiven_because_the_baseline_was_broken() -> N
     # With the line emptied the orphan `except` is already an error: an answer that adds
     # no second one used to pass.
     snap, off = _at("def f():\n    |\n        x = g()\n    except E:\n        pass\n")
-    checker = WholeChecker(snap, off)
+    checker = whole_checker(snap, off)
     assert checker.baseline_errors() > 0
     assert checker.is_whole("try:")
     assert not checker.is_whole("x = 1")
@@ -182,14 +182,14 @@ def test_a_missing_header_is_not_forgiven_because_the_baseline_was_broken() -> N
 
 def test_an_open_bracket_above_or_a_broken_line_below_is_not_the_answer_s() -> None:
     snap, off = _at("def f(a):\n    x = g(a,\n          |\n\ndef h():\n    pass\n")
-    checker = WholeChecker(snap, off)
+    checker = whole_checker(snap, off)
     assert checker.is_whole("b)") and checker.is_whole("b,")
     snap, off = _at("def f(a):\n    y = 2\n    |\n\ndef h(:\n    pass\n")
-    assert WholeChecker(snap, off).is_whole("return y")
+    assert whole_checker(snap, off).is_whole("return y")
 
 
 def test_braces_a_finished_statement_over_a_deeper_line_does_not_fit() -> None:
     snap, off = _at("function f(a) {\n  |\n    g(a);\n  }\n}\n", "javascript")
-    checker = WholeChecker(snap, off)
+    checker = whole_checker(snap, off)
     assert not checker.is_whole("let x = 1;")
     assert checker.is_whole("if (a) {")

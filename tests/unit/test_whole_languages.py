@@ -13,7 +13,7 @@ import pytest
 
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.language.folders import language_config
-from lsp_copilot.postprocess.whole import WholeChecker, body_closer, opens_for
+from lsp_copilot.postprocess.whole import body_closer, opens_for, whole_checker
 
 
 def _at(text: str, language_id: str) -> tuple[Snapshot, int]:
@@ -68,7 +68,7 @@ CASES = [
 def test_over_a_waiting_body_only_its_header_fits(language: str, doc: str, header: str,
                                                    wrong: list[str]) -> None:
     snap, off = _at(doc, language)
-    checker = WholeChecker(snap, off)
+    checker = whole_checker(snap, off)
     assert checker.is_whole(header)
     for text in wrong:
         verdict = checker.check(text)
@@ -78,7 +78,7 @@ def test_over_a_waiting_body_only_its_header_fits(language: str, doc: str, heade
 def test_a_header_typed_in_part_is_completed_not_replaced() -> None:
     snap, off = _at("function f(res) {\n  const n = 1;\n  if |\n    g();\n  }\n}\n",
                     "javascript")
-    checker = WholeChecker(snap, off)
+    checker = whole_checker(snap, off)
     assert checker.is_whole("(!res.headersSent) {")
     assert not checker.is_whole("(!res.headersSent) g();")
 
@@ -96,13 +96,13 @@ def test_a_header_typed_in_part_is_completed_not_replaced() -> None:
 ])
 def test_what_else_may_stand_over_deeper_lines(language: str, doc: str, text: str) -> None:
     snap, off = _at(doc, language)
-    assert WholeChecker(snap, off).is_whole(text)
+    assert whole_checker(snap, off).is_whole(text)
 
 
 def test_a_closer_the_line_does_not_open_does_not_fit() -> None:
     snap, off = _at("function f(a, b) {\n  const n = 1;\n  |\n    a,\n    b,\n  );\n}\n",
                     "javascript")
-    assert not WholeChecker(snap, off).is_whole("if (a) {")
+    assert not whole_checker(snap, off).is_whole("if (a) {")
 
 
 def test_body_closer_reads_the_lines_below() -> None:
@@ -122,7 +122,7 @@ def test_ruby_headers_need_no_opener() -> None:
     """`end` closes a block whose header ends with no opener (``if x``): the language's
     ``compound_header`` says which lines are headers."""
     snap, off = _at("def f(x)\n  y = 1\n  |\n    puts x\n  end\nend\n", "ruby")
-    checker = WholeChecker(snap, off)
+    checker = whole_checker(snap, off)
     assert checker.is_whole("if x > 1")
     assert not checker.is_whole("puts y")
 
@@ -130,16 +130,16 @@ def test_ruby_headers_need_no_opener() -> None:
 def test_an_explicit_request_is_not_answered_with_a_comment_alone() -> None:
     doc = "function f(a) {\n  const n = 1;\n  |\n  return n;\n}\n"
     snap, off = _at(doc, "javascript")
-    assert not WholeChecker(snap, off).is_whole("// add one")
-    assert WholeChecker(snap, off).is_whole("// add one\n  const m = n + 1;")
+    assert not whole_checker(snap, off).is_whole("// add one")
+    assert whole_checker(snap, off).is_whole("// add one\n  const m = n + 1;")
     # At a typing pause a comment may be what the user is about to write.
-    assert WholeChecker(snap, off, typing=True).is_whole("// add one")
+    assert whole_checker(snap, off, typing=True).is_whole("// add one")
     # The user is writing the comment: the answer goes on with it.
     snap, off = _at("function f(a) {\n  // add |\n  return a;\n}\n", "javascript")
-    assert WholeChecker(snap, off).is_whole("one to it")
+    assert whole_checker(snap, off).is_whole("one to it")
     snap, off = _at("def f(a):\n    n = 1\n    |\n    return n\n", "python")
-    assert not WholeChecker(snap, off).is_whole("# add one")
-    assert WholeChecker(snap, off).is_whole("n += 1  # add one")
+    assert not whole_checker(snap, off).is_whole("# add one")
+    assert whole_checker(snap, off).is_whole("n += 1  # add one")
 
 
 
@@ -149,8 +149,8 @@ def test_after_typed_code_a_comment_ends_the_line() -> None:
     doc = ("class A {\n    static final int[] T = {\n        LOWER+31,   /* 76 v */\n"
            "        LOWER+32,   |\n        LOWER+33,   /* 78 x */\n    };\n}\n")
     snap, off = _at(doc, "java")
-    assert WholeChecker(snap, off).is_whole("/* 77 w */")
+    assert whole_checker(snap, off).is_whole("/* 77 w */")
     # Nothing typed but the indentation: code was asked for, as before.
     doc = "class A {\n    int f(int n) {\n        |\n        return n;\n    }\n}\n"
     snap, off = _at(doc, "java")
-    assert not WholeChecker(snap, off).is_whole("// add one")
+    assert not whole_checker(snap, off).is_whole("// add one")
