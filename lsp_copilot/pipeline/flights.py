@@ -111,6 +111,36 @@ class Flight:
         finally:  # also when our request is cancelled: a pending waiter would leak
             waiter.cancel()
 
+    def cutter(self, request: EngineRequest, deadline: int,
+               cut_whole: Callable[[str], int | None]) -> Cut:
+        """Where the engine's steps are cut: the request's stop rule, and what the flight
+        adds (the text shared with the requests that joined, the deadline, the next line
+        after the answer, ``Flights.fly``)."""
+        inner_stop, continues = request.stop_at, self.continues
+
+        def rule(text: str) -> int | None:
+            self.publish(text)
+            if self.answer is not None and continues is not None:
+                return continues(text, len(self.answer))
+            cut = inner_stop(text) if inner_stop else None
+            if cut is None and deadline and self.elapsed_ms() >= deadline:
+                cut = cut_whole(text)  # the user is waiting: show what is whole
+                self.cut_by_deadline = cut is not None
+            ended = self.step is not None and self.step.finish_reason is not None
+            if cut is None or continues is None or self.cut_by_deadline or ended or (
+                    text[cut:cut + 1] != "\n"):
+                return cut
+            self.answer = text[:cut]
+            self.answered.set()
+            return continues(text, cut)
+
+        def cut(step: EngineResult) -> tuple[int | None, str | None]:
+            self.step = step
+            at, why = request.cut(step.text, step.finish_reason is not None, rule)
+            return at, "deadline" if self.cut_by_deadline and why == "stop_at" else why
+
+        return cut
+
     def relation(self, prompt: str, tail: str = "") -> tuple[str, str] | None:
         """('forward', typed) or ('back', deleted) when a request whose prompt is
         ``prompt`` up to the cursor and ``tail`` after it can reuse this flight."""
@@ -328,34 +358,10 @@ class Flights:
             old.task.cancel()  # superseded by a request it cannot serve: abort at once
         flight = Flight(prompt=at_cursor[0], mode=mode, tail=at_cursor[1],
                         continues=continues)
-        inner_stop = request.stop_at
-
-        def rule(text: str) -> int | None:
-            """The request's stop rule, and what the flight adds: the text shared with
-            the requests that joined, the deadline, the next line after the answer."""
-            flight.publish(text)
-            if flight.answer is not None and continues is not None:
-                return continues(text, len(flight.answer))
-            cut = inner_stop(text) if inner_stop else None
-            if cut is None and deadline and flight.elapsed_ms() >= deadline:
-                cut = cut_whole(text)  # the user is waiting: show what is whole
-                flight.cut_by_deadline = cut is not None
-            ended = flight.step is not None and flight.step.finish_reason is not None
-            if cut is None or continues is None or flight.cut_by_deadline or ended or (
-                    text[cut:cut + 1] != "\n"):
-                return cut
-            flight.answer = text[:cut]
-            flight.answered.set()
-            return continues(text, cut)
-
-        def cut(step: EngineResult) -> tuple[int | None, str | None]:
-            flight.step = step
-            at, why = request.cut(step.text, step.finish_reason is not None, rule)
-            return at, "deadline" if flight.cut_by_deadline and why == "stop_at" else why
-
         trace["engine_busy"] = self._generating  # generations this one shares the engine with
         flight.task = asyncio.ensure_future(self.generate(
-            engine, request, cache, key, lambda: not flight.cut_by_deadline, cut))
+            engine, request, cache, key, lambda: not flight.cut_by_deadline,
+            flight.cutter(request, deadline, cut_whole)))
         self._by_uri[uri] = flight
         self._attach(flight)
         try:
