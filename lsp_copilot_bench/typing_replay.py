@@ -427,7 +427,7 @@ def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
     workspace_without_answers(source, scripts, root, language)
     chosen = {**(settings or {}), **({"model": model} if model else {})}
 
-    async def both(env: dict[str, str]) -> list[Run]:
+    async def replays(env: dict[str, str]) -> list[Run]:
         if ablate:
             return [await _replay(name, options, scripts, root, cache_dir / name, server_env,
                                   language, autoclose)
@@ -444,7 +444,7 @@ def run(corpus: Path, keystrokes: int, out_dir: Path, cache_dir: Path,
         return [first, default]
 
     with private_runtime() as env:  # (both share its engines; none stays loaded after)
-        runs = asyncio.run(both(env))
+        runs = asyncio.run(replays(env))
     rows = [_summary(r, scripts, split, packages, language, autoclose) for r in runs]
     for row in rows:
         row["settings"] = settings or {}  # what both configurations were given

@@ -84,13 +84,14 @@ class SupervisedEngine(Engine):
         if self._down.done():
             raise EngineDown(self._down.result())
         guard, loop = self._guard, asyncio.get_running_loop()
-        deadline = loop.time() + guard.deadline_s()
+        allowed_s = guard.deadline_s()
+        deadline = loop.time() + allowed_s
         steps = self._inner.stream(request)
         step: asyncio.Future[EngineResult] | None = None
         try:
             while True:
                 step = asyncio.ensure_future(anext(steps))
-                await self._race(step, deadline - loop.time())
+                await self._race(step, deadline - loop.time(), allowed_s)
                 try:
                     result = step.result()
                 except StopAsyncIteration:
@@ -113,7 +114,8 @@ class SupervisedEngine(Engine):
             if step is None or step.done():  # (never while a step of it is under way)
                 await steps.aclose()
 
-    async def _race(self, step: asyncio.Future[EngineResult], timeout: float) -> None:
+    async def _race(self, step: asyncio.Future[EngineResult], timeout: float,
+                    allowed_s: float) -> None:
         """Return once ``step`` is done; raise when the engine went down or the deadline
         passed first, or when the caller cancelled (the step is then aborted)."""
         guard = self._guard
@@ -138,7 +140,7 @@ class SupervisedEngine(Engine):
             raise EngineDown(self._down.result())
         guard.count("engine_deadline_exceeded")
         guard.suspect()
-        raise EngineDeadline(f"no answer from the engine within {guard.deadline_s():g} s")
+        raise EngineDeadline(f"no answer from the engine within {allowed_s:g} s")
 
     async def abort(self, request_id: str) -> None:
         with contextlib.suppress(Exception):

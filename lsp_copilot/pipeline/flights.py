@@ -238,9 +238,10 @@ class Flights:
         generation of its own would: the one it joined was asked elsewhere (a keystroke
         earlier, before Enter) and keeps its own deadline's judgement of that place."""
         began = time.perf_counter()
-        flight = self._by_uri.get(uri)
-        if flight is None or flight.task is None:
+        if not self.joinable(uri):
             return None
+        flight = self._by_uri[uri]
+        assert flight.task is not None
         relation = self._relation(flight, context, trace)
         if relation is None:
             if flight.consumers == 0 and not flight.done:
