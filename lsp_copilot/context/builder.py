@@ -92,8 +92,9 @@ def build_context(
     lines and ``BASE_RESERVE`` tokens) and the text before it and after the cursor line
     stay the same, whatever the mode. So consecutive prompts extend each other and vLLM's
     prefix cache serves all but the last few tokens: on CPU, a prompt whose start changed
-    costs a prefill of about a second, longer than most pauses. Same document and edit
-    history, same bytes out.
+    costs a prefill of about a second, longer than most pauses. A fill-in-the-middle
+    prompt keeps its base the same way; the code after the cursor that follows the typed
+    text is the document's as it is now. Same document and edit history, same bytes out.
     """
     mode = mode or completion_mode(snapshot, offset)
     cache = workspace.cache if workspace is not None else ContextCache()
@@ -103,7 +104,7 @@ def build_context(
                               workspace, shares, exact_count, cache, redactor, suffix_share)
 
     reserve = min(BASE_RESERVE, budget // 6)
-    if template.fim or reserve < LINE_RESERVE:
+    if reserve < LINE_RESERVE:
         return at_cursor()
     data = snapshot.data
     start = line_start(data, offset)
@@ -117,15 +118,15 @@ def build_context(
         if (base_start <= start and tail == memo_tail and len(head) == base_start
                 and data.startswith(head)
                 and data.count(b"\n", base_start, start) < BASE_MAX_LINES):
-            extended = _extend(base, data[base_start:offset], counter, budget, reserve,
-                               exact_count, mode, _Typed(redactor, snapshot.uri, after))
+            extended = _extend(base, data[base_start:offset], counter, template, budget,
+                               reserve, exact_count, mode, _Typed(redactor, snapshot.uri, after))
             if extended is not None:
                 return extended
     base = _build_context(snapshot, start, counter, template, budget - reserve, mode,
                           workspace, shares, exact_count, cache, redactor, suffix_share)
     cache.keep_base(key, (start, data[:start], tail, base))
-    extended = _extend(base, data[start:offset], counter, budget, LINE_RESERVE, exact_count,
-                       mode, _Typed(redactor, snapshot.uri, after))
+    extended = _extend(base, data[start:offset], counter, template, budget, LINE_RESERVE,
+                       exact_count, mode, _Typed(redactor, snapshot.uri, after))
     return extended if extended is not None else at_cursor()
 
 
@@ -137,37 +138,52 @@ class _Typed(NamedTuple):
     path: str
     after: bytes
 
-    def redact(self, typed: str, first_line: int) -> tuple[str, tuple[str, ...]]:
-        if self.redactor is None or not typed:
-            return typed, ()
-        text, _, found = self.redactor.around(
-            typed, self.after.decode("utf-8", "surrogateescape"), self.path)
-        return text, _where(display_name(self.path), first_line, found)
+    def redact(self, typed: str, first_line: int) -> tuple[str, str, tuple[str, ...]]:
+        """The typed text and the rest of its line, secrets replaced, and what was found."""
+        after = self.after.decode("utf-8", "surrogateescape")
+        if self.redactor is None or not (typed or after):
+            return typed, after, ()
+        text, rest, found = self.redactor.around(typed, after, self.path)
+        return text, rest, _where(display_name(self.path), first_line, found)
 
 
-def _extend(base: Context, typed_bytes: bytes, counter: TokenCounter, budget: int,
-            reserve: int, exact_count: bool, mode: Mode, redact: _Typed) -> Context | None:
-    """``base`` with the text typed after it; None when that is over ``reserve`` tokens
-    or the whole over ``budget``."""
-    typed, found = redact.redact(typed_bytes.decode("utf-8", "surrogateescape"),
-                                 base.base_lines)
+def _extend(base: Context, typed_bytes: bytes, counter: TokenCounter, template: Template,
+            budget: int, reserve: int, exact_count: bool, mode: Mode,
+            redact: _Typed) -> Context | None:
+    """``base`` with the text typed after it (and, for a fill-in-the-middle prompt, the
+    code after the cursor as it is now); None when the typed text is over ``reserve``
+    tokens, the whole over ``budget``, or the template cannot keep the prompt's start."""
+    typed, rest, found = redact.redact(typed_bytes.decode("utf-8", "surrogateescape"),
+                                       base.base_lines)
     typed_tokens = counter.count(typed) if typed else 0
     if typed_tokens > reserve:
         return None
-    prompt = base.prompt + typed
-    estimate = base.prompt_tokens + typed_tokens
+    # The base's suffix began with its cursor line as it was then; the lines after it are
+    # the same (the caller checked), so only that first line is replaced.
+    newline = base.suffix.find("\n")
+    suffix = base.suffix if not base.suffix else rest + (
+        base.suffix[newline:] if newline >= 0 else "")
+    pieces = template.extend(base.pieces, typed, suffix, base.suffix)
+    if pieces is None:
+        return None
+    prompt = "".join(pieces)
+    delta = typed_tokens + (counter.count(suffix) - counter.count(base.suffix)
+                            if suffix != base.suffix else 0)
+    estimate = base.prompt_tokens + delta
     tokens = counter.count(prompt) if exact_count or estimate + JOIN_MARGIN > budget else (
         estimate)
     if tokens > budget:
         return None
+    prefix = base.prefix + typed
     layers = tuple(
-        Layer(layer.name, layer.source, layer.tokens + typed_tokens, layer.truncated,
-              layer.text + typed) if layer.name == LAYER_NAMES["P0"] else layer
+        Layer(layer.name, layer.source, layer.tokens + delta, layer.truncated,
+              prefix + (suffix if template.fim else ""))
+        if layer.name == LAYER_NAMES["P0"] else layer
         for layer in base.layers
     )
     return Context(mode=mode, prompt=prompt, prompt_tokens=tokens, budget_tokens=budget,
-                   tokenizer=base.tokenizer, prefix=base.prefix + typed, suffix=base.suffix,
-                   layers=layers, pieces=(*base.pieces, typed) if typed else base.pieces,
+                   tokenizer=base.tokenizer, prefix=prefix, suffix=suffix,
+                   layers=layers, pieces=pieces, cursor=template.cursor_index(pieces),
                    headers=base.headers,
                    redacted=tuple(dict.fromkeys(base.redacted + found)),  # (the base saw
                    # the cursor's line whole: what it found there may be found again)

@@ -91,6 +91,22 @@ class Template:
                 return sum(len(p) for p in pieces[:i])
         return prompt_len
 
+    def extend(self, pieces: Sequence[str], typed: str, suffix: str,
+               old_suffix: str) -> tuple[str, ...] | None:
+        """``pieces`` with ``typed`` after the prefix and ``suffix`` as the code after the
+        cursor: what keeps a prompt's start while the user types (the prefix cache). None
+        when the start would change anyway (a suffix-first format whose suffix did)."""
+        if not self.fim:
+            return _keep(*pieces, typed)
+        if self.order == "spm":
+            if suffix != old_suffix or not pieces or pieces[-1] != self.middle_tok:
+                return None
+            return _keep(*pieces[:-1], typed, pieces[-1])
+        for i in range(len(pieces) - 1, -1, -1):
+            if isinstance(pieces[i], Special) and pieces[i] == self.suffix_tok:
+                return _keep(*pieces[:i], typed, self.suffix_tok, suffix, self.middle_tok)
+        return None
+
     def render(self, prefix: str, suffix: str, header: str = "", files: Files = (),
                path: str = "", repo: str = "") -> str:
         return "".join(self.pieces(prefix, suffix, header, files, path, repo))

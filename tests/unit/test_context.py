@@ -62,6 +62,42 @@ def test_prompts_extend_each_other_across_new_lines_and_modes(cl100k: TiktokenCo
     assert not previous.startswith(first.prompt)  # decided again, further down
 
 
+def test_fill_in_the_middle_prompts_keep_their_start_while_typing(
+        cl100k: TiktokenCounter) -> None:
+    """A fill-in-the-middle prompt keeps a base too: what stands before the cursor only
+    grows (the prefix cache hits), and the code after the cursor is the document's as it
+    is now (the bracket an editor closed included), with or without a suffix budget. (A
+    suffix-first format keeps its start only while the line's rest stays as it was.)"""
+    for name, share in (("qwen2.5-coder", 0.0), ("qwen2.5-coder", 0.5), ("mellum", 0.5)):
+        template = template_for(name)
+        workspace = Workspace()
+        text = SOURCE + "def g(y):\n"
+        previous = None
+        version = 1
+        store, _ = _snap(text)
+        line = ""
+        for ch in "    return (y + 1":
+            version += 1
+            text += ch
+            line += ch
+            below = (")" if "(" in line else "") + "\n" + SOURCE  # closed as typed
+            store.close("file:///t.py")
+            store.open("file:///t.py", "python", version, text + below)
+            snap = store.snapshot("file:///t.py")
+            ctx = build_context(snap, len(text), cl100k, template, 1024, workspace=workspace,
+                                suffix_share=share)
+            before, after = ctx.at_cursor()
+            assert ctx.prompt_tokens <= 1024
+            assert before.endswith(text[-20:]), (name, ch)
+            assert below.startswith(ctx.suffix)
+            assert ctx.suffix in (before if template.order == "spm" else after)
+            if share:
+                assert ctx.suffix.startswith(below[:2]), (name, ch)
+            if previous is not None and template.order == "psm":
+                assert before.startswith(previous), (name, ch)
+            previous = before
+
+
 def test_huge_single_line_is_cut_to_budget(cl100k: TiktokenCounter) -> None:
     data = ("x = [" + "1, " * 5000).encode()
     w = cursor_window(data, len(data), cl100k, 100, 0)
