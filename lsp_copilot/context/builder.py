@@ -25,7 +25,7 @@ from lsp_copilot.context.layers.blocks import Block, Filled, line_start, render
 from lsp_copilot.context.layers.layer_dispatch import KEYS, Layers
 from lsp_copilot.context.layers.layer_inputs import LayerInputs, display_path
 from lsp_copilot.context.result import LAYER_NAMES, Context, Layer
-from lsp_copilot.context.window import LINE_REST_TOKENS, Window, cursor_window
+from lsp_copilot.context.window import Window, cursor_window
 from lsp_copilot.documents.store import Snapshot
 from lsp_copilot.language.grammars import LanguageQueries, queries_for
 from lsp_copilot.language.trigger import Mode, completion_mode
@@ -111,8 +111,7 @@ def build_context(
     line_end = data.find(b"\n", offset)
     tail = data[len(data) if line_end < 0 else line_end:]
     key = (snapshot.uri, budget, template.name, repr(shares), exact_count, id(redactor))
-    after = data[offset:len(data) if line_end < 0 else line_end]
-    typed = _Typed(redactor, snapshot.uri, after, bool(tail))
+    after = data[offset:len(data) if line_end < 0 else line_end]  # (scanned, never sent)
     memo = cache.base(key)
     if memo is not None:
         base_start, head, memo_tail, base = memo
@@ -120,25 +119,24 @@ def build_context(
                 and data.startswith(head)
                 and data.count(b"\n", base_start, start) < BASE_MAX_LINES):
             extended = _extend(base, data[base_start:offset], counter, template, budget,
-                               reserve, exact_count, mode, typed)
+                               reserve, exact_count, mode, _Typed(redactor, snapshot.uri, after))
             if extended is not None:
                 return extended
     base = _build_context(snapshot, start, counter, template, budget - reserve, mode,
                           workspace, shares, exact_count, cache, redactor, suffix_share)
     cache.keep_base(key, (start, data[:start], tail, base))
     extended = _extend(base, data[start:offset], counter, template, budget, LINE_RESERVE,
-                       exact_count, mode, typed)
+                       exact_count, mode, _Typed(redactor, snapshot.uri, after))
     return extended if extended is not None else at_cursor()
 
 
 class _Typed(NamedTuple):
     """How the text typed after a base is redacted: the rest of the cursor's line is
-    scanned with it (a secret is found whole), and sent only in a suffix."""
+    scanned with it (a secret is found whole), never sent."""
 
     redactor: Redactor | None
     path: str
     after: bytes
-    line_ends: bool  # a newline follows the cursor's line
 
     def redact(self, typed: str, first_line: int) -> tuple[str, str, tuple[str, ...]]:
         """The typed text and the rest of its line, secrets replaced, and what was found."""
@@ -161,13 +159,10 @@ def _extend(base: Context, typed_bytes: bytes, counter: TokenCounter, template: 
     if typed_tokens > reserve:
         return None
     # The base's suffix began with its cursor line as it was then; the lines after it are
-    # the same (the caller checked), so only that first line is replaced, as the window
-    # would: the rest of the line when it is code or when lines follow it.
+    # the same (the caller checked), so only that first line is replaced.
     newline = base.suffix.find("\n")
-    below = base.suffix[newline + 1:] if newline >= 0 else ""
-    suffix = ""
-    if template.fim and (below or (rest.strip() and counter.count(rest) <= LINE_REST_TOKENS)):
-        suffix = rest + ("\n" if redact.line_ends else "") + below
+    suffix = base.suffix if not base.suffix else rest + (
+        base.suffix[newline:] if newline >= 0 else "")
     pieces = template.extend(base.pieces, typed, suffix, base.suffix)
     if pieces is None:
         return None
@@ -363,7 +358,7 @@ def _window(snapshot: Snapshot, offset: int, counter: TokenCounter, template: Te
             p0_budget: int, suffix_share: float) -> Window:
     suffix_budget = int(p0_budget * suffix_share) if template.fim else 0
     return cursor_window(snapshot.data, offset, counter, max(0, p0_budget - suffix_budget),
-                         suffix_budget, line_rest=template.fim)
+                         suffix_budget)
 
 
 def _redact_window(redactor: Redactor, window: Window, snapshot: Snapshot, offset: int,

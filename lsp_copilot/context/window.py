@@ -13,8 +13,6 @@ from lsp_copilot.tokens import TokenCounter
 
 ANCHOR_LINES = 16
 SUFFIX_MAX_LINES = 200
-LINE_REST_TOKENS = 64
-"""At most this much of the cursor line's rest goes in a suffix that has no budget."""
 
 
 @dataclass(frozen=True)
@@ -56,20 +54,10 @@ def _suffix_text(data: bytes, offset: int) -> str:
     return data[offset:pos + 1].decode("utf-8", "replace")
 
 
-def _line_rest(data: bytes, offset: int) -> str:
-    end = data.find(b"\n", offset)
-    return data[offset:len(data) if end < 0 else end + 1].decode("utf-8", "replace")
-
-
 def cursor_window(
-    data: bytes, offset: int, counter: TokenCounter, prefix_budget: int, suffix_budget: int,
-    line_rest: bool = False,
+    data: bytes, offset: int, counter: TokenCounter, prefix_budget: int, suffix_budget: int
 ) -> Window:
-    """Largest anchored prefix within ``prefix_budget`` tokens, and a suffix of whole lines.
-
-    ``line_rest``: the suffix holds the rest of the cursor's line whatever its budget when
-    that rest is code (the ``)`` an editor closed as ``(`` was typed), up to
-    ``LINE_REST_TOKENS``: a fill-in-the-middle model then writes what fits before it."""
+    """Largest anchored prefix within ``prefix_budget`` tokens, and a suffix of whole lines."""
     starts = _LineStarts(data, offset)
     cursor_line = starts.cursor_line
     # Count anchor chunks backwards from the cursor's chunk; stop before the budget breaks.
@@ -97,12 +85,10 @@ def cursor_window(
         tokens = counter.count(prefix)
     suffix_lines: list[str] = []
     suffix_tokens = 0
-    rest = (_suffix_text(data, offset) if suffix_budget > 0  # a line costs >= 1 token
-            else _line_rest(data, offset) if line_rest else "")
-    for i, line in enumerate(rest.splitlines(keepends=True)[:SUFFIX_MAX_LINES]):
+    rest = _suffix_text(data, offset) if suffix_budget > 0 else ""  # a line costs >= 1 token
+    for line in rest.splitlines(keepends=True)[:SUFFIX_MAX_LINES]:
         n = counter.count(line)
-        if suffix_tokens + n > suffix_budget and not (
-                i == 0 and line_rest and line.strip() and n <= LINE_REST_TOKENS):
+        if suffix_tokens + n > suffix_budget:
             break
         suffix_lines.append(line)
         suffix_tokens += n
