@@ -5,8 +5,9 @@ character by character, with human gaps (bursts, pauses at line ends and after
 punctuation, a few typos fixed with backspace). Like VS Code, it sends an inline
 completion request per keystroke and cancels the previous one. The naive configuration
 (no debounce, merge, reuse, typing-through or cache) and the default one run side by
-side in one run, on the same keystrokes. Each pause is counted whole or not, and right
-or not against the line the user goes on to type (``lsp_copilot_bench.pauses``).
+side in one run, on the same keystrokes. Each pause is counted whole or not (on the line
+as accepting the first item leaves it), and right or not against the line the user goes
+on to type (``lsp_copilot_bench.pauses``).
 
 With ``--language`` the functions typed are of that language (the didOpen language id);
 with ``--autoclose on`` (the default) the buffer is an editor's that pairs brackets and
@@ -104,16 +105,29 @@ def lsp_change(old: str, change: Change) -> types.TextDocumentContentChangeParti
                                                   text=change.text)
 
 
+def _span(editor: Editor, item: types.InlineCompletionItem) -> tuple[int, int]:
+    """What accepting ``item`` replaces: its range, else nothing at the cursor."""
+    if item.range is None:
+        return len(editor.left), len(editor.left)
+    text = editor.text
+    return (utf16_offset(text, item.range.start.line, item.range.start.character),
+            utf16_offset(text, item.range.end.line, item.range.end.character))
+
+
 def doubled_closer(editor: Editor, item: types.InlineCompletionItem) -> bool:
     """Accepting ``item`` (its text over its range, else at the cursor) doubles a closer
     (``autoclose``'s definition)."""
-    start = end = len(editor.left)
-    if item.range is not None:
-        text = editor.text
-        start = utf16_offset(text, item.range.start.line, item.range.start.character)
-        end = utf16_offset(text, item.range.end.line, item.range.end.character)
     insert = item.insert_text if isinstance(item.insert_text, str) else item.insert_text.value
-    return editor.doubled_closer(insert, start, end)
+    return editor.doubled_closer(insert, *_span(editor, item))
+
+
+def accepted_whole(editor: Editor, item: types.InlineCompletionItem, language: str) -> bool:
+    """The pause's measure, on the line as accepting ``item`` leaves it: its text over its
+    range (an editor's closer the answer writes too is replaced, not kept after it)."""
+    insert = item.insert_text if isinstance(item.insert_text, str) else item.insert_text.value
+    start, end = _span(editor, item)
+    text = editor.text
+    return whole(text[:start], insert, language, text[end:])
 
 
 async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
@@ -194,7 +208,7 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
                         run.pauses_with_suggestion += 1
                         run.latencies_ms.append((answered[0] - sent) * 1000)
                         how = "suggested"
-                        if whole(text, shown, language, editor.right):
+                        if accepted_whole(editor, item, language):
                             run.pauses_whole += 1
                             how = "whole"
                         doubled = isinstance(shown, str) and doubled_closer(editor, item)

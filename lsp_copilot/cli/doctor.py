@@ -71,7 +71,8 @@ def engine_report(
     else:
         choice = device.choose_device(settings.device, (build or device.vllm_build)()[0],
                                       lambda: len(found) if found is not None else 0)
-    model = model_for(settings.model, choice.device, settings.weights)
+    chosen_weights = defaults.weights(settings, choice.device)
+    model = model_for(settings.model, choice.device, chosen_weights.value)
     shape = fit.model_shape(model, settings)
     cuda_gpus = found if choice.device == "cuda" else None
     chosen = defaults.resolve(settings, choice.device, shape if choice.device == "cuda" else None,
@@ -88,7 +89,10 @@ def engine_report(
         "engine_defaults": {k: {"value": c.value, "why": c.why} for k, c in chosen.items()},
         "engine_env": defaults.environment(settings, choice.device),
         "routes": routes.plan(setup, choice.device),
+        "weights": {"value": chosen_weights.value, "why": chosen_weights.why},
     }
+    if choice.device == "cpu":
+        report["cpu"] = routes.cpu_report("cpu")
     if choice.device == "cuda":
         utilization = float(chosen["gpu_memory_utilization"].value)
         sequences = int(chosen["max_num_seqs"].value or 1)
@@ -109,8 +113,10 @@ def _check_engines_fit(settings: EngineSettings, plan: dict[str, str],
     """Every engine the routes load (the main one and each other model) in RAM at once."""
     import psutil
 
-    models = {model_for(settings.model, "cpu", settings.weights)} | {
-        model_for(m, "cpu", settings.weights) for m in plan.values() if m != routes.MAIN}
+    chosen = defaults.weights(settings, "cpu").value
+    models = {model_for(settings.model, "cpu", chosen)} | {
+        model_for(m, "cpu", defaults.weights(dataclasses.replace(settings, model=m), "cpu").value)
+        for m in plan.values() if m != routes.MAIN}
     need = sum(_size_gib(Path(m)) + settings.cpu_kv_cache_gib + RUNTIME_GIB for m in models)
     free = psutil.virtual_memory().available / 2**30
     names = ", ".join(sorted(Path(m).name for m in models))
@@ -171,8 +177,9 @@ def run(asked: str | None = None, hub: SettingsHub | None = None,
 
     # This machine's default, also in a --device preview (prepare acts on this machine).
     here = device.detect(settings.device).device if asked else engine["device"]
-    info = models.model_info(model_for("", here, settings.weights))
-    flag = "" if settings.weights == "bf16" else f" --weights {settings.weights}"
+    chosen = defaults.weights(dataclasses.replace(settings, model=""), here).value
+    info = models.model_info(model_for("", here, chosen))
+    flag = "" if chosen == "bf16" or settings.weights is None else f" --weights {chosen}"
     check("default model", bool(info.get("verified")),
           f"{info.get('path')} ({info.get('size_mb', 0)} MB)" if info.get("present")
           else f"{info.get('path')} missing", f"lsp-copilot model prepare{flag}")
@@ -232,6 +239,10 @@ def render(report: dict[str, Any]) -> str:
     for key, value in report["engine_args"].items():
         why = chosen.get(key, {}).get("why")
         lines.append(f"  {key} = {value!r}" + (f"   # {why}" if why and why != "set" else ""))
+    cpu = report.get("cpu")
+    if cpu:
+        lines.append(f"CPU class {cpu['class']} ({', '.join(cpu['flags']) or 'no AVX'}): "
+                     f"typing -> {cpu['typing']}   # {cpu['why']}")
     plan = report.get("routes") or {}
     if any(model != routes.MAIN for model in plan.values()):
         lines.append("routes (`routes`): " + ", ".join(f"{k} -> {v}" for k, v in plan.items()))

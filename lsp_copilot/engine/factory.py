@@ -30,8 +30,11 @@ def embedded_engine(setup: EngineSetup, report: Reporter, counters: TokenCounter
 
     settings = setup.engine
     report("preparing model")
-    model, preset = resolve_model(settings.model or None, detect_device(settings.device),
-                                  weights=settings.weights)
+    from lsp_copilot.engine.defaults import weights
+
+    device = detect_device(settings.device)
+    model, preset = resolve_model(settings.model or None, device,
+                                  weights=weights(settings, device).value)
     display = preset or settings.model
     report(f"loading {display} into vLLM")
     return VllmEngine.create(settings, model, display, counters, max_queue=setup.max_queue,

@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsp_copilot.engine.base import Engine, EngineUnavailable
+from lsp_copilot.engine.defaults import typing_model
+from lsp_copilot.engine.device import cpu_class, cpu_flags
 from lsp_copilot.engine.manager import EngineManager, Reporter
 from lsp_copilot.engine.remote.config import shown_url
-from lsp_copilot.models.presets import default_preset, typing_preset
+from lsp_copilot.models.presets import default_preset
 from lsp_copilot.settings.engine import ROUTE_KINDS, EngineSettings
 from lsp_copilot.settings.layers import EngineSetup
 
@@ -52,7 +54,7 @@ def chains(settings: EngineSettings, device: str, remote: bool = False
                for kind, names in given.items()}
     else:
         out = {kind: (MAIN,) for kind in ROUTE_KINDS}
-        typing = typing_preset(device)
+        typing = typing_model(device).value
         if typing is not None and not settings.model and not remote:
             out.update(singleLine=(typing.name,), multiLine=(typing.name,),
                        prefetch=(typing.name,))
@@ -60,6 +62,16 @@ def chains(settings: EngineSettings, device: str, remote: bool = False
     named = {kind: tuple(dict.fromkeys(MAIN if m in (MAIN, main, "") else m for m in names))
              for kind, names in out.items()}
     return {kind: names if MAIN in names else (*names, MAIN) for kind, names in named.items()}
+
+
+def cpu_report(device: str) -> dict[str, Any]:
+    """What stats and doctor say of a CPU: its class (engine/device.py), its vector flags,
+    and the model the class gives typing when `routes` is null (``main``: the code model)."""
+    flags = cpu_flags()
+    typing = typing_model(device, lambda: flags)
+    return {"class": cpu_class(flags),
+            "flags": sorted(f for f in flags if f.startswith(("avx", "amx"))),
+            "typing": typing.value.name if typing.value else MAIN, "why": typing.why}
 
 
 def arm_chains(base: EngineSettings, arm: EngineSettings, device: str, remote: bool = False
@@ -115,6 +127,7 @@ class Routes:
         self._extras: dict[str, _Extra] = {}
         self._answered: dict[tuple[str, str], int] = {}  # (kind, route) -> requests
         self._away: dict[str, str] = {}  # first route of a chain -> where its requests went
+        self.cpu: dict[str, Any] | None = None  # on a CPU: its class and the typing model
 
     @property
     def _plan(self) -> dict[str, str]:
@@ -124,6 +137,7 @@ class Routes:
         """Take the plan now, before its engines load: stats then say they are loading."""
         remote = settings.remote.engine_backend == "remote"
         self._chains = chains(settings.engine, device, remote)
+        self.cpu = cpu_report(device) if device == "cpu" and not remote else None
         self._arm_chains = {name: arm_chains(settings.engine, arm, device, remote)
                             for name, arm in self.arms.items()}
 

@@ -69,7 +69,7 @@ def settings_problems(settings: EngineSettings) -> list[str]:
             f"(`pip install '{ARCTIC_INFERENCE}'`, or the 'lsp-copilot[suffix]' extra), which "
             "is not installed; or use 'ngram'"
         )
-    if settings.weights != "bf16" and settings.quantization:
+    if settings.weights not in (None, "bf16") and settings.quantization:
         out.append(
             f"{_name('weights')} {settings.weights!r} prepares a model whose folder declares "
             f"its quantization, which {_name('quantization')} "

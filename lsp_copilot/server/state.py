@@ -228,5 +228,6 @@ class CopilotServer(LanguageServer):
         info = self.main_engine.info
         out["engine"] = info.as_dict() if info else None
         out["routes"] = self.routes.stats()
+        out["cpu"] = self.routes.cpu
         out["experiment_routes"] = self.routes.arm_stats()
         return out

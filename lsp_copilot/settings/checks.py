@@ -88,7 +88,10 @@ def optional(inner: Check) -> Check:
         found = None if value is None else inner(value)
         return f"{found} (or null)" if found else None
 
-    return Check(problem, {**inner.schema, "type": [inner.schema.get("type", "string"), "null"]})
+    schema = {**inner.schema, "type": [inner.schema.get("type", "string"), "null"]}
+    if "enum" in schema:  # a schema's enum lists every value it allows
+        schema["enum"] = [*schema["enum"], None]
+    return Check(problem, schema)
 
 
 IS_STR = Check(lambda v: None if isinstance(v, str) else "must be a string", {"type": "string"})

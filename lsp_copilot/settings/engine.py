@@ -72,9 +72,10 @@ class EngineSettings:
         "another model (preset name or folder), loaded as another embedded engine, or a "
         "list of them: a request goes to the first that is ready and whose circuit breaker "
         "is closed (breakerFailures), and \"main\" is always the last resort. null: on a "
-        "CPU with `model` empty, typing (singleLine, multiLine, prefetch) goes to "
-        "smollm2-135m and explicit requests to the default code model; elsewhere everything "
-        "to the main engine.",
+        "CPU with `model` empty and neither AVX-512 VNNI nor AMX, typing (singleLine, "
+        "multiLine, prefetch) goes to smollm2-135m and explicit requests to the default "
+        "code model; elsewhere everything to the main engine (`doctor` names the CPU's "
+        "class).",
         ROUTES
     )
     device: str = _restarts_engine(
@@ -89,13 +90,15 @@ class EngineSettings:
         "(float16 on GPUs older than Ampere).",
         one_of("auto", "bfloat16", "float16", "float32")
     )
-    weights: str = _restarts_engine(
-        "bf16",
+    weights: str | None = _restarts_engine(
+        None,
         "Weights of a preset model: bf16 (as converted), int8 (8-bit weights and "
         "activations, prepared beside the bf16 folder on first use: faster decoding on a "
         "CPU, nearly the same answers) or int4 (4-bit weights: smaller, but slower on CPUs "
-        "without AMX). A model folder of your own keeps its own weights.",
-        one_of(*WEIGHTS)
+        "without AMX); null: int8 for the code model on a CPU where it answers typing "
+        "(AVX-512 with VNNI, or AMX), else bf16. A model folder of your own keeps its own "
+        "weights.",
+        optional(one_of(*WEIGHTS))
     )
     max_model_len: int | None = _restarts_engine(
         None, "Longest prompt plus completion, in tokens; null: 2048 on CPU, 10240 on CUDA "

@@ -10,7 +10,12 @@ from lsprotocol import types
 
 from lsp_copilot_bench.autoclose import Change, Editor, utf16_offset, utf16_position
 from lsp_copilot_bench.corpus import python_files
-from lsp_copilot_bench.typing_replay import doubled_closer, lsp_change, workspace_without_answers
+from lsp_copilot_bench.typing_replay import (
+    accepted_whole,
+    doubled_closer,
+    lsp_change,
+    workspace_without_answers,
+)
 from lsp_copilot_bench.typing_scripts import (
     Key,
     _functions,
@@ -225,3 +230,18 @@ def test_a_suggestion_that_writes_the_auto_inserted_closer_again_is_doubled() ->
     s = Editor("x = ", "typescript", True)
     typed(s, '"')
     assert not doubled_closer(s, types.InlineCompletionItem(insert_text='(")'))
+
+
+def test_a_pause_is_judged_on_the_line_accepting_leaves() -> None:
+    """An answer that writes the closer the editor put right of the cursor is whole when
+    its range covers that closer (accepting replaces it), not when it would stand before
+    it (``x = f(a, b))``)."""
+    e = Editor("x = f", "python", True)
+    typed(e, "(a, ")
+    assert e.right == ")"
+    covering = types.InlineCompletionItem(
+        insert_text="b)", range=types.Range(types.Position(0, 9), types.Position(0, 10)))
+    assert accepted_whole(e, covering, "python")
+    assert not accepted_whole(e, types.InlineCompletionItem(insert_text="b)"), "python")
+    assert accepted_whole(e, types.InlineCompletionItem(insert_text="b"), "python")
+    assert not accepted_whole(e, types.InlineCompletionItem(insert_text="b +"), "python")
