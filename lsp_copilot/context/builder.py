@@ -132,7 +132,8 @@ def build_context(
 
 class _Typed(NamedTuple):
     """How the text typed after a base is redacted: the rest of the cursor's line is
-    scanned with it (a secret is found whole), never sent."""
+    scanned with it (a secret is found whole), and sent only, redacted, as the first line
+    of a fill-in-the-middle suffix."""
 
     redactor: Redactor | None
     path: str
