@@ -112,12 +112,12 @@ def compile_later(settings: EngineSettings, device: str,
         return Choice(False, "enforceEager set: the engine stays as loaded")
     if device != "cpu":
         return Choice(False, "compiled from the start")
-    typing = typing_model(device, flags, env).value
-    if typing is None and not settings.model and typing_preset(device) is not None:
+    small = typing_preset(device)
+    if small is not None and not settings.model and typing_model(device, flags, env).value is None:
         return Choice(True, "CPU, the code model answering typing: it answers at once "
                       "eager, then a compiled copy (about 1.7x the decode speed in int8) "
                       "takes over after a load of about 2 minutes in the background")
-    if typing is None or settings.model != typing.name:
+    if small is None or settings.model != small.name:
         return Choice(False, "CPU: the code model in bf16 decodes only about 6% faster "
                       "compiled, not worth 2 minutes of both cores (docs/models.md)")
     return Choice(True, "CPU, the typing model: it answers at once eager, then a compiled "

@@ -44,7 +44,7 @@ def test_the_code_model_types_where_the_cpu_carries_it(
     assert defaults.compile_later(main, "cpu").value is code_model_types
     small = EngineSettings(model="smollm2-135m")
     assert defaults.weights(small, "cpu").value == "bf16"
-    assert defaults.compile_later(small, "cpu").value is not code_model_types
+    assert defaults.compile_later(small, "cpu").value is True  # the small model, named
 
 
 def test_what_the_user_set_wins(monkeypatch: pytest.MonkeyPatch) -> None:
