@@ -241,7 +241,7 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"  {key} = {value!r}" + (f"   # {why}" if why and why != "set" else ""))
     cpu = report.get("cpu")
     if cpu:
-        lines.append(f"CPU class {cpu['class']} ({', '.join(cpu['flags']) or 'no AVX'}): "
+        lines.append(f"CPU class {cpu['cpu_class']} ({', '.join(cpu['flags']) or 'no AVX'}): "
                      f"typing -> {cpu['typing']}   # {cpu['why']}")
     plan = report.get("routes") or {}
     if any(model != routes.MAIN for model in plan.values()):

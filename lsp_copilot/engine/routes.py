@@ -69,7 +69,7 @@ def cpu_report(device: str) -> dict[str, Any]:
     and the model the class gives typing when `routes` is null (``main``: the code model)."""
     flags = cpu_flags()
     typing = typing_model(device, lambda: flags)
-    return {"class": cpu_class(flags),
+    return {"cpu_class": cpu_class(flags),
             "flags": sorted(f for f in flags if f.startswith(("avx", "amx"))),
             "typing": typing.value.name if typing.value else MAIN, "why": typing.why}
 

@@ -458,7 +458,7 @@ async def test_typing_and_explicit_requests_take_their_routes(
         assert {r["route"] for r in routes.values()} == {"main"}
         return
     flags = cpu_flags()
-    assert s["cpu"]["class"] == cpu_class(flags), s["cpu"]
+    assert s["cpu"]["cpu_class"] == cpu_class(flags), s["cpu"]
     typing = "main" if cpu_class(flags) in CODE_MODEL_TYPES else "smollm2-135m"
     assert s["cpu"]["typing"] == typing, s["cpu"]
     assert routes["singleLine"]["route"] == routes["multiLine"]["route"] == typing
