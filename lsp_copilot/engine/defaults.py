@@ -84,8 +84,8 @@ def typing_model(device: str, flags: Callable[[], set[str]] | None = None,
     cls = cpu_class((flags or cpu_flags)(), env)
     if cls in CODE_MODEL_TYPES:
         return Choice(None, f"CPU class {cls}: the code model in int8, compiled, answers "
-                      "typing too (one model in memory; it sees the code right of the "
-                      "cursor)")
+                      "typing too (one model in memory, right more often than the small "
+                      "one)")
     return Choice(typing, f"CPU class {cls}: {typing.name} answers typing (the code model "
                   "cannot finish a line inside a typing pause here)")
 
