@@ -104,16 +104,19 @@ class SeededEngine(FakeEngine):
         if len(self.requests) == 3:
             self.three_started.set()
         reply = self.replies.get(request.seed, self.replies[None])
+        done = False
         try:
             for i in range(0, len(reply), 2):
                 await asyncio.sleep(self.step_s)
                 text = reply[: i + 2]
                 if request.seed is None:
                     self._greedy = text
-                yield EngineResult(text=text, finish_reason="stop" if i + 2 >= len(reply)
-                                   else None)
-        except asyncio.CancelledError:
-            self.aborted += 1
+                done = i + 2 >= len(reply)
+                yield EngineResult(text=text, finish_reason="stop" if done else None)
+        except (asyncio.CancelledError, GeneratorExit):
+            # Cancelled while it waited for a step, or closed while it held one: either
+            # way the request is aborted (vLLM aborts on both), unless it had finished.
+            self.aborted += not done
             raise
 
 
