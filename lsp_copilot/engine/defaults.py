@@ -90,14 +90,22 @@ def typing_model(device: str, flags: Callable[[], set[str]] | None = None,
                   "cannot finish a line inside a typing pause here)")
 
 
+def _code_model_types(settings: EngineSettings, device: str,
+                      flags: Callable[[], set[str]] | None,
+                      env: Mapping[str, str] | None) -> bool:
+    """Whether this engine is the default code model answering typing too (a CPU whose
+    class carries it, `model` empty)."""
+    return (not settings.model and typing_preset(device) is not None
+            and typing_model(device, flags, env).value is None)
+
+
 def weights(settings: EngineSettings, device: str,
             flags: Callable[[], set[str]] | None = None,
             env: Mapping[str, str] | None = None) -> Choice:
     """The weights of the main engine's preset model (``weights`` null: by the CPU)."""
     if settings.weights is not None:
         return Choice(settings.weights, "set")
-    if device == "cpu" and not settings.model and typing_preset(device) is not None and (
-            typing_model(device, flags, env).value is None):
+    if _code_model_types(settings, device, flags, env):
         return Choice("int8", "CPU: the code model answers typing here, and int8 decodes "
                       "it about 1.7 times as fast as bf16, compiled (docs/models.md)")
     return Choice("bf16", "the preset's weights as converted")
@@ -112,11 +120,11 @@ def compile_later(settings: EngineSettings, device: str,
         return Choice(False, "enforceEager set: the engine stays as loaded")
     if device != "cpu":
         return Choice(False, "compiled from the start")
-    small = typing_preset(device)
-    if small is not None and not settings.model and typing_model(device, flags, env).value is None:
+    if _code_model_types(settings, device, flags, env):
         return Choice(True, "CPU, the code model answering typing: it answers at once "
                       "eager, then a compiled copy (about 1.7x the decode speed in int8) "
                       "takes over after a load of about 2 minutes in the background")
+    small = typing_preset(device)
     if small is None or settings.model != small.name:
         return Choice(False, "CPU: the code model in bf16 decodes only about 6% faster "
                       "compiled, not worth 2 minutes of both cores (docs/models.md)")
