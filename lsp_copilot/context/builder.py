@@ -168,7 +168,9 @@ def _extend(base: Context, typed_bytes: bytes, counter: TokenCounter, template: 
     if pieces is None:
         return None
     prompt = "".join(pieces)
-    delta = typed_tokens + (counter.count(suffix) - counter.count(base.suffix)
+    # Only the first line changed: count it, not the whole suffix, at every keystroke.
+    first = base.suffix if newline < 0 else base.suffix[:newline]
+    delta = typed_tokens + (counter.count(rest) - counter.count(first)
                             if suffix != base.suffix else 0)
     estimate = base.prompt_tokens + delta
     tokens = counter.count(prompt) if exact_count or estimate + JOIN_MARGIN > budget else (
