@@ -330,13 +330,22 @@ def header_alone(checker: WholeChecker, text: str) -> str:
     logical = typed
     for n, line in enumerate(lines):
         logical += ("\n" if n else "") + line
-        if open_brackets(logical, rules):
+        if _left_open(logical, rules):
             continue
         if not opens_block(logical):
             return ""
         head = "\n".join(lines[: n + 1]).rstrip()
         return head if checker.is_whole(head + _placeholder_body(typed, rules)) else ""
     return ""
+
+
+def _left_open(logical: str, rules: LanguageConfig) -> bool:
+    """Brackets still open on the header's lines: the block's own brace at their end
+    (``if (x) {`` where ``}`` ends blocks) opens the body, not a bracket to go on in."""
+    code = logical.rstrip()
+    if rules.close == "}" and code.endswith("{"):
+        code = code[:-1]
+    return bool(open_brackets(code, rules))
 
 
 def _placeholder_body(header: str, rules: LanguageConfig) -> str:

@@ -13,6 +13,8 @@ import pytest
 
 from lsp_copilot.documents.store import DocumentStore, Snapshot
 from lsp_copilot.language.folders import language_config
+from lsp_copilot.pipeline.prompt import cursor_at
+from lsp_copilot.postprocess.checks import PostProcessor, Target
 from lsp_copilot.postprocess.whole import body_closer, opens_for, whole_checker
 
 
@@ -154,3 +156,24 @@ def test_after_typed_code_a_comment_ends_the_line() -> None:
     doc = "class A {\n    int f(int n) {\n        |\n        return n;\n    }\n}\n"
     snap, off = _at(doc, "java")
     assert not whole_checker(snap, off).is_whole("// add one")
+
+
+@pytest.mark.parametrize(("language", "doc", "raw", "header"), [
+    # `if (` typed, the editor closed it: `)` right of the cursor, the body yet to come
+    ("typescript", "function f(xs: number[]) {\n  const i = xs.indexOf(1);\n  if (|)\n}\n",
+     "i >= 0) {\n    return xs[i];", "i >= 0) {"),
+    # a method's signature typed in part, the editor's `))` right of the cursor
+    ("typescript", "class A {\n  x = 1;\n\n  on(callback: (event: string,|))\n}\n",
+     " id: string) => void): () => void {\n    this.x = (", " id: string) => void): () => void {"),
+    ("go", "package p\n\nfunc f() error {\n\terr := g()\n\tif err |\n}\n",
+     " != nil {\n\t\treturn fmt.Errorf(", "!= nil {"),
+])
+def test_a_brace_header_the_user_is_typing_may_come_without_its_body(
+        language: str, doc: str, raw: str, header: str) -> None:
+    """At a typing pause the block's own brace ends the header: it opens the body (which
+    comes after Enter), not a bracket the answer goes on in. The answer takes over the
+    closers the editor put right of the cursor."""
+    snap, off = _at(doc, language)
+    cursor = cursor_at(snap, off)
+    shown = PostProcessor(Target("single-line", cursor, snap, off, typing=True)).run(raw)
+    assert shown.text == header
