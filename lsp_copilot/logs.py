@@ -40,10 +40,16 @@ REQUEST_ID: ContextVar[object | None] = ContextVar("lsp_copilot_request_id", def
 it into every task a handler starts, so a request's engine calls are tagged too."""
 
 
+def source_text_allowed(setting: bool) -> bool:
+    """Whether the log may hold source and model text: only when the user asks
+    (``logSourceText``, or LSP_COPILOT_LOG_SOURCE_TEXT=1)."""
+    return setting or os.environ.get("LSP_COPILOT_LOG_SOURCE_TEXT") == "1"
+
+
 def source_text_logging(enabled: bool) -> None:
-    """Let pygls log message bodies only when the user asks (``logSourceText`` or
-    LSP_COPILOT_LOG_SOURCE_TEXT=1); they then follow the log level."""
-    enabled = enabled or os.environ.get("LSP_COPILOT_LOG_SOURCE_TEXT") == "1"
+    """Let pygls log message bodies only when the user asks (``source_text_allowed``);
+    they then follow the log level."""
+    enabled = source_text_allowed(enabled)
     for name in SOURCE_TEXT_LOGGERS:
         logging.getLogger(name).setLevel(logging.NOTSET if enabled else logging.WARNING)
 

@@ -27,6 +27,7 @@ from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.routes import Routes, route_kind
 from lsp_copilot.language.folders import language_config
 from lsp_copilot.language.trigger import Mode, completion_mode
+from lsp_copilot.logs import source_text_allowed
 from lsp_copilot.pipeline.alternatives import Alternatives, distinct
 from lsp_copilot.pipeline.ask import Ask, Outcome, Raw, Spent, Spot, no_suggestion
 from lsp_copilot.pipeline.completion_cache import CompletionCache, cache_key
@@ -384,10 +385,13 @@ class Completer:
         first = got.checked if got.checked is not None else post.run(
             got.text, got.truncated, ruled=got.ruled)
         self._count_checks(first, spot.prefetch)
-        if got.text and not first.text:  # why nothing shows (never the text: the user's code)
+        if got.text and not first.text:  # why nothing shows (its text only if asked)
             log.debug("no suggestion at %s v%d: the %s check left nothing of %d characters%s",
                       ask.uri, spot.snapshot.version, first.dropped_by, len(got.text),
                       " (cut at the token limit)" if got.truncated else "")
+            if source_text_allowed(spot.settings.privacy.log_source_text):
+                log.debug("the answer %r, at %r|%r", got.text, spot.cursor.line_before,
+                          spot.cursor.line_after)
         text, warned, unsafe = first.text, first.warned, first.reason
         alternatives: list[str] = []
         if got.alternatives is not None:

@@ -32,6 +32,6 @@ class PrivacySettings:
         "matches that folder (a repository's .lspcopilotignore adds its own).", STR_LIST
     )
     log_source_text: bool = setting(
-        False, "Let debug logs include message bodies (source text); off, logs never "
-        "contain your code.", IS_BOOL
+        False, "Let debug logs include message bodies and the answers no check let through "
+        "(source text); off, logs never contain your code.", IS_BOOL
     )

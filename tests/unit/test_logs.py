@@ -201,3 +201,19 @@ async def test_a_dropped_answer_is_logged_without_its_text(caplog: pytest.LogCap
     assert outcome.text == ""
     assert "left nothing" in caplog.text
     assert "MODEL_TEXT_91c4" not in caplog.text
+
+
+async def test_with_log_source_text_a_dropped_answer_is_logged_with_its_text(
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user asked for source text in the log (to see why nothing showed): the
+    answer the checks dropped is there, with the cursor's line."""
+    from tests.support.fakes import FakeEngine
+    from tests.support.pipeline import completer_for, snap
+
+    monkeypatch.setenv("LSP_COPILOT_LOG_SOURCE_TEXT", "1")
+    source = "def add(a, b):\n    return "
+    completer = await completer_for(FakeEngine(reply=" self.MODEL_TEXT_91c4.("))
+    with caplog.at_level(logging.DEBUG):
+        outcome = await completer.complete(snap(source), len(source))
+    assert outcome.text == ""
+    assert "MODEL_TEXT_91c4" in caplog.text and "'    return '" in caplog.text
