@@ -125,9 +125,11 @@ def indent_of(line: str) -> str:
 class Editor:
     """One document's buffer and cursor, changed key by key as an editor would."""
 
-    def __init__(self, text: str, language: str, autoclose: bool, unit: str = "    "):
+    def __init__(self, text: str, language: str, autoclose: bool, unit: str = "    ",
+                 below: str = ""):
+        """``text`` before the cursor; ``below``: after it (the rest of the file)."""
         self.left = text
-        self.right = ""
+        self.right = below
         self.language = language
         self.autoclose = autoclose
         self.unit = unit  # one indentation level

@@ -5,9 +5,11 @@ character by character, with human gaps (bursts, pauses at line ends and after
 punctuation, a few typos fixed with backspace). Like VS Code, it sends an inline
 completion request per keystroke and cancels the previous one. The naive configuration
 (no debounce, merge, reuse, typing-through or cache) and the default one run side by
-side in one run, on the same keystrokes. Each pause is counted whole or not (on the line
-as accepting the first item leaves it), and right or not against the line the user goes
-on to type (``lsp_copilot_bench.pauses``).
+side in one run, on the same keystrokes. The buffer is the file without the function,
+the cursor where the function goes: the rest of the file below it, as in an editor.
+Each pause is counted whole or not (on the line as accepting the first item leaves it),
+and right or not against the line the user goes on to type
+(``lsp_copilot_bench.pauses``).
 
 With ``--language`` the functions typed are of that language (the didOpen language id);
 with ``--autoclose on`` (the default) the buffer is an editor's that pairs brackets and
@@ -162,7 +164,10 @@ async def _replay(name: str, options: dict[str, Any], scripts: list[Script],
     began = time.perf_counter()
     ids = iter(range(1, 10**9))
     for script in scripts:
-        editor = Editor(script.before, language, autoclose, script.unit)
+        # The rest of the file stays below, as when a function is written into a file
+        # (its enclosing block's closer included); only the function is missing.
+        editor = Editor(script.before, language, autoclose, script.unit,
+                        "\n" + script.after if script.after else "")
         version = 1
         client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
             script.uri, language, version, editor.text)))

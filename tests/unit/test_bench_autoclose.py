@@ -36,10 +36,20 @@ def test_an_opener_inserts_its_pair_before_whitespace_or_a_closer() -> None:
     assert (e.left, e.right) == ("x = (", ")")
     e.type("[")  # before `)`: paired
     assert e.right == "])"
-    e = Editor("", "typescript", True)
-    e.right = "abc"
+    e = Editor("", "typescript", True, below="abc")
     assert e.type("(") == Change(0, 0, "(")  # before a word: not paired
     assert e.right == "abc"
+
+
+def test_the_rest_of_the_file_stays_below_what_is_typed() -> None:
+    """The buffer is the file without the function being typed: the enclosing block's
+    closer and what follows it stay below the cursor (the editor's own closers go
+    between)."""
+    e = Editor("class A {\n", "typescript", True, "  ", below="\n}\n")
+    typed(e, "  f() {")
+    e.enter("\n    ")
+    assert e.text == "class A {\n  f() {\n    \n  }\n}\n"
+    assert e.closer_below("}")
 
 
 def test_a_closer_types_over_the_auto_inserted_one_without_a_change() -> None:
