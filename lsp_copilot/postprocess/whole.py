@@ -335,7 +335,7 @@ def header_alone(checker: WholeChecker, text: str) -> str:
         if not opens_block(logical):
             return ""
         head = "\n".join(lines[: n + 1]).rstrip()
-        return head if checker.is_whole(head + _placeholder_body(typed, rules)) else ""
+        return head if _whole_with_a_body(checker, head, typed, rules) else ""
     return ""
 
 
@@ -348,12 +348,21 @@ def _left_open(logical: str, rules: LanguageConfig) -> bool:
     return bool(open_brackets(code, rules))
 
 
-def _placeholder_body(header: str, rules: LanguageConfig) -> str:
-    """A body for a header with none yet: a placeholder statement one level in (and the
-    block's closer, in a language that has one)."""
+def _placeholder_bodies(header: str, rules: LanguageConfig) -> list[str]:
+    """Bodies for a header with none yet: a placeholder statement one level in (and the
+    block's closer, in a language that has one; then also the closer with a comma, where
+    the block is an item of a list: an object literal's method, a match arm)."""
     lead = header[: len(header) - len(header.lstrip(" \t"))]
     body = f"\n{lead}    {rules.placeholder or 'pass'}"
-    return body + f"\n{lead}{rules.close}" if rules.close else body
+    if not rules.close:
+        return [body]
+    return [body + f"\n{lead}{rules.close}", body + f"\n{lead}{rules.close},"]
+
+
+def _whole_with_a_body(checker: WholeChecker, head: str, header: str,
+                       rules: LanguageConfig) -> bool:
+    """``head`` (completing the line ``header`` starts) is whole with a body under it."""
+    return any(checker.is_whole(head + body) for body in _placeholder_bodies(header, rules))
 
 
 def first_line_is_whole(snapshot: Snapshot, offset: int, text: str) -> bool:
@@ -381,7 +390,7 @@ def first_line_is_whole(snapshot: Snapshot, offset: int, text: str) -> bool:
         return True  # a statement, or a header whose body the file already has
     if not opens_block(typed + head):
         return False
-    return checker.is_whole(lead + head + _placeholder_body(typed or head, rules))
+    return _whole_with_a_body(checker, lead + head, typed or head, rules)
 
 
 def whole_checker(snapshot: Snapshot, offset: int, typing: bool = False) -> WholeChecker:

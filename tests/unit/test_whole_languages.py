@@ -165,6 +165,10 @@ def test_after_typed_code_a_comment_ends_the_line() -> None:
     # a method's signature typed in part, the editor's `))` right of the cursor
     ("typescript", "class A {\n  x = 1;\n\n  on(callback: (event: string,|))\n}\n",
      " id: string) => void): () => void {\n    this.x = (", " id: string) => void): () => void {"),
+    # a method of an object literal: its block is an item of a list, `},` below it
+    ("typescript", "const E = {\n  a(x: string): R {\n    return r(x);\n  },\n\n"
+     "  b(op:|)\n\n  c(y: string): R {\n    return r(y);\n  },\n};\n",
+     " string, at?: Range): R {\n    return r(", " string, at?: Range): R {"),
     ("go", "package p\n\nfunc f() error {\n\terr := g()\n\tif err |\n}\n",
      " != nil {\n\t\treturn fmt.Errorf(", "!= nil {"),
 ])
