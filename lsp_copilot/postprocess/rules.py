@@ -73,6 +73,6 @@ def keep_whole_answer(text: str, mode: Mode, whole: WholeChecker, rules: Languag
     multi-line answer ends where the block it fills ends."""
     text = syntax.keep_whole(text, whole)
     if mode == "multi-line" and text:
-        block = syntax.cut_at_block_end(text, whole.insertion, rules)
+        block = syntax.cut_at_block_end(text, whole, rules)
         text = block if block == text else syntax.keep_whole(cleanup.trim(block), whole)
     return cleanup.trim(text)

@@ -6,15 +6,18 @@ from __future__ import annotations
 import tree_sitter
 
 from lsp_copilot.language.folders import LanguageConfig
-from lsp_copilot.postprocess.insertion import Insertion
 from lsp_copilot.postprocess.whole import WholeChecker, header_alone
 
 
-def cut_at_block_end(text: str, insertion: Insertion, rules: LanguageConfig) -> str:
+def cut_at_block_end(text: str, whole: WholeChecker, rules: LanguageConfig) -> str:
     """Cut where the block the completion fills ends, as the parser sees it with the
-    completion inserted (a closing brace, a dedent, an ``end`` the model wrote)."""
+    completion inserted (a closing brace, a dedent, an ``end`` the model wrote). The
+    block's closing token is the suffix's, unless the file with the answer cut before it
+    has more errors than with it (the model wrote the closer of a one-line body whose
+    line the hole is: ``throw e; }``)."""
     if not rules.blocks or not text:
         return text
+    insertion = whole.insertion
     offset = insertion.offset
     tree = insertion.tree(text)
     if tree is None:
@@ -32,7 +35,17 @@ def cut_at_block_end(text: str, insertion: Insertion, rules: LanguageConfig) -> 
         end = last.start_byte  # the block's own closing token (`}`, `end`) is the suffix's
     if end >= offset + len(inserted):
         return text
-    return inserted[: end - offset].decode("utf-8", "ignore").rstrip()
+    cut = inserted[: end - offset].decode("utf-8", "ignore").rstrip()
+    if last is not None and end == last.start_byte and last.end_byte <= offset + len(inserted):
+        closed = inserted[: last.end_byte - offset].decode("utf-8", "ignore")
+        if _errors_after(whole, closed) < _errors_after(whole, cut):
+            return closed
+    return cut
+
+
+def _errors_after(whole: WholeChecker, text: str) -> int:
+    verdict = whole.check(text)
+    return 0 if verdict is None else verdict.errors_after
 
 
 def keep_whole(text: str, checker: WholeChecker) -> str:

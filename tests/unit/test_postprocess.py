@@ -211,6 +211,18 @@ def test_closing_brace_the_suffix_has_is_cut() -> None:
     assert finalize(raw, mode, cursor, snap, off) == "return 1;"
 
 
+def test_a_closing_brace_the_suffix_lacks_is_kept() -> None:
+    """A one-line body's closer on the hole's own line (``throw e; }``): the suffix has no
+    `}` for that block, so the answer's is kept (cut, the file would lose it)."""
+    doc = ("class A {\n    @Override public boolean complete(T value) {\n"
+           "        throw new E(); }\n    @Override public boolean cancel(boolean x) {\n"
+           "        |\n    @Override public void obtrude(T value) {\n"
+           "        throw new E(); }\n}\n")
+    snap, off, cursor, mode = _doc(doc, "java")
+    assert mode == "multi-line"
+    assert finalize(" throw new E(); }", mode, cursor, snap, off) == "throw new E(); }"
+
+
 def test_brackets_against_the_suffix() -> None:
     # (The prompt ends before the typed space: the model writes it first.)
     snap, off, cursor, mode = _doc("x = foo(a, |)\n", "python")
