@@ -115,11 +115,14 @@ def build_context(
     memo = cache.base(key)
     if memo is not None:
         base_start, head, memo_tail, base = memo
-        if (base_start <= start and tail == memo_tail and len(head) == base_start
-                and data.startswith(head)
+        if (base_start <= start and len(head) == base_start and data.startswith(head)
                 and data.count(b"\n", base_start, start) < BASE_MAX_LINES):
+            # The lines below may have changed (an editor's `}` pushed down by Enter): a
+            # prompt whose suffix follows its prefix keeps its start all the same.
+            below = None if tail == memo_tail else tail
             extended = _extend(base, data[base_start:offset], counter, template, budget,
-                               reserve, exact_count, mode, _Typed(redactor, snapshot.uri, after))
+                               reserve, exact_count, mode,
+                               _Typed(redactor, snapshot.uri, after, below))
             if extended is not None:
                 return extended
     base = _build_context(snapshot, start, counter, template, budget - reserve, mode,
@@ -133,11 +136,28 @@ def build_context(
 class _Typed(NamedTuple):
     """How the text typed after a base is redacted: the rest of the cursor's line is
     scanned with it (a secret is found whole), and sent only, redacted, as the first line
-    of a fill-in-the-middle suffix."""
+    of a fill-in-the-middle suffix. ``below``: the document after the cursor's line when
+    it is no longer the base's (None: unchanged)."""
 
     redactor: Redactor | None
     path: str
     after: bytes
+    below: bytes | None = None
+
+    def lines_below(self, count: int, first_line: int) -> tuple[str, tuple[str, ...]]:
+        """The first ``count`` lines of ``below`` (each after its newline: ``below``
+        starts with the cursor line's), secrets replaced, and what was found."""
+        text = (self.below or b"").decode("utf-8", "surrogateescape")
+        cut = -1
+        for _ in range(count + 1):
+            cut = text.find("\n", cut + 1)
+            if cut < 0:
+                break
+        text = text if cut < 0 else text[:cut]
+        if self.redactor is None or not text:
+            return text, ()
+        redaction = self.redactor.text(text, self.path)
+        return redaction.text, _where(display_name(self.path), first_line, redaction.found)
 
     def redact(self, typed: str, first_line: int) -> tuple[str, str, tuple[str, ...]]:
         """The typed text and the rest of its line, secrets replaced, and what was found."""
@@ -159,19 +179,28 @@ def _extend(base: Context, typed_bytes: bytes, counter: TokenCounter, template: 
     typed_tokens = counter.count(typed) if typed else 0
     if typed_tokens > reserve:
         return None
-    # The base's suffix began with its cursor line as it was then; the lines after it are
-    # the same (the caller checked), so only that first line is replaced.
+    # The base's suffix began with its cursor line as it was then: that first line is
+    # replaced, and the lines after it too where the document's have changed since (as
+    # many lines as the base's suffix had).
     newline = base.suffix.find("\n")
-    suffix = base.suffix if not base.suffix else rest + (
-        base.suffix[newline:] if newline >= 0 else "")
+    later = base.suffix[newline:] if newline >= 0 else ""
+    old_later = later
+    if redact.below is not None and base.suffix:
+        later, below_found = redact.lines_below(later.count("\n"),
+                                                base.base_lines + typed.count("\n"))
+        found = found + below_found
+    suffix = base.suffix if not base.suffix else rest + later
     pieces = template.extend(base.pieces, typed, suffix, base.suffix)
     if pieces is None:
         return None
     prompt = "".join(pieces)
-    # Only the first line changed: count it, not the whole suffix, at every keystroke.
+    # Only the first line changed (and the later ones, if the document's did): count
+    # them, not the whole suffix, at every keystroke.
     first = base.suffix if newline < 0 else base.suffix[:newline]
     delta = typed_tokens + (counter.count(rest) - counter.count(first)
                             if suffix != base.suffix else 0)
+    if later != old_later:
+        delta += counter.count(later) - counter.count(old_later)
     estimate = base.prompt_tokens + delta
     tokens = counter.count(prompt) if exact_count or estimate + JOIN_MARGIN > budget else (
         estimate)

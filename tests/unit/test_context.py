@@ -98,6 +98,35 @@ def test_fill_in_the_middle_prompts_keep_their_start_while_typing(
             previous = before
 
 
+def test_a_prompt_keeps_its_start_when_the_lines_below_change(
+        cl100k: TiktokenCounter) -> None:
+    """Enter between an editor's `{` and `}` pushes the `}` down: the lines below the
+    cursor change, and a prompt whose suffix follows its prefix keeps its start (before,
+    each such key rebuilt the prompt from its first token: a second of prefill on a CPU);
+    its suffix is the document's as it is now. A suffix-first format starts afresh."""
+    def typed(before: str, below: str, version: int, store: DocumentStore,
+              template_name: str, workspace: Workspace) -> tuple[str, str]:
+        store.close("file:///t.py")
+        store.open("file:///t.py", "python", version, before + below)
+        ctx = build_context(store.snapshot("file:///t.py"), len(before), cl100k,
+                            template_for(template_name), 1024, workspace=workspace,
+                            suffix_share=0.5)
+        return ctx.at_cursor()
+
+    for name in ("qwen2.5-coder", "mellum"):
+        workspace = Workspace()
+        store, _ = _snap(SOURCE)
+        text = SOURCE + "def g(y):\n    if y: ("
+        first, _ = typed(text, ")\n" + SOURCE, 2, store, name, workspace)
+        text += "\n        "
+        before, after = typed(text, "\n    )\n" + SOURCE, 3, store, name, workspace)
+        if name == "qwen2.5-coder":
+            assert before.startswith(first)
+            assert "\n    )\ndef f0" in after  # the `)` Enter pushed down
+        else:
+            assert before.endswith(text[-20:])
+
+
 def test_huge_single_line_is_cut_to_budget(cl100k: TiktokenCounter) -> None:
     data = ("x = [" + "1, " * 5000).encode()
     w = cursor_window(data, len(data), cl100k, 100, 0)

@@ -186,6 +186,25 @@ def test_text_typed_after_the_base_is_redacted() -> None:
         assert '    password = "<redacted:password>' in ctx.prompt
 
 
+def test_lines_below_that_changed_after_the_base_are_redacted() -> None:
+    """A fill-in-the-middle prompt keeps its base when the lines below the cursor change
+    (Enter pushed an editor's closer down); the suffix then takes those lines from the
+    document as it is now, redacted as the base's were."""
+    redactor = Redactor()
+    workspace = Workspace()
+    template = template_for("qwen2.5-coder")
+    head = "import os\n\n\ndef connect():\n    x = (1,"
+    starts = []
+    rest = "\n    return x\n\n\nx = 1\n"
+    for typed, below in (("", ")" + rest), ("\n        2", f"\n    )\n    t = \"{TOKEN}\"" + rest)):
+        ctx = build_context(snap(head + typed + below), len((head + typed).encode()),
+                            CharCounter(), template, 1024, workspace=workspace,
+                            redactor=redactor, suffix_share=0.5)
+        starts.append(ctx.at_cursor()[0])
+    assert starts[1].startswith(starts[0])  # the base was kept
+    assert TOKEN not in ctx.prompt and "<redacted:github-token>" in ctx.prompt, ctx.prompt
+
+
 def test_redaction_never_calls_a_verification_service(monkeypatch: pytest.MonkeyPatch) -> None:
     """detect-secrets can verify live secrets with their vendors over HTTP: never here."""
     import requests
