@@ -147,13 +147,13 @@ class _Typed(NamedTuple):
     def lines_below(self, count: int, first_line: int) -> tuple[str, tuple[str, ...]]:
         """The first ``count`` lines of ``below`` (each after its newline: ``below``
         starts with the cursor line's), secrets replaced, and what was found."""
-        text = (self.below or b"").decode("utf-8", "surrogateescape")
+        below = self.below or b""
         cut = -1
-        for _ in range(count + 1):
-            cut = text.find("\n", cut + 1)
+        for _ in range(count + 1):  # (cut in bytes: never decode the rest of the file)
+            cut = below.find(b"\n", cut + 1)
             if cut < 0:
                 break
-        text = text if cut < 0 else text[:cut]
+        text = (below if cut < 0 else below[:cut]).decode("utf-8", "surrogateescape")
         if self.redactor is None or not text:
             return text, ()
         redaction = self.redactor.text(text, self.path)
