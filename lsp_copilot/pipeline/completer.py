@@ -408,7 +408,10 @@ class Completer:
                                                    usable)
             ask.spent.waited_ms += (time.perf_counter() - t_alt) * 1000
             texts = distinct([text, *offered], ask.completion.max_suggestions)
-            if texts and texts[0] != text:  # the first was dropped: an alternative leads
+            if not warned:  # (a warning goes with the first item: it stays first)
+                texts = post.whole_first(texts)
+            if texts and texts[0] != text:  # the first was dropped or is not whole as it
+                # stands (a header alone): an alternative leads
                 warned = ()
             text, alternatives = (texts[0], texts[1:]) if texts else ("", [])
             self.telemetry.count("alternatives", len(alternatives))

@@ -78,6 +78,17 @@ class PostProcessor:
         closers and quotes: as many bytes)."""
         return covered(text, self.target.cursor, self.rules)
 
+    def whole_first(self, texts: list[str]) -> list[str]:
+        """``texts`` (items of one explicit request, each through the checks) with those
+        whole in the file as they stand before those shown only as the header the user is
+        typing (``whole.header_alone``: accepting one leaves a block open); the order is
+        kept otherwise. A model that repeats the code below cuts to such a header, where
+        an alternative completes the line."""
+        if self.whole is None:
+            return texts
+        checker = self.whole
+        return sorted(texts, key=lambda text: not checker.is_whole(text))
+
     def run(self, raw: str, truncated: bool = False, until: str = "", ruled: bool = False
             ) -> Candidate:
         """``raw`` through the checks in order (up to and with ``until``, when given);

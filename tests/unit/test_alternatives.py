@@ -257,3 +257,16 @@ async def test_the_answer_does_not_wait_for_a_spare_once_the_likeliest_are_there
     outcome = await completer.complete(snap(SOURCE), len(SOURCE), explicit=True)
     assert outcome.alternatives == ["b + a", "a - b"]
     assert engine.aborted == 1  # the spare (2 s to its end): cut, not waited for
+
+
+async def test_an_alternative_whole_as_it_stands_leads_a_header_alone() -> None:
+    """The first answer is only the header the user is typing (accepting it leaves the
+    block open); an alternative that completes the line whole is offered first."""
+    source = "class Disk:\n    def area(self"
+    engine = SeededEngine({None: ", r):\n", 1: ", r): return 3.14 * r * r\n"})
+    completer = await completer_for(engine)
+    outcome = await completer.complete(snap(source), len(source), explicit=True)
+    assert outcome.text == ", r): return 3.14 * r * r" and outcome.alternatives == [", r):"]
+    # At a typing pause the header alone is still the one answer.
+    typing = await completer_for(SeededEngine({None: ", r):\n"}))
+    assert (await typing.complete(snap(source), len(source))).text == ", r):"
