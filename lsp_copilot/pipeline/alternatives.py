@@ -34,6 +34,12 @@ BRANCH_DEPTH = 4
 """How far into the first answer alternatives may leave it: answers differ where the model
 hesitates, which is often not the first token (`` "`` before ``blue`` or ``green``)."""
 
+HEADER_DEPTH = 24
+"""Where only a block header fits the line (a body waits below it) and the model writes
+a statement there (``if (x) return y;``), the header's end (`` {`` after ``)``) is often
+a runner-up past ``BRANCH_DEPTH``: the listing then covers the first line's tokens (up to
+this many), and branches that complete a header come first."""
+
 SPARE_BRANCHES = 1
 """Branches continued beyond the alternatives wanted: a branch often ends as the first
 answer did, or as a fragment that post-processing drops; the answer takes the first
@@ -71,20 +77,23 @@ class Branch:
     logprob: float
 
 
-def choices_request(request: EngineRequest, count: int) -> EngineRequest:
-    """The first ``BRANCH_DEPTH`` tokens of ``request``, greedy, with the ``count``
-    likeliest tokens listed at each."""
+def choices_request(request: EngineRequest, count: int, depth: int = BRANCH_DEPTH
+                    ) -> EngineRequest:
+    """The first ``depth`` tokens of ``request``, greedy, with the ``count`` likeliest
+    tokens listed at each."""
     return dataclasses.replace(request, request_id=f"{request.request_id}-choices",
-                               max_tokens=min(BRANCH_DEPTH, request.max_tokens),
+                               max_tokens=min(depth, request.max_tokens),
                                temperature=0.0, seed=None, token_choices=count,
                                priority=max(request.priority, ALTERNATIVE_PRIORITY))
 
 
 def branches(positions: Sequence[Sequence[TokenChoice]], request: EngineRequest,
-             count: int) -> list[Branch]:
+             count: int, header: Callable[[str], bool] | None = None) -> list[Branch]:
     """The ``count`` likeliest ways to leave the greedy path (the first of each position)
     within ``positions``, best first; none after the greedy path has ended, and none that
-    only spells the greedy path's text another way (`` os`` + ``.system`` for ``os.``)."""
+    only spells the greedy path's text another way (`` os`` + ``.system`` for ``os.``).
+    With ``header`` (only a block header fits), those whose text it says completes one
+    come first."""
     found: list[Branch] = []
     ids: tuple[int, ...] = ()
     text, logprob = "", 0.0
@@ -97,8 +106,9 @@ def branches(positions: Sequence[Sequence[TokenChoice]], request: EngineRequest,
         ids, text, logprob = (*ids, greedy.token_id), text + greedy.text, logprob + greedy.logprob
     seen = {_key(text)}
     out: list[Branch] = []
-    for branch in sorted(found, key=lambda b: -b.logprob):
-        key = _key(branch.text)
+    for branch in sorted(found, key=lambda b: (header is not None and not header(b.text),
+                                                -b.logprob)):
+        key = _branch_key(branch.text)
         if any(other.startswith(key) for other in seen):
             continue  # the same text so far as the greedy path or a likelier branch
         seen.add(key)
@@ -141,6 +151,12 @@ def _key(text: str) -> str:
     return re.sub(r"\s+", " ", text.strip())
 
 
+def _branch_key(text: str) -> str:
+    """``_key``, and a branch that ends the line (``if x:`` + newline where the greedy
+    path goes on with `` return 0``) keeps that end: it is no respelling."""
+    return _key(text) + ("\n" if text.rstrip(" \t").endswith("\n") else "")
+
+
 def distinct(texts: Iterable[str], limit: int) -> list[str]:
     """The non-empty texts in order, without one that equals an earlier one once
     whitespace at the ends and in runs is set aside; at most ``limit``."""
@@ -165,8 +181,10 @@ class Alternatives:
     when it is done."""
 
     def __init__(self, flights: Flights, engine: Engine, request: EngineRequest,
-                 settings: CompletionSettings, uri: str | None) -> None:
+                 settings: CompletionSettings, uri: str | None,
+                 header: Callable[[str], bool] | None = None) -> None:
         self.wanted = settings.max_suggestions - 1
+        self._header = header  # only a block header fits: does a text complete one?
         count = self.wanted + SPARE_BRANCHES
         self._flights = flights
         self._engine = engine
@@ -186,9 +204,10 @@ class Alternatives:
             await self._flights.until_done(uri)
         if not self._engine.info.token_choices:
             return None
+        depth = BRANCH_DEPTH if self._header is None else HEADER_DEPTH
         listed = await self._flights.generate(
-            self._engine, choices_request(self._request, count + 1))
-        return branches(listed.token_choices, self._request, count)
+            self._engine, choices_request(self._request, count + 1, depth))
+        return branches(listed.token_choices, self._request, count, self._header)
 
     async def _alternative(self, index: int) -> EngineResult | None:
         found = await asyncio.shield(self._listing)

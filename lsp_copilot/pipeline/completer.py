@@ -309,7 +309,8 @@ class Completer:
         """An explicit request's other items, under way (``pending`` holds their tasks)."""
         if not ask.several:
             return None
-        alts = Alternatives(self.flights, ask.engine, request, ask.completion, uri)
+        alts = Alternatives(self.flights, ask.engine, request, ask.completion, uri,
+                            header=ask.post.header_wanted())
         pending += alts.pending
         return alts
 

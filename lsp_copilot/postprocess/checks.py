@@ -22,7 +22,7 @@ from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.postprocess.insertion import Insertion
 from lsp_copilot.postprocess.rules import clean_text, keep_whole_answer
 from lsp_copilot.postprocess.safety import Finding, SafetyChecker
-from lsp_copilot.postprocess.whole import WholeChecker
+from lsp_copilot.postprocess.whole import WholeChecker, opens_block
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,14 @@ class PostProcessor:
         """The characters right of the cursor that ``text`` takes over (``brackets.covered``;
         closers and quotes: as many bytes)."""
         return covered(text, self.target.cursor, self.rules)
+
+    def header_wanted(self) -> Callable[[str], bool] | None:
+        """Where only a block header fits the cursor line (``WholeChecker.body_waits``):
+        whether a text, after what is typed on the line, ends one; None elsewhere."""
+        if self.whole is None or not self.whole.body_waits():
+            return None
+        typed = self.target.cursor.line_before
+        return lambda text: opens_block(typed + text)
 
     def whole_first(self, texts: list[str]) -> list[str]:
         """``texts`` (items of one explicit request, each through the checks) with those

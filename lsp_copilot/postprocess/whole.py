@@ -215,6 +215,21 @@ class WholeChecker:
             return not code.endswith(";")  # deeper lines that go on this statement, maybe
         return opens_for(line, self._closer, self._rules) or code.endswith("\\")
 
+    def body_waits(self) -> bool:
+        """Only a block header fits the cursor line: the next code line is indented
+        deeper, the line is in no bracket, and where blocks end with a closer the deeper
+        run ends at one on this line's indentation (see ``header_fits``)."""
+        if not self._blocks or self._in_brackets or self._following is None:
+            return False
+        data = self.snapshot.data
+        before = data[self.line_start:self.offset].decode("utf-8", "replace")
+        line = data[self.line_start:self._line_end].decode("utf-8", "replace")
+        if open_brackets(before, self._rules) or before.rstrip().endswith("\\"):
+            return False
+        if indent(self._following) <= indent(line):
+            return False
+        return not self._rules.close or self._closer is not None
+
     def _comment_only(self, tree: tree_sitter.Tree, end: int) -> bool:
         """The answer is comments and nothing else, on a line where nothing is typed but
         its indentation (after typed code, a comment ends the line: ``x = 1,  /* w */``)."""

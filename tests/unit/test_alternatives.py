@@ -18,6 +18,7 @@ from lsp_copilot.documents.store import DocumentStore
 from lsp_copilot.engine.base import EngineRequest, TokenChoice
 from lsp_copilot.pipeline.alternatives import (
     BRANCH_DEPTH,
+    HEADER_DEPTH,
     SPARE_BRANCHES,
     Branch,
     alternative_requests,
@@ -270,3 +271,34 @@ async def test_an_alternative_whole_as_it_stands_leads_a_header_alone() -> None:
     # At a typing pause the header alone is still the one answer.
     typing = await completer_for(SeededEngine({None: ", r):\n"}))
     assert (await typing.complete(snap(source), len(source))).text == ", r):"
+
+
+def test_branches_that_complete_a_header_come_first_where_only_one_fits() -> None:
+    positions = [
+        (_choice(1, " x", -0.1), _choice(2, " y", -1.0)),
+        (_choice(3, ")", -0.1), _choice(4, " >", -0.5)),
+        (_choice(5, " return", -0.1), _choice(6, " {", -3.0)),
+    ]
+    request = EngineRequest(request_id="r", prompt="p", max_tokens=8)
+    assert [b.text for b in branches(positions, request, 2)] == [" x >", " y"]
+    header = [b.text for b in branches(positions, request, 2,
+                                       header=lambda t: t.endswith("{"))]
+    assert header == [" x) {", " x >"]
+
+
+async def test_where_a_body_waits_the_alternatives_look_for_its_header() -> None:
+    """The model writes a statement where the body below needs a header (dropped); the
+    listing covers the line, and the branch that ends the header is offered."""
+    source = "def f(x):\n    if\n        return 1\n    return 2\n"
+    offset = source.index("if") + 2
+    engine = BranchingEngine({"": " x: return 0\n", " x >": " 0: return 0\n",
+                              " x <": " 0: return 0\n", " y": " = 1\n", " z": " = 2\n",
+                              " x:\n": "\n"}, (
+        (_choice(1, " x", -0.1), _choice(2, " y", -1.0), _choice(3, " z", -1.1)),
+        (_choice(4, ":", -0.1), _choice(5, " >", -0.5), _choice(6, " <", -0.6)),
+        (_choice(7, " return", -0.1), _choice(8, "\n", -3.0))))
+    completer = await completer_for(engine)
+    outcome = await completer.complete(snap(source), offset, explicit=True)
+    assert outcome.text.strip() == "x:"
+    listing = next(r for r in engine.requests if r.token_choices)
+    assert listing.max_tokens == min(HEADER_DEPTH, engine.requests[0].max_tokens)
