@@ -129,7 +129,17 @@ def pause_figures(pauses: list[dict[str, Any]]) -> dict[str, Any]:
         "pause_similarity_mean": round(statistics.mean(p["similarity"] for p in pauses), 3)
         if pauses else 0.0,
         "pauses_not_answered_in_time": sum(p["how"] == "late" for p in pauses),
+        # Pauses after the function's last key (its `}` typed, the rest of the file already
+        # below): nothing is left to type, and the whole share counts them as it counts
+        # any pause. Beside it, the whole share of the pauses that have something left.
+        "pauses_nothing_left": sum(p.get("target", "") is None for p in pauses),
+        "whole_where_something_left": _whole_share(
+            [p for p in pauses if p.get("target", "") is not None]),
     }
+
+
+def _whole_share(pauses: list[dict[str, Any]]) -> float:
+    return round(sum(p["how"] == "whole" for p in pauses) / max(1, len(pauses)), 3)
 
 
 def corpus_figures(pauses: list[dict[str, Any]], keystrokes: int) -> dict[str, Any]:

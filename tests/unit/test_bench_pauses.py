@@ -84,6 +84,11 @@ def test_shares_are_of_all_pauses() -> None:
     assert figures["pause_similarity_mean"] == pytest.approx(0.375, abs=1e-3)
     assert figures["pauses_with_suggestion"] == 0.5
     assert figures["pauses_not_answered_in_time"] == 1
+    # One pause had nothing left to type: beside the whole share, that of the others.
+    ended = pause_figures([pause("whole", True, 1.0), pause("empty", False, 0.0),
+                           {**pause("empty", False, 0.0), "target": None}])
+    assert ended["pauses_with_whole_statement"] == round(1 / 3, 3)
+    assert ended["pauses_nothing_left"] == 1 and ended["whole_where_something_left"] == 0.5
 
 
 def test_the_table_shows_the_new_figures_and_each_package() -> None:
