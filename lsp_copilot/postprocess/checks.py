@@ -80,11 +80,14 @@ class PostProcessor:
 
     def header_wanted(self) -> Callable[[str], bool] | None:
         """Where only a block header fits the cursor line (``WholeChecker.body_waits``):
-        whether a text, after what is typed on the line, ends one; None elsewhere."""
-        if self.whole is None or not self.whole.body_waits():
+        whether a text, after what is typed on the line, ends one that is whole over the
+        body below (a header the line cannot hold, ``pub name(..) {`` in Rust, is none);
+        None elsewhere."""
+        checker = self.whole
+        if checker is None or not checker.body_waits():
             return None
         typed = self.target.cursor.line_before
-        return lambda text: opens_block(typed + text)
+        return lambda text: opens_block(typed + text) and checker.is_whole(text.rstrip())
 
     def whole_first(self, texts: list[str]) -> list[str]:
         """``texts`` (items of one explicit request, each through the checks) with those

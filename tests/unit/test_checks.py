@@ -18,12 +18,13 @@ from lsp_copilot.postprocess.safety import SafetyChecker
 FUNC = "import os\n\n\ndef clean(cmd):\n    |\n"
 
 
-def _processor(text: str, level: str = "block", secret: str | None = None) -> PostProcessor:
+def _processor(text: str, level: str = "block", secret: str | None = None,
+               language: str = "python") -> PostProcessor:
     cut = text.index("|")
     text = text.replace("|", "")
     store = DocumentStore()
-    store.open("file:///w/f.py", "python", 1, text)
-    snapshot = store.snapshot("file:///w/f.py")
+    store.open("file:///w/f", language, 1, text)
+    snapshot = store.snapshot("file:///w/f")
     offset = len(text[:cut].encode())
     return PostProcessor(Target(
         completion_mode(snapshot, offset),
@@ -91,3 +92,21 @@ def test_finalize_is_the_text_and_whole_checks() -> None:
                     post.target.snapshot, post.target.offset) == "os.system(cmd)"
     assert finalize("return cmd.strip(", post.target.mode, post.target.cursor,
                     post.target.snapshot, post.target.offset) == ""
+
+
+RUST_BODY_BELOW = """impl Node {
+    pub |
+        let mut s = String::new();
+        s
+    }
+}
+"""
+
+
+def test_where_a_body_waits_only_a_whole_header_is_one_the_alternatives_look_for() -> None:
+    header = _processor(RUST_BODY_BELOW, language="rust").header_wanted()
+    assert header is not None
+    assert header("fn value(&self) -> String {")
+    assert not header("materialise(&self) -> String {")  # `pub name(..)`: no header
+    assert not header("fn value(&self) -> String")  # no block opened yet
+    assert _processor("def f():\n    return |\n").header_wanted() is None  # no body below
