@@ -59,6 +59,26 @@ async def test_explicit_request_answers_several_whole_distinct_items(
     assert len(again.items) <= 1
 
 
+BODY_BELOW = ("def clamp(value, low, high):\n    if\n        return low\n"
+              "    return min(value, high)\n")
+
+
+async def test_where_a_body_waits_every_item_is_a_header_over_it(
+    engine_client: LanguageClient,
+) -> None:
+    """`if` typed over an indented body: the explicit request's items (the first and the
+    alternatives, branched along the line where a header can end) each complete the
+    header, and the file parses with each."""
+    uri = fixture_uri("e2e_header_over_body.py")
+    open_doc(engine_client, uri, BODY_BELOW)
+    result = await inline(engine_client, uri, 1, 6, types.InlineCompletionTriggerKind.Invoked)
+    texts = [item.insert_text for item in result.items]
+    assert texts
+    for text in texts:
+        assert isinstance(text, str) and text.rstrip().endswith(":"), text
+        assert parses_with(BODY_BELOW, 1, 6, text), text
+
+
 async def test_partial_accept_counts_and_the_rest_follows(engine_client: LanguageClient) -> None:
     """A client accepts the next word (VS Code's "accept next word", Neovim and Emacs'
     commands): didAccept carries acceptedChars, the stats count it, and the request at the
