@@ -45,6 +45,11 @@ SPARE_BRANCHES = 1
 answer did, or as a fragment that post-processing drops; the answer takes the first
 usable ones by rank and does not wait for the rest once it has enough."""
 
+SECOND_ROUND = 3
+"""Branches continued after all the first ones when neither the first answer nor any of
+them is usable (the user asked, and would see nothing): the next likeliest departures,
+still within the wait (``ALTERNATIVES_MIN_WAIT_S``)."""
+
 ALTERNATIVE_PRIORITY = 2
 """Below every suggestion the user waits for first (0 single-line, 1 multi-line)."""
 
@@ -189,7 +194,8 @@ class Alternatives:
         self._flights = flights
         self._engine = engine
         self._request = request
-        self._sampled = alternative_requests(request, count, settings.alternative_temperature)
+        self._sampled = alternative_requests(request, count + SECOND_ROUND,
+                                             settings.alternative_temperature)
         # (The generation is looked up when the listing starts: the caller starts it just
         # after this.)
         self._listing = asyncio.ensure_future(self._choices(count, uri))
@@ -207,7 +213,8 @@ class Alternatives:
         depth = BRANCH_DEPTH if self._header is None else HEADER_DEPTH
         listed = await self._flights.generate(
             self._engine, choices_request(self._request, count + 1, depth))
-        return branches(listed.token_choices, self._request, count, self._header)
+        return branches(listed.token_choices, self._request, count + SECOND_ROUND,
+                        self._header)
 
     async def _alternative(self, index: int) -> EngineResult | None:
         found = await asyncio.shield(self._listing)
@@ -233,6 +240,8 @@ class Alternatives:
         got: dict[int, str] = {}
         wanted = self.wanted + (0 if _key(first) else 1)  # an alternative may lead
         running = set(self.tasks)
+        second = not _key(first)  # nothing to show yet: a second round if none comes
+        extra: list[asyncio.Task[Any]] = []
         while running and len(_offered(first, _ranked(got))) < wanted:
             done, running = await asyncio.wait(running, timeout=max(0.0, until - loop.time()),
                                                return_when=asyncio.FIRST_COMPLETED)
@@ -242,6 +251,15 @@ class Alternatives:
                 ok = not task.cancelled() and task.exception() is None
                 result = task.result() if ok else None
                 got[self.tasks.index(task)] = "" if result is None else usable(result)
+            if second and not running and not _offered(first, got):
+                second = False
+                extra = [asyncio.ensure_future(self._alternative(i)) for i in
+                         range(len(self.tasks), len(self.tasks) + SECOND_ROUND)]
+                self.tasks += extra
+                running = set(extra)
+                trace["alternatives_second_round"] = len(extra)
+        for task in extra:  # (the caller cancels the first round; this one is ours)
+            task.cancel()
         offered = _offered(first, got)
         # Still running: not needed (enough came first), or late (dropped at the wait's end).
         if len(offered) >= wanted:

@@ -50,3 +50,4 @@ class Trace(TypedDict, total=False):
     alternatives: int
     alternatives_unneeded: int
     alternatives_late: int
+    alternatives_second_round: int  # branches continued when nothing else was usable

@@ -19,6 +19,7 @@ from lsp_copilot.engine.base import EngineRequest, TokenChoice
 from lsp_copilot.pipeline.alternatives import (
     BRANCH_DEPTH,
     HEADER_DEPTH,
+    SECOND_ROUND,
     SPARE_BRANCHES,
     Branch,
     alternative_requests,
@@ -302,3 +303,20 @@ async def test_where_a_body_waits_the_alternatives_look_for_its_header() -> None
     assert outcome.text.strip() == "x:"
     listing = next(r for r in engine.requests if r.token_choices)
     assert listing.max_tokens == min(HEADER_DEPTH, engine.requests[0].max_tokens)
+
+
+async def test_when_nothing_is_usable_a_second_round_of_branches_runs() -> None:
+    """The first answer and the first round's branches are all fragments: the next
+    likeliest departures are continued, and one of them is the answer."""
+    engine = BranchingEngine({"": " max(a,\n", " b": " * (a,\n", " min": "(a,\n",
+                              " max(b": ", \n", " a": " + b\n", " abs": "(a,\n",
+                              " max(a": ",\n"}, (
+        (_choice(1, " max", -0.1), _choice(2, " b", -1.0), _choice(3, " min", -1.1),
+         _choice(4, " a", -2.0), _choice(5, " abs", -2.5)),
+        (_choice(6, "(a", -0.1), _choice(7, "(b", -0.5))))
+    completer = await completer_for(engine)
+    outcome = await completer.complete(snap(SOURCE), len(SOURCE), explicit=True)
+    assert outcome.text == "a + b"
+    heads = [r.prompt[len(engine.requests[0].prompt):] for r in engine.requests[2:]]
+    assert len(heads) == 2 + SPARE_BRANCHES + SECOND_ROUND - 1  # (one branch too few)
+    assert sorted(heads[:3]) == [" b", " max(b", " min"] and sorted(heads[3:]) == [" a", " abs"]
