@@ -194,14 +194,11 @@ class WholeChecker:
         the body waits where the deeper run ends at one on the cursor line's indentation
         (``body_closer``); deeper lines that end otherwise may go on this line's statement,
         and only a finished statement (``;``) is known not to fit above them."""
-        if not self._blocks or self._in_brackets or self._following is None:
+        before = self._bound_by_lines_below()
+        if before is None or self._following is None:
             return True
-        data = self.snapshot.data
-        before = data[self.line_start:self.offset].decode("utf-8", "replace")
-        after = data[self.offset + self.insertion.covers(text):self._line_end].decode(
-            "utf-8", "replace")
-        if open_brackets(before, self._rules) or before.rstrip().endswith("\\"):
-            return True  # the deeper lines are the rest of this line's statement
+        after = self.snapshot.data[self.offset + self.insertion.covers(text):
+                                   self._line_end].decode("utf-8", "replace")
         deeper = indent(self._following)
         if deeper > indent(before + after) and text.split("\n", 1)[0].strip() \
                 and "\n" in text.strip("\n"):
@@ -219,16 +216,24 @@ class WholeChecker:
         """Only a block header fits the cursor line: the next code line is indented
         deeper, the line is in no bracket, and where blocks end with a closer the deeper
         run ends at one on this line's indentation (see ``header_fits``)."""
-        if not self._blocks or self._in_brackets or self._following is None:
+        if self._bound_by_lines_below() is None or self._following is None:
             return False
-        data = self.snapshot.data
-        before = data[self.line_start:self.offset].decode("utf-8", "replace")
-        line = data[self.line_start:self._line_end].decode("utf-8", "replace")
-        if open_brackets(before, self._rules) or before.rstrip().endswith("\\"):
-            return False
+        line = self.snapshot.data[self.line_start:self._line_end].decode("utf-8", "replace")
         if indent(self._following) <= indent(line):
             return False
         return not self._rules.close or self._closer is not None
+
+    def _bound_by_lines_below(self) -> str | None:
+        """The typed part of the cursor line where the lines below decide what fits on it
+        (blocks in the language, a code line below, no bracket around the line or left
+        open on it, no ``\\``: otherwise the deeper lines go on this line's statement);
+        None where they do not."""
+        if not self._blocks or self._in_brackets or self._following is None:
+            return None
+        before = self.snapshot.data[self.line_start:self.offset].decode("utf-8", "replace")
+        if open_brackets(before, self._rules) or before.rstrip().endswith("\\"):
+            return None
+        return before
 
     def _comment_only(self, tree: tree_sitter.Tree, end: int) -> bool:
         """The answer is comments and nothing else, on a line where nothing is typed but
