@@ -149,6 +149,15 @@ def _common(a: str, b: str) -> int:
     return n
 
 
+def _ends_body(lines: list[str], i: int) -> bool:
+    """Line ``i`` is the empty rest after the body's final newline. That newline is in
+    the file already (the rest of the file is below the function as it is typed), so it
+    is not typed: an Enter there would add a blank line the file does not have, and a
+    pause on it that has nothing to type. (The Enter's gap is drawn all the same, so the
+    keys of the scripts after it stay as they were.)"""
+    return i == len(lines) - 1 and not lines[i]
+
+
 def _type(body: str, rng: random.Random, limit: int, language: str = "python",
           unit: str = "    ") -> list[Key]:
     """The keystrokes of a user typing ``body`` in an editor that indents on Enter: Enter
@@ -163,7 +172,10 @@ def _type(body: str, rng: random.Random, limit: int, language: str = "python",
         have = 0
         if i > 0:
             indent = indenter(lines[i - 1])
-            keys.append(Key("\n" + indent, rng.uniform(500, 1500)))  # end of line: think
+            enter = Key("\n" + indent, rng.uniform(500, 1500))  # end of line: think
+            if _ends_body(lines, i):
+                break
+            keys.append(enter)
             have = len(indent)
             common = _common(indent, line[:want])
             keys += [Key(None, 15)] * max(0, have - common)
@@ -201,7 +213,10 @@ def _type_closing(body: str, rng: random.Random, limit: int, language: str,
             start = want + 1
         elif i > 0:
             indent = indenter(lines[i - 1])
-            press(Key("\n" + indent, rng.uniform(500, 1500)))
+            enter = Key("\n" + indent, rng.uniform(500, 1500))
+            if _ends_body(lines, i):
+                break
+            press(enter)
             common = _common(indent, line[:want])
             for _ in range(len(indent) - common):
                 press(Key(None, 15))

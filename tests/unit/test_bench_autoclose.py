@@ -137,10 +137,13 @@ def test_typed_keys_reach_the_intended_text(tmp_path: Path) -> None:
     (tmp_path / "mod.ts").write_text(head + "class A {\n" + body + "}\n")
     scripts = make_scripts(tmp_path, 10_000, 1, "typescript", autoclose=True)
     assert [s.body for s in scripts] == [body]
-    e = Editor(scripts[0].before, "typescript", True, scripts[0].unit)
+    # As the replay has it: the rest of the file below the line the function goes on.
+    e = Editor(scripts[0].before, "typescript", True, scripts[0].unit, "\n" + scripts[0].after)
     for key in scripts[0].keys:
         apply_key(e, key)
-    assert e.left == scripts[0].before + body and e.right == ""
+    # The file as it was, and no line more: the body's last newline is already there.
+    assert e.text == (tmp_path / "mod.ts").read_text()
+    assert e.left == scripts[0].before + body.rstrip("\n") and e.right == "\n}\n"
     assert sum(k.move for k in scripts[0].keys) == 3  # `}` twice, `})` once
     root = tmp_path / "ws"
     (tmp_path / "notes.py").write_text("x = 1\n")
@@ -174,7 +177,10 @@ def _old_type(body: str, rng: random.Random, limit: int) -> list[Key]:
         have = 0
         if i > 0:
             indent = auto_indent(lines[i - 1])
-            keys.append(Key("\n" + indent, rng.uniform(500, 1500)))
+            enter = Key("\n" + indent, rng.uniform(500, 1500))
+            if i == len(lines) - 1 and not line:  # (the file's own newline, since then)
+                break
+            keys.append(enter)
             have = len(indent)
             keys += [Key(None, 15)] * max(0, have - want)
         keys += [Key(" ", 15)] * max(0, want - have)
