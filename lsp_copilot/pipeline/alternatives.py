@@ -121,6 +121,17 @@ def branches(positions: Sequence[Sequence[TokenChoice]], request: EngineRequest,
     return out[:count]
 
 
+def led_by(lead: Branch | None, greedy: str, found: list[Branch]) -> list[Branch]:
+    """``found``, with ``lead`` continued first when the greedy path (``greedy``, the
+    first answer's start) does not begin as it does: where the grammar lets one token
+    follow what is typed (``(`` after ``if ``, ``language.lookahead``), an answer that
+    starts otherwise cannot parse, and the model's own runners-up often start otherwise
+    too (`` try``, `` await``, `` const`` after ``if``)."""
+    if lead is None or greedy.lstrip().startswith(lead.text.strip()):
+        return found
+    return [lead, *(b for b in found if b.text != lead.text)]
+
+
 def _ended(text: str, request: EngineRequest) -> bool:
     return bool(text) and request.cut(text, False)[0] is not None
 
@@ -187,9 +198,11 @@ class Alternatives:
 
     def __init__(self, flights: Flights, engine: Engine, request: EngineRequest,
                  settings: CompletionSettings, uri: str | None,
-                 header: Callable[[str], bool] | None = None) -> None:
+                 header: Callable[[str], bool] | None = None,
+                 lead: Branch | None = None) -> None:
         self.wanted = settings.max_suggestions - 1
         self._header = header  # only a block header fits: does a text complete one?
+        self._lead = lead  # the start the grammar requires (see ``led_by``)
         count = self.wanted + SPARE_BRANCHES
         self._flights = flights
         self._engine = engine
@@ -213,8 +226,8 @@ class Alternatives:
         depth = BRANCH_DEPTH if self._header is None else HEADER_DEPTH
         listed = await self._flights.generate(
             self._engine, choices_request(self._request, count + 1, depth))
-        return branches(listed.token_choices, self._request, count + SECOND_ROUND,
-                        self._header)
+        return led_by(self._lead, listed.text, branches(
+            listed.token_choices, self._request, count + SECOND_ROUND, self._header))
 
     async def _alternative(self, index: int) -> EngineResult | None:
         found = await asyncio.shield(self._listing)

@@ -26,9 +26,10 @@ from lsp_copilot.engine.base import EngineRequest, EngineResult, EngineUnavailab
 from lsp_copilot.engine.manager import EngineManager
 from lsp_copilot.engine.routes import Routes, route_kind
 from lsp_copilot.language.folders import language_config
+from lsp_copilot.language.lookahead import forced_after
 from lsp_copilot.language.trigger import Mode, completion_mode
 from lsp_copilot.logs import source_text_allowed
-from lsp_copilot.pipeline.alternatives import Alternatives, distinct
+from lsp_copilot.pipeline.alternatives import Alternatives, Branch, distinct
 from lsp_copilot.pipeline.ask import Ask, Outcome, Raw, Spent, Spot, no_suggestion
 from lsp_copilot.pipeline.completion_cache import CompletionCache, cache_key
 from lsp_copilot.pipeline.flights import Flights, Superseded, whole_cut
@@ -310,9 +311,21 @@ class Completer:
         if not ask.several:
             return None
         alts = Alternatives(self.flights, ask.engine, request, ask.completion, uri,
-                            header=ask.post.header_wanted())
+                            header=ask.post.header_wanted(), lead=self._lead(ask))
         pending += alts.pending
         return alts
+
+    def _lead(self, ask: Ask) -> Branch | None:
+        """The branch the grammar requires where one token must follow what is typed
+        (``(`` after ``if ``): the prompt ends before a dropped space, so the branch
+        writes it back (or a space after a keyword typed without one)."""
+        spot, encoder = ask.spot, ask.engine.encoder
+        token = forced_after(spot.snapshot.tree, spot.snapshot.data, spot.offset)
+        if not token or encoder is None:
+            return None
+        text = (spot.cursor.prompt_dropped_indent or " ") + token
+        ask.trace["grammar_lead"] = True
+        return Branch(encoder.text_ids(text), text, 0.0)
 
     async def _joined(self, ask: Ask) -> Raw | Outcome | None:
         """The answer of the document's generation under way, if it serves this request;

@@ -97,6 +97,11 @@ class PromptEncoder:
                 out.append(tid)
         return tuple(out)
 
+    def text_ids(self, text: str) -> tuple[int, ...]:
+        """Ids of a short text that continues a prompt (no BOS): the start of an answer
+        the grammar requires (``pipeline.alternatives``, a branch it leads with)."""
+        return self._text(text)[0]
+
     def _leading_ids(self) -> tuple[int, ...]:
         """What the tokenizer puts in front of a text (BOS), as vLLM's text path would."""
         plain = self._tok.encode("a", add_special_tokens=False).ids

@@ -228,13 +228,14 @@ def applied(text: str, item: types.CompletionItem) -> str:
     return text[:offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end):]
 
 
-def parses_with(text: str, line: int, char: int, insert: str) -> bool:
-    """Whether ``text`` still parses as Python with ``insert`` put at (line, char)."""
+def parses_with(text: str, line: int, char: int, insert: str, language: str = "python") -> bool:
+    """Whether ``text`` still parses (as Python by default) with ``insert`` put at (line,
+    char)."""
     from lsp_copilot.language.ids import parser_for
 
     lines = text.split("\n")
     lines[line] = lines[line][:char] + insert + lines[line][char:]
-    parser = parser_for("python")
+    parser = parser_for(language)
     assert parser is not None
     return not parser.parse("\n".join(lines).encode()).root_node.has_error
 
