@@ -79,6 +79,31 @@ async def test_where_a_body_waits_every_item_is_a_header_over_it(
         assert parses_with(BODY_BELOW, 1, 6, text), text
 
 
+JAVA_IF = ("package demo;\n\nimport java.util.List;\n\npublic class Totals {\n"
+           "    public static int sumPositive(List<Integer> values) {\n"
+           "        int total = 0;\n        for (int v : values) {\n            if \n"
+           "                total += v;\n            }\n        }\n        return total;\n"
+           "    }\n}\n")
+JAVA_IF_LINE, JAVA_IF_COL = 8, len("            if ")
+
+
+async def test_after_if_an_item_begins_with_the_paren_the_grammar_requires(
+    engine_client: LanguageClient,
+) -> None:
+    """`if ` typed over a body in Java: only `(` may follow `if` (a 0.5B model's own
+    answer there is sometimes the condition without it, ` v > 0) {`), and the explicit
+    request offers an item that begins with it and leaves the file parsing.
+    (tests/unit/test_lookahead.py checks that the branch the grammar requires goes
+    first, with a fake engine that never writes the `(` itself.)"""
+    uri = fixture_uri("e2e_grammar_lead.java")
+    open_doc(engine_client, uri, JAVA_IF, "java")
+    result = await inline(engine_client, uri, JAVA_IF_LINE, JAVA_IF_COL,
+                          types.InlineCompletionTriggerKind.Invoked)
+    texts = [item.insert_text for item in result.items]
+    assert any(isinstance(t, str) and t.startswith("(")
+               and parses_with(JAVA_IF, JAVA_IF_LINE, JAVA_IF_COL, t, "java") for t in texts), texts
+
+
 async def test_partial_accept_counts_and_the_rest_follows(engine_client: LanguageClient) -> None:
     """A client accepts the next word (VS Code's "accept next word", Neovim and Emacs'
     commands): didAccept carries acceptedChars, the stats count it, and the request at the
