@@ -51,4 +51,4 @@ class Trace(TypedDict, total=False):
     alternatives_unneeded: int
     alternatives_late: int
     alternatives_second_round: int  # branches continued when nothing else was usable
-    grammar_lead: bool  # a branch begun with the one token the grammar lets follow
+    grammar_lead: bool  # one token must follow the keyword typed (a branch may begin with it)
