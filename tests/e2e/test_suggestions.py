@@ -93,7 +93,7 @@ async def test_after_if_an_item_begins_with_the_paren_the_grammar_requires(
     """`if ` typed over a body in Java: only `(` may follow `if` (a 0.5B model's own
     answer there is sometimes the condition without it, ` v > 0) {`), and the explicit
     request offers an item that begins with it and leaves the file parsing.
-    (tests/unit/test_lookahead.py checks that the branch the grammar requires goes
+    (tests/unit/test_alternatives.py checks that the branch the grammar requires goes
     first, with a fake engine that never writes the `(` itself.)"""
     uri = fixture_uri("e2e_grammar_lead.java")
     open_doc(engine_client, uri, JAVA_IF, "java")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -26,12 +27,15 @@ from lsp_copilot.pipeline.alternatives import (
     branch_request,
     branches,
     distinct,
+    led_by,
 )
+from lsp_copilot.prompts.encoder import PromptEncoder
 from lsp_copilot.server.handlers import feedback
 from lsp_copilot.settings.core import Settings
 from lsp_copilot.settings.hub import SettingsHub
 from lsp_copilot.telemetry import Telemetry
 from tests.support.fakes import BranchingEngine, SeededEngine
+from tests.support.models import smollm2_like_folder
 from tests.support.pipeline import URI, completer_for, snap
 
 SOURCE = "def add(a, b):\n    return "
@@ -320,3 +324,33 @@ async def test_when_nothing_is_usable_a_second_round_of_branches_runs() -> None:
     heads = [r.prompt[len(engine.requests[0].prompt):] for r in engine.requests[2:]]
     assert len(heads) == 2 + SPARE_BRANCHES + SECOND_ROUND - 1  # (one branch too few)
     assert sorted(heads[:3]) == [" b", " max(b", " min"] and sorted(heads[3:]) == [" a", " abs"]
+
+
+def test_the_lead_goes_first_unless_the_first_answer_begins_with_it() -> None:
+    lead = Branch((7,), " (", 0.0)
+    found = [Branch((1,), " try", -1.4), Branch((7,), " (", -6.3), Branch((2,), " await", -2.1)]
+    assert [b.text for b in led_by(lead, " try {", found)] == [" (", " try", " await"]
+    assert led_by(lead, " (x) {", found) == found  # the model went that way itself
+    assert led_by(None, " try {", found) == found
+
+
+async def test_an_explicit_request_continues_the_required_token_first(tmp_path: Path) -> None:
+    """The model writes the condition without its `(` and lists no `(` among its
+    runners-up: the branch that begins with the `(` the grammar requires is continued,
+    and it is the answer."""
+    source = "function f(v: number): number {\n  if \n    return 1;\n  }\n  return 0;\n}\n"
+    offset = source.index("if ") + len("if ")
+    engine = BranchingEngine({"": " v > 0) {\n", " (": "v > 0) {\n", " return": " 1;\n",
+                              " v <": " 0) {\n"}, (
+        (_choice(1, " v", -0.1), _choice(2, " return", -1.0)),
+        (_choice(3, " >", -0.1), _choice(4, " <", -1.5))))
+    engine.encoder = PromptEncoder.for_model(str(smollm2_like_folder(tmp_path)))
+    completer = await completer_for(engine)
+    store = DocumentStore()
+    store.open(URI, "typescript", 1, source)
+    outcome = await completer.complete(store.snapshot(URI), offset, explicit=True)
+    assert outcome.text == "(v > 0) {"
+    heads = [r.prompt[len(engine.requests[0].prompt):] for r in engine.requests[2:]]
+    assert heads[0] == " ("  # before the model's own departures
+    assert engine.requests[2].prompt_token_ids[-len(engine.encoder.text_ids(" (")):] == \
+        engine.encoder.text_ids(" (")
