@@ -53,6 +53,7 @@ COUNTERS = (
     "partial_accepts",
     "accepted_chars",
     "alternatives",
+    "statement_ends",  # answers that are the token the file's style puts there (no model text)
     "rejected",
     "warmed_up",
     "warm_up_aborted",

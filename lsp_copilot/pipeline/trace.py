@@ -51,4 +51,5 @@ class Trace(TypedDict, total=False):
     alternatives_unneeded: int
     alternatives_late: int
     alternatives_second_round: int  # branches continued when nothing else was usable
+    statement_end: bool  # the answer is the `;`/`,` the file's style or list puts there
     grammar_lead: bool  # one token must follow the keyword typed (a branch may begin with it)

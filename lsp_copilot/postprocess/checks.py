@@ -22,6 +22,7 @@ from lsp_copilot.postprocess.cursor_text import Cursor
 from lsp_copilot.postprocess.insertion import Insertion
 from lsp_copilot.postprocess.rules import clean_text, keep_whole_answer
 from lsp_copilot.postprocess.safety import Finding, SafetyChecker
+from lsp_copilot.postprocess.statement_end import statement_end
 from lsp_copilot.postprocess.whole import WholeChecker, opens_block
 
 
@@ -99,6 +100,20 @@ class PostProcessor:
             return texts
         checker = self.whole
         return sorted(texts, key=lambda text: not checker.is_whole(text))
+
+    def statement_end(self) -> str:
+        """The one token that ends what the cursor line just closed, by the file's own
+        style or its list's separator (``statement_end``), when the line is whole with
+        it: the answer where the model had none. "" elsewhere."""
+        snapshot, offset = self.target.snapshot, self.target.offset
+        if (snapshot is None or snapshot.tree is None or offset is None
+                or self.target.cursor.line_after.strip()):
+            return ""
+        token = statement_end(snapshot.tree, offset, "".join(self.rules.closers))
+        if not token:
+            return ""
+        got = self.run(token)
+        return token if got.clean and got.text == token else ""
 
     def run(self, raw: str, truncated: bool = False, until: str = "", ruled: bool = False
             ) -> Candidate:
