@@ -430,11 +430,8 @@ class Completer:
             text, alternatives = (texts[0], texts[1:]) if texts else ("", [])
             self.telemetry.count("alternatives", len(alternatives))
             ask.trace["alternatives"] = len(alternatives)
-        if not text and not unsafe and not first.blocked and (end := post.statement_end()):
-            # The model had nothing usable where the user just closed a line: the token
-            # that ends it, read from the file's style (``statement_end``).
-            text = end
-            self.telemetry.count("statement_ends")
+        if not text and not unsafe and not first.blocked and (text := post.statement_end()):
+            self.telemetry.count("statement_ends")  # the file's `;` or `,`, not the model's
             ask.trace["statement_end"] = True
         self.telemetry.server_time(ask.spent.own_ms())
         timings = {"context": round(ask.context_ms, 2), "engine": round(ask.spent.waited_ms, 2),
