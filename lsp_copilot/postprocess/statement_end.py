@@ -29,7 +29,7 @@ STYLE_SHARE = 0.9
 def _punctuation(node: tree_sitter.Node, closers: str) -> str:
     """The node's text if it is one anonymous punctuation token (not a bracket)."""
     kind = node.type
-    if node.is_named or node.is_missing or not kind or kind in closers:
+    if node.is_named or node.is_missing or not kind or kind in set(closers):
         return ""
     if any(c.isalnum() or c in "([{" for c in kind):
         return ""
@@ -81,6 +81,6 @@ def statement_end(tree: tree_sitter.Tree, offset: int, closers: str) -> str:
     if not chain or chain[0].type not in closers:
         return ""  # the line does not end with a closer
     for item in chain[1:]:
-        if token := _styled_end(tree, item, closers):
+        if not item.is_error and (token := _styled_end(tree, item, closers)):
             return token
     return _separator(chain[-1], closers)
